@@ -1,0 +1,100 @@
+"""Deciding when a server is polled, and making sure its polls never overlap.
+
+`next_poll_at` is claimed with a conditional UPDATE, so beat, an admin edit and the API
+can all ask for a poll at once and exactly one is queued. A Redis lock that expires
+with the task's hard time limit stops two polls of one server running together, even
+if a worker dies mid-poll.
+"""
+
+import logging
+from contextlib import contextmanager
+from datetime import timedelta
+from functools import cache
+
+import redis
+from django.conf import settings
+from django.db.models import Q
+from django.utils import timezone
+
+from partdash.servers.models import Server
+
+log = logging.getLogger(__name__)
+
+
+def time_limits(poll_interval: int) -> tuple[int, int]:
+    """(soft, hard) seconds for one poll: below the interval, so polls cannot pile up."""
+    hard = max(5, min(settings.PARTDASH_POLL_TIME_LIMIT, int(poll_interval * 0.9)))
+    return max(3, hard - 5), hard
+
+
+def claim(server_id: int, *, force: bool = False) -> Server | None:
+    """Move the server's next poll one interval ahead if it is due (or `force`);
+    return the server when this caller won the claim."""
+    server = Server.objects.filter(pk=server_id, enabled=True).first()
+    if server is None:
+        return None
+    now = timezone.now()
+    due = Q(next_poll_at__isnull=True) | Q(next_poll_at__lte=now)
+    if force:
+        due = Q()
+    won = Server.objects.filter(due, pk=server_id, enabled=True).update(
+        next_poll_at=now + timedelta(seconds=server.poll_interval)
+    )
+    return server if won == 1 else None
+
+
+def enqueue(server: Server) -> bool:
+    """Queue a poll of a claimed server; on a broker failure, make it due again."""
+    from partdash.collector.tasks import poll_server_task
+
+    soft, hard = time_limits(server.poll_interval)
+    try:
+        poll_server_task.apply_async(
+            args=[server.pk],
+            soft_time_limit=soft,
+            time_limit=hard,
+            expires=server.poll_interval,
+        )
+    except Exception as exc:  # the broker being down must not break an admin save
+        log.error("cannot queue a poll of %s: %s", server.name, exc)
+        Server.objects.filter(pk=server.pk).update(next_poll_at=None)
+        return False
+    return True
+
+
+def request_poll(server_id: int, *, force: bool = False) -> bool:
+    """Queue a poll now if one is due (or always, with `force`)."""
+    server = claim(server_id, force=force)
+    return enqueue(server) if server else False
+
+
+def dispatch_due() -> int:
+    """Queue a poll for every enabled server that is due. Returns how many were queued."""
+    now = timezone.now()
+    due = Server.objects.filter(
+        Q(next_poll_at__isnull=True) | Q(next_poll_at__lte=now), enabled=True
+    ).values_list("pk", flat=True)
+    return sum(request_poll(pk) for pk in list(due))
+
+
+@cache
+def _redis(url: str) -> redis.Redis:
+    return redis.Redis.from_url(url, socket_timeout=5, socket_connect_timeout=5)
+
+
+@contextmanager
+def poll_lock(server_id: int, timeout: int):
+    """Yield True if this process holds the server's poll lock, False if another does.
+    The lock expires after `timeout` seconds, so a crashed worker cannot hold it forever."""
+    lock = _redis(settings.PARTDASH_REDIS_URL).lock(
+        f"partdash:poll:{server_id}", timeout=timeout, blocking=False
+    )
+    acquired = lock.acquire()
+    try:
+        yield acquired
+    finally:
+        if acquired:
+            try:
+                lock.release()
+            except redis.exceptions.LockError:
+                log.warning("poll lock of server %s expired before the poll ended", server_id)

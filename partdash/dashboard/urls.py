@@ -1,0 +1,7 @@
+from django.urls import path
+
+from partdash.dashboard import views
+
+urlpatterns = [
+    path("", views.fleet, name="fleet"),
+]

@@ -1,0 +1,7 @@
+from django.apps import AppConfig
+
+
+class MetricsConfig(AppConfig):
+    name = "partdash.metrics"
+    label = "metrics"
+    verbose_name = "Snapshots"

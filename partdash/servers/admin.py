@@ -1,0 +1,110 @@
+"""Registering servers in the Django admin, with `Test connection` and `Poll now`."""
+
+from django.contrib import admin, messages
+from django.shortcuts import get_object_or_404
+from django.template.response import TemplateResponse
+from django.urls import path
+from django.utils.html import format_html
+
+from partdash.collector.scheduling import request_poll
+from partdash.lib.secrets import SecretError
+from partdash.servers.connection import target_for
+from partdash.servers.forms import ServerForm
+from partdash.servers.models import Server
+from partdash.servers.probe import ProbeResult, probe
+
+
+def probe_server(server: Server) -> ProbeResult:
+    try:
+        return probe(target_for(server))
+    except SecretError as exc:
+        return ProbeResult(reachable=False, error_kind="secret", error=str(exc))
+
+
+@admin.register(Server)
+class ServerAdmin(admin.ModelAdmin):
+    form = ServerForm
+    list_display = [
+        "name",
+        "address",
+        "flavor",
+        "version",
+        "status_badge",
+        "last_poll_at",
+        "partitions",
+        "poll_interval",
+        "enabled",
+        "tags",
+    ]
+    list_filter = ["status", "enabled", "flavor"]
+    search_fields = ["name", "host", "tags"]
+    readonly_fields = [
+        "flavor",
+        "version",
+        "status",
+        "last_poll_at",
+        "last_error",
+        "partitioned_tables",
+        "partitions",
+        "has_password",
+    ]
+    actions = ["test_connection", "poll_now"]
+    fieldsets = [
+        (None, {"fields": ["name", "host", "port", "user", "password", "clear_password"]}),
+        ("TLS", {"fields": ["tls_mode", "ssl_ca"]}),
+        ("Polling", {"fields": ["poll_interval", "enabled", "tags"]}),
+        (
+            "Latest poll",
+            {
+                "fields": [
+                    "status",
+                    "flavor",
+                    "version",
+                    "last_poll_at",
+                    "last_error",
+                    "partitioned_tables",
+                    "partitions",
+                    "has_password",
+                ]
+            },
+        ),
+    ]
+
+    @admin.display(description="Status", ordering="status")
+    def status_badge(self, server: Server) -> str:
+        return format_html('<span class="status-{}">{}</span>', server.status, server.status)
+
+    @admin.display(boolean=True, description="Password stored")
+    def has_password(self, server: Server) -> bool:
+        return server.has_password
+
+    def get_urls(self):
+        test = self.admin_site.admin_view(self.test_connection_view)
+        return [
+            path("<int:server_id>/test-connection/", test, name="servers_server_test_connection"),
+        ] + super().get_urls()
+
+    def _probe_page(self, request, results: list[tuple[Server, ProbeResult]]):
+        context = {
+            **self.admin_site.each_context(request),
+            "opts": self.model._meta,
+            "title": "Test connection",
+            "results": results,
+        }
+        return TemplateResponse(request, "admin/servers/server/test_connection.html", context)
+
+    def test_connection_view(self, request, server_id: int):
+        server = get_object_or_404(Server, pk=server_id)
+        return self._probe_page(request, [(server, probe_server(server))])
+
+    @admin.action(description="Test connection")
+    def test_connection(self, request, queryset):
+        return self._probe_page(request, [(server, probe_server(server)) for server in queryset])
+
+    @admin.action(description="Poll now")
+    def poll_now(self, request, queryset):
+        queued = [server.name for server in queryset if request_poll(server.pk, force=True)]
+        level = messages.SUCCESS if len(queued) == queryset.count() else messages.WARNING
+        self.message_user(
+            request, f"Poll queued for {len(queued)} of {queryset.count()} servers.", level
+        )

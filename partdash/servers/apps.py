@@ -1,0 +1,10 @@
+from django.apps import AppConfig
+
+
+class ServersConfig(AppConfig):
+    name = "partdash.servers"
+    label = "servers"
+    verbose_name = "Monitored servers"
+
+    def ready(self) -> None:
+        from partdash.servers import signals  # noqa: F401

@@ -1,0 +1,78 @@
+"""`manage.py addserver NAME --host H --user U ...`: create or update a server."""
+
+import argparse
+import os
+
+from django.core.exceptions import ValidationError
+
+from partdash.lib.commands import PartdashCommand
+from partdash.servers.choices import TlsMode
+from partdash.servers.models import Server
+
+
+def port_number(text: str) -> int:
+    try:
+        port = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"port must be a number, got {text!r}") from None
+    if not 1 <= port <= 65535:
+        raise argparse.ArgumentTypeError(f"port {port} is out of range 1-65535")
+    return port
+
+
+def readable_file(path: str) -> str:
+    if not os.path.isfile(path) or not os.access(path, os.R_OK):
+        raise argparse.ArgumentTypeError(f"cannot read file {path!r}")
+    return path
+
+
+class Command(PartdashCommand):
+    help = "Create or update a monitored server and print its id."
+
+    def add_arguments(self, parser) -> None:
+        parser.add_argument("name")
+        parser.add_argument("--host", required=True)
+        parser.add_argument("--port", type=port_number, default=3306)
+        parser.add_argument("--user", required=True)
+        secret = parser.add_mutually_exclusive_group()
+        secret.add_argument("--password-env", metavar="VAR", help="read the password from $VAR")
+        secret.add_argument("--password-file", metavar="FILE", type=readable_file)
+        parser.add_argument("--interval", type=int, metavar="SECONDS", help="poll interval")
+        parser.add_argument("--ssl-ca", metavar="FILE", type=readable_file)
+        parser.add_argument("--tls-mode", choices=TlsMode.values)
+        parser.add_argument("--tags", help="comma-separated labels")
+        parser.add_argument("--disabled", action="store_true", help="register without polling")
+
+    def _password(self, options) -> str | None:
+        if options["password_env"]:
+            if options["password_env"] not in os.environ:
+                self.fail(f"environment variable {options['password_env']} is not set")
+            return os.environ[options["password_env"]]
+        if options["password_file"]:
+            with open(options["password_file"]) as handle:
+                return handle.read().rstrip("\r\n")
+        return None
+
+    def handle(self, *args, **options) -> None:
+        server = Server.objects.filter(name=options["name"]).first() or Server(name=options["name"])
+        server.host, server.port, server.user = options["host"], options["port"], options["user"]
+        if options["interval"] is not None:
+            server.poll_interval = options["interval"]
+        if options["ssl_ca"]:
+            server.ssl_ca = options["ssl_ca"]
+            server.tls_mode = TlsMode.VERIFY_CA
+        if options["tls_mode"]:
+            server.tls_mode = options["tls_mode"]
+        if options["tags"] is not None:
+            server.tags = options["tags"]
+        server.enabled = not options["disabled"]
+        password = self._password(options)
+        if password is not None:
+            server.set_password(password)
+        try:
+            server.full_clean()
+        except ValidationError as exc:
+            reasons = "; ".join(f"{field}: {' '.join(errors)}" for field, errors in exc.message_dict.items())
+            self.fail(reasons)
+        server.save()
+        self.stdout.write(str(server.pk))

@@ -1,0 +1,39 @@
+"""`manage.py demo [--dsn DSN] [--register NAME]`: (re)create the demo schema."""
+
+import os
+
+from partdash.lib.commands import PartdashCommand
+from partdash.lib.demo import DEMO_SCHEMA, create_demo_schema
+from partdash.lib.dsn import DsnError, parse_dsn
+from partdash.servers.connection import ConnectionFailure
+from partdash.servers.models import Server
+
+DEFAULT_DSN = "mysql://root@127.0.0.1:3306/"
+
+
+class Command(PartdashCommand):
+    help = f"(Re)create the `{DEMO_SCHEMA}` schema of partitioned tables on a server."
+
+    def add_arguments(self, parser) -> None:
+        parser.add_argument(
+            "--dsn",
+            default=os.environ.get("PARTDASH_DEMO_DSN", DEFAULT_DSN),
+            help="mysql://user:password@host:port/ (default: $PARTDASH_DEMO_DSN or %(default)s)",
+        )
+        parser.add_argument("--register", metavar="NAME", help="also register it as server NAME")
+
+    def handle(self, *args, **options) -> None:
+        try:
+            target = parse_dsn(options["dsn"])
+            tables = create_demo_schema(target)
+        except (DsnError, ConnectionFailure) as exc:
+            self.fail(str(exc), code=1)
+        self.stdout.write(f"created {DEMO_SCHEMA} on {target.host}:{target.port}: {', '.join(tables)}")
+        if options["register"]:
+            server = Server.objects.filter(name=options["register"]).first() or Server(
+                name=options["register"]
+            )
+            server.host, server.port, server.user = target.host, target.port, target.user
+            server.set_password(target.password)
+            server.save()
+            self.stdout.write(f"registered as server {server.name} (id {server.pk})")

@@ -1,0 +1,117 @@
+"""`Test connection`: can partdash reach a server, and what can it see there?
+
+The result says what is missing and the exact statement that fixes it: a GRANT for a
+missing privilege, a my.cnf line for a setting that is not dynamic.
+"""
+
+from dataclasses import dataclass, field
+
+import pymysql
+
+from partdash.servers.choices import Flavor
+from partdash.servers.connection import ConnectionFailure, Session, Target, open_session
+
+# Each privilege-gated source, probed with a query that reads at most one row.
+PRIVILEGE_PROBES = {
+    "PROCESS": (
+        "SELECT 1 FROM information_schema.INNODB_CMP LIMIT 1",
+        "GRANT PROCESS ON *.* TO {account}",
+    ),
+    "SELECT on mysql.innodb_table_stats": (
+        "SELECT 1 FROM mysql.innodb_table_stats LIMIT 1",
+        "GRANT SELECT ON mysql.innodb_table_stats TO {account}",
+    ),
+    "SELECT on performance_schema": (
+        "SELECT 1 FROM performance_schema.file_summary_by_instance LIMIT 1",
+        "GRANT SELECT ON performance_schema.* TO {account}",
+    ),
+}
+
+SETTINGS = ("performance_schema", "innodb_file_per_table", "innodb_cmp_per_index_enabled")
+
+SETTING_FIXES = {
+    "performance_schema": "add performance_schema=ON under [mysqld] in my.cnf and restart "
+    "(it is not dynamic; MariaDB ships with it OFF)",
+    "innodb_file_per_table": "SET GLOBAL innodb_file_per_table=ON (affects tables created "
+    "or rebuilt afterwards)",
+    "innodb_cmp_per_index_enabled": "SET GLOBAL innodb_cmp_per_index_enabled=ON (per-partition "
+    "compression figures; costs some CPU)",
+}
+
+
+@dataclass
+class MissingPrivilege:
+    privilege: str
+    grant: str
+
+
+@dataclass
+class ProbeResult:
+    """What `Test connection` reports for one server."""
+
+    reachable: bool
+    error_kind: str = ""
+    error: str = ""
+    flavor: str = Flavor.UNKNOWN
+    version: str = ""
+    account: str = ""
+    settings: dict[str, bool] = field(default_factory=dict)
+    missing_privileges: list[MissingPrivilege] = field(default_factory=list)
+    fixes: list[str] = field(default_factory=list)
+
+    @property
+    def summary(self) -> str:
+        """One line for a message or the CLI."""
+        if not self.reachable:
+            return f"unreachable: {self.error}"
+        parts = [f"reachable, {self.flavor} {self.version}"]
+        parts += [f"{name}={'ON' if on else 'OFF'}" for name, on in self.settings.items()]
+        if self.missing_privileges:
+            parts.append("missing: " + ", ".join(m.privilege for m in self.missing_privileges))
+        return "; ".join(parts)
+
+
+def _quoted_account(current_user: str) -> str:
+    user, _, host = current_user.rpartition("@")
+    return f"'{user}'@'{host}'"
+
+
+def _settings(session: Session) -> dict[str, bool]:
+    rows = session.rows(
+        "SHOW GLOBAL VARIABLES WHERE Variable_name IN (%s, %s, %s)", SETTINGS
+    )
+    values = {name.lower(): value.upper() in ("ON", "1") for name, value in rows}
+    return {name: values.get(name, False) for name in SETTINGS}
+
+
+def _missing_privileges(session: Session, account: str) -> list[MissingPrivilege]:
+    missing = []
+    for privilege, (query, grant) in PRIVILEGE_PROBES.items():
+        try:
+            session.rows(query)
+        except pymysql.MySQLError as exc:
+            if exc.args and exc.args[0] in (1044, 1142, 1227, 1143):
+                missing.append(MissingPrivilege(privilege, grant.format(account=account)))
+    return missing
+
+
+def probe(target: Target) -> ProbeResult:
+    """Connect and report reachability, flavour, version and capabilities."""
+    try:
+        with open_session(target) as session:
+            account = _quoted_account(session.scalar("SELECT CURRENT_USER()"))
+            settings = _settings(session)
+            missing = _missing_privileges(session, account)
+    except ConnectionFailure as failure:
+        return ProbeResult(reachable=False, error_kind=failure.kind, error=failure.message)
+    fixes = [f"{m.grant};" for m in missing]
+    fixes += [SETTING_FIXES[name] for name, on in settings.items() if not on]
+    return ProbeResult(
+        reachable=True,
+        flavor=session.flavor,
+        version=session.version,
+        account=account,
+        settings=settings,
+        missing_privileges=missing,
+        fixes=fixes,
+    )

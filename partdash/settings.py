@@ -1,0 +1,193 @@
+"""partdash settings: every value comes from an environment variable with a default
+that works on a laptop (SQLite under var/, Redis on localhost, console email).
+
+`var/partdash.env` (written by `make up`) is read first when it exists, so the CLI,
+the worker and the web server all share the same generated keys.
+"""
+
+from pathlib import Path
+
+import environ
+from django.core.exceptions import ImproperlyConfigured
+
+BASE_DIR = Path(__file__).resolve().parent.parent
+VAR_DIR = Path(environ.Env().str("PARTDASH_VAR_DIR", default=str(BASE_DIR / "var")))
+
+env = environ.Env()
+if (VAR_DIR / "partdash.env").exists():
+    environ.Env.read_env(VAR_DIR / "partdash.env", overwrite=False)
+
+# Insecure values for development only; refused when DEBUG is off.
+DEV_SECRET_KEY = "partdash-dev-secret-key-do-not-use-in-production"
+DEV_ENCRYPTION_KEY = "cGFydGRhc2gtZGV2LWtleS1kby1ub3QtdXNlLWl0ISE="
+
+DEBUG = env.bool("DEBUG", default=False)
+SECRET_KEY = env.str("SECRET_KEY", default=DEV_SECRET_KEY)
+# Fernet keys, comma-separated: the first encrypts, all decrypt (key rotation).
+PARTDASH_ENCRYPTION_KEYS = env.list("PARTDASH_ENCRYPTION_KEYS", default=[DEV_ENCRYPTION_KEY])
+
+if not DEBUG and SECRET_KEY == DEV_SECRET_KEY:
+    raise ImproperlyConfigured(
+        "SECRET_KEY is the built-in development key; set SECRET_KEY (or run `make up`, "
+        "which writes var/partdash.env) or set DEBUG=1 for development."
+    )
+if not DEBUG and DEV_ENCRYPTION_KEY in PARTDASH_ENCRYPTION_KEYS:
+    raise ImproperlyConfigured(
+        "PARTDASH_ENCRYPTION_KEYS uses the built-in development key; generate one with "
+        "`python -c 'from cryptography.fernet import Fernet; print(Fernet.generate_key().decode())'`."
+    )
+
+ALLOWED_HOSTS = env.list("ALLOWED_HOSTS", default=["127.0.0.1", "localhost", "[::1]"])
+CSRF_TRUSTED_ORIGINS = env.list("CSRF_TRUSTED_ORIGINS", default=[])
+
+INSTALLED_APPS = [
+    "django.contrib.admin",
+    "django.contrib.auth",
+    "django.contrib.contenttypes",
+    "django.contrib.sessions",
+    "django.contrib.messages",
+    "whitenoise.runserver_nostatic",
+    "django.contrib.staticfiles",
+    "rest_framework",
+    "rest_framework.authtoken",
+    "drf_spectacular",
+    "partdash.servers",
+    "partdash.metrics",
+    "partdash.dashboard",
+]
+
+MIDDLEWARE = [
+    "django.middleware.security.SecurityMiddleware",
+    "whitenoise.middleware.WhiteNoiseMiddleware",
+    "django.contrib.sessions.middleware.SessionMiddleware",
+    "django.middleware.common.CommonMiddleware",
+    "django.middleware.csrf.CsrfViewMiddleware",
+    "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "django.contrib.messages.middleware.MessageMiddleware",
+    "django.middleware.clickjacking.XFrameOptionsMiddleware",
+]
+
+ROOT_URLCONF = "partdash.urls"
+WSGI_APPLICATION = "partdash.wsgi.application"
+
+TEMPLATES = [
+    {
+        "BACKEND": "django.template.backends.django.DjangoTemplates",
+        "DIRS": [],
+        "APP_DIRS": True,
+        "OPTIONS": {
+            "context_processors": [
+                "django.template.context_processors.request",
+                "django.contrib.auth.context_processors.auth",
+                "django.contrib.messages.context_processors.messages",
+            ],
+        },
+    },
+]
+
+DATABASES = {
+    "default": env.db_url("DATABASE_URL", default=f"sqlite:///{VAR_DIR / 'partdash.sqlite3'}")
+}
+if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
+    # The worker, beat and web server write concurrently: wait for locks, use WAL.
+    DATABASES["default"].setdefault("OPTIONS", {}).update(
+        {"timeout": 20, "transaction_mode": "IMMEDIATE", "init_command": "PRAGMA journal_mode=WAL;"}
+    )
+DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+
+AUTH_PASSWORD_VALIDATORS = [
+    {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
+    {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
+]
+
+LANGUAGE_CODE = "en-us"
+TIME_ZONE = "UTC"
+USE_I18N = True
+USE_TZ = True
+
+STATIC_URL = "static/"
+STATIC_ROOT = VAR_DIR / "static"
+STATICFILES_DIRS = [BASE_DIR / "frontend" / "dist"]
+STORAGES = {
+    "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
+    "staticfiles": {
+        "BACKEND": "whitenoise.storage.CompressedManifestStaticFilesStorage"
+        if not DEBUG
+        else "django.contrib.staticfiles.storage.StaticFilesStorage"
+    },
+}
+
+LOGIN_URL = "/admin/login/"
+LOGIN_REDIRECT_URL = "/"
+
+# HTTPS hardening: on by default when DEBUG is off; PARTDASH_HTTPS=0 for plain-HTTP
+# local use such as `make up`.
+HTTPS = env.bool("PARTDASH_HTTPS", default=not DEBUG)
+SESSION_COOKIE_SECURE = HTTPS
+CSRF_COOKIE_SECURE = HTTPS
+SECURE_SSL_REDIRECT = HTTPS and env.bool("SECURE_SSL_REDIRECT", default=True)
+SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https") if HTTPS else None
+SECURE_HSTS_SECONDS = env.int("SECURE_HSTS_SECONDS", default=31536000 if HTTPS else 0)
+SECURE_HSTS_INCLUDE_SUBDOMAINS = HTTPS
+SECURE_HSTS_PRELOAD = HTTPS
+SECURE_CONTENT_TYPE_NOSNIFF = True
+X_FRAME_OPTIONS = "DENY"
+
+REST_FRAMEWORK = {
+    "DEFAULT_AUTHENTICATION_CLASSES": [
+        "rest_framework.authentication.TokenAuthentication",
+        "rest_framework.authentication.SessionAuthentication",
+    ],
+    "DEFAULT_PERMISSION_CLASSES": ["partdash.api.permissions.StaffWritesViewersRead"],
+    "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+    "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"]
+    + (["rest_framework.renderers.BrowsableAPIRenderer"] if DEBUG else []),
+}
+SPECTACULAR_SETTINGS = {
+    "TITLE": "partdash API",
+    "DESCRIPTION": "Partition health of MySQL and MariaDB servers.",
+    "VERSION": "1",
+    "SERVE_INCLUDE_SCHEMA": False,
+}
+
+# Celery: Redis broker, beat dispatches due polls from one static entry.
+CELERY_BROKER_URL = env.str("CELERY_BROKER_URL", default="redis://127.0.0.1:6379/0")
+CELERY_TASK_IGNORE_RESULT = True
+CELERY_TASK_ACKS_LATE = True
+CELERY_WORKER_PREFETCH_MULTIPLIER = 1
+CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
+CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": 3600}
+CELERY_TASK_PUBLISH_RETRY_POLICY = {"max_retries": 2, "interval_start": 0.2}
+# Redis for the per-server poll lock (defaults to the broker's Redis).
+PARTDASH_REDIS_URL = env.str("PARTDASH_REDIS_URL", default=CELERY_BROKER_URL)
+PARTDASH_DISPATCH_SECONDS = env.float("PARTDASH_DISPATCH_SECONDS", default=5.0)
+PARTDASH_DEFAULT_POLL_INTERVAL = env.int("PARTDASH_DEFAULT_POLL_INTERVAL", default=60)
+# Upper bound for one poll, whatever the interval (seconds).
+PARTDASH_POLL_TIME_LIMIT = env.int("PARTDASH_POLL_TIME_LIMIT", default=300)
+# Timeouts when talking to a monitored server (seconds).
+PARTDASH_CONNECT_TIMEOUT = env.int("PARTDASH_CONNECT_TIMEOUT", default=5)
+PARTDASH_READ_TIMEOUT = env.int("PARTDASH_READ_TIMEOUT", default=30)
+PARTDASH_STATEMENT_TIMEOUT = env.int("PARTDASH_STATEMENT_TIMEOUT", default=20)
+PARTDASH_LOCK_WAIT_TIMEOUT = env.int("PARTDASH_LOCK_WAIT_TIMEOUT", default=3)
+
+# Email: console backend unless EMAIL_HOST is set.
+EMAIL_HOST = env.str("EMAIL_HOST", default="")
+EMAIL_PORT = env.int("EMAIL_PORT", default=25)
+EMAIL_HOST_USER = env.str("EMAIL_HOST_USER", default="")
+EMAIL_HOST_PASSWORD = env.str("EMAIL_HOST_PASSWORD", default="")
+EMAIL_USE_TLS = env.bool("EMAIL_USE_TLS", default=False)
+DEFAULT_FROM_EMAIL = env.str("DEFAULT_FROM_EMAIL", default="partdash@localhost")
+EMAIL_BACKEND = (
+    "django.core.mail.backends.smtp.EmailBackend"
+    if EMAIL_HOST
+    else "django.core.mail.backends.console.EmailBackend"
+)
+ALERT_EMAILS = env.list("ALERT_EMAILS", default=[])
+
+LOGGING = {
+    "version": 1,
+    "disable_existing_loggers": False,
+    "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s: %(message)s"}},
+    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
+    "root": {"handlers": ["console"], "level": env.str("LOG_LEVEL", default="INFO")},
+}

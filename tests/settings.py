@@ -1,0 +1,17 @@
+"""Test settings: partdash's own settings with a private var/ directory and a file-backed
+SQLite test database, so a real Celery worker in another process sees the same data."""
+
+import os
+from pathlib import Path
+
+TEST_VAR = Path(__file__).resolve().parent.parent / "var" / "test"
+TEST_VAR.mkdir(parents=True, exist_ok=True)
+os.environ.setdefault("DEBUG", "1")
+os.environ["PARTDASH_VAR_DIR"] = str(TEST_VAR)
+os.environ.setdefault("DATABASE_URL", f"sqlite:///{TEST_VAR / 'partdash.sqlite3'}")
+
+from partdash.settings import *  # noqa: E402,F403
+from partdash.settings import DATABASES  # noqa: E402
+
+DATABASES["default"]["TEST"] = {"NAME": str(TEST_VAR / "test.sqlite3")}
+PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
