@@ -34,7 +34,7 @@ if not DEBUG and SECRET_KEY == DEV_SECRET_KEY:
 if not DEBUG and DEV_ENCRYPTION_KEY in PARTDASH_ENCRYPTION_KEYS:
     raise ImproperlyConfigured(
         "PARTDASH_ENCRYPTION_KEYS uses the built-in development key; generate one with "
-        "`python -c 'from cryptography.fernet import Fernet; print(Fernet.generate_key().decode())'`."
+        "`make up` writes one to var/partdash.env; see README, Secrets."
     )
 
 ALLOWED_HOSTS = env.list("ALLOWED_HOSTS", default=["127.0.0.1", "localhost", "[::1]"])

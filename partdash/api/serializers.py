@@ -3,7 +3,6 @@
 from copy import copy
 
 from django.core.exceptions import ValidationError as DjangoValidationError
-
 from rest_framework import serializers
 
 from partdash.servers.models import Server
@@ -11,7 +10,10 @@ from partdash.servers.models import Server
 
 class ServerSerializer(serializers.ModelSerializer):
     password = serializers.CharField(
-        write_only=True, required=False, allow_blank=True, trim_whitespace=False,
+        write_only=True,
+        required=False,
+        allow_blank=True,
+        trim_whitespace=False,
         style={"input_type": "password"},
     )
     tags = serializers.CharField(required=False, allow_blank=True)
@@ -19,14 +21,33 @@ class ServerSerializer(serializers.ModelSerializer):
     class Meta:
         model = Server
         fields = [
-            "id", "name", "host", "port", "user", "password", "tls_mode", "ssl_ca",
-            "poll_interval", "enabled", "tags",
-            "flavor", "version", "status", "last_poll_at", "last_error",
-            "partitioned_tables", "partitions",
+            "id",
+            "name",
+            "host",
+            "port",
+            "user",
+            "password",
+            "tls_mode",
+            "ssl_ca",
+            "poll_interval",
+            "enabled",
+            "tags",
+            "flavor",
+            "version",
+            "status",
+            "last_poll_at",
+            "last_error",
+            "partitioned_tables",
+            "partitions",
         ]
         read_only_fields = [
-            "flavor", "version", "status", "last_poll_at", "last_error",
-            "partitioned_tables", "partitions",
+            "flavor",
+            "version",
+            "status",
+            "last_poll_at",
+            "last_error",
+            "partitioned_tables",
+            "partitions",
         ]
 
     def validate(self, attrs: dict) -> dict:

@@ -9,7 +9,9 @@ from partdash.api.serializers import ServerSerializer
 from partdash.collector.scheduling import request_poll
 from partdash.servers.models import Server
 
-QUEUED = inline_serializer("PollQueued", {"queued": serializers.BooleanField(), "detail": serializers.CharField()})
+QUEUED = inline_serializer(
+    "PollQueued", {"queued": serializers.BooleanField(), "detail": serializers.CharField()}
+)
 
 
 class ServerViewSet(viewsets.ModelViewSet):
@@ -21,9 +23,13 @@ class ServerViewSet(viewsets.ModelViewSet):
     def poll(self, request, pk=None) -> Response:
         server = self.get_object()
         if not server.enabled:
-            return Response({"queued": False, "detail": "server is disabled"}, status.HTTP_409_CONFLICT)
+            return Response(
+                {"queued": False, "detail": "server is disabled"}, status.HTTP_409_CONFLICT
+            )
         if request_poll(server.pk, force=True):
-            return Response({"queued": True, "detail": "a poll was queued"}, status.HTTP_202_ACCEPTED)
+            return Response(
+                {"queued": True, "detail": "a poll was queued"}, status.HTTP_202_ACCEPTED
+            )
         return Response(
             {"queued": False, "detail": "the task broker is unreachable; try again"},
             status.HTTP_503_SERVICE_UNAVAILABLE,

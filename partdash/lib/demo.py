@@ -37,8 +37,9 @@ TABLES = {
     "ENGINE=InnoDB PARTITION BY HASH (id) PARTITIONS 8",
     "events": "CREATE TABLE events (tenant INT NOT NULL, id BIGINT NOT NULL, payload VARCHAR(200), "
     "PRIMARY KEY (tenant, id)) ENGINE=InnoDB PARTITION BY KEY (tenant) PARTITIONS 4",
-    "regions": "CREATE TABLE regions (id BIGINT NOT NULL, region INT NOT NULL, PRIMARY KEY (id, region)) "
-    "ENGINE=InnoDB PARTITION BY LIST (region) (PARTITION p_eu VALUES IN (1, 2), "
+    "regions": "CREATE TABLE regions (id BIGINT NOT NULL, region INT NOT NULL, "
+    "PRIMARY KEY (id, region)) ENGINE=InnoDB PARTITION BY LIST (region) "
+    "(PARTITION p_eu VALUES IN (1, 2), "
     "PARTITION p_us VALUES IN (3, 4), PARTITION p_apac VALUES IN (5, 6))",
 }
 
@@ -51,7 +52,9 @@ def _rows(table: str, today: date) -> tuple[str, list[tuple]]:
             (day, rng.randint(100, 99999) / 100) for day in days
         ]
     if table == "sessions":
-        return "INSERT INTO sessions VALUES (%s, %s)", [(i, rng.randint(1, 999)) for i in range(4000)]
+        return "INSERT INTO sessions VALUES (%s, %s)", [
+            (i, rng.randint(1, 999)) for i in range(4000)
+        ]
     if table == "events":
         # Tenant 1 dominates: the KEY table is skewed on purpose.
         return "INSERT INTO events VALUES (%s, %s, %s)", [
@@ -60,16 +63,33 @@ def _rows(table: str, today: date) -> tuple[str, list[tuple]]:
     return "INSERT INTO regions VALUES (%s, %s)", [(i, rng.randint(1, 6)) for i in range(3000)]
 
 
-def create_demo_schema(target: Target, today: date | None = None) -> list[str]:
-    """Drop and recreate the demo schema; return the table names."""
-    today = today or date.today()
+def _connect(target: Target) -> pymysql.connections.Connection:
     try:
-        conn = pymysql.connect(
-            host=target.host, port=target.port, user=target.user, password=target.password,
-            connect_timeout=5, autocommit=True,
+        return pymysql.connect(
+            host=target.host,
+            port=target.port,
+            user=target.user,
+            password=target.password,
+            connect_timeout=5,
+            autocommit=True,
         )
     except pymysql.MySQLError as exc:
         raise classify(exc, target) from None
+
+
+def demo_schema_exists(target: Target) -> bool:
+    conn = _connect(target)
+    try:
+        with conn.cursor() as cursor:
+            return bool(cursor.execute("SHOW DATABASES LIKE %s", (DEMO_SCHEMA,)))
+    finally:
+        conn.close()
+
+
+def create_demo_schema(target: Target, today: date | None = None) -> list[str]:
+    """Drop and recreate the demo schema; return the table names."""
+    today = today or date.today()
+    conn = _connect(target)
     ddl = {"orders": _orders_ddl(today), **TABLES}
     try:
         with conn.cursor() as cursor:

@@ -96,7 +96,9 @@ def _resolve(target: Target) -> None:
     try:
         socket.getaddrinfo(target.host, target.port, type=socket.SOCK_STREAM)
     except socket.gaierror as exc:
-        raise ConnectionFailure("dns", f"cannot resolve host {target.host!r}: {exc.strerror}")
+        raise ConnectionFailure(
+            "dns", f"cannot resolve host {target.host!r}: {exc.strerror}"
+        ) from None
 
 
 def classify(exc: Exception, target: Target) -> ConnectionFailure:

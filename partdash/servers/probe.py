@@ -77,9 +77,7 @@ def _quoted_account(current_user: str) -> str:
 
 
 def _settings(session: Session) -> dict[str, bool]:
-    rows = session.rows(
-        "SHOW GLOBAL VARIABLES WHERE Variable_name IN (%s, %s, %s)", SETTINGS
-    )
+    rows = session.rows("SHOW GLOBAL VARIABLES WHERE Variable_name IN (%s, %s, %s)", SETTINGS)
     values = {name.lower(): value.upper() in ("ON", "1") for name, value in rows}
     return {name: values.get(name, False) for name in SETTINGS}
 

@@ -5,33 +5,44 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     initial = True
 
     dependencies = [
-        ('servers', '0001_initial'),
+        ("servers", "0001_initial"),
     ]
 
     operations = [
         migrations.CreateModel(
-            name='ServerSnapshot',
+            name="ServerSnapshot",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('taken_at', models.DateTimeField(db_index=True)),
-                ('poll_id', models.CharField(max_length=64, unique=True)),
-                ('flavor', models.CharField(max_length=10)),
-                ('version', models.CharField(max_length=100)),
-                ('variables', models.JSONField(default=dict)),
-                ('status_counters', models.JSONField(default=dict)),
-                ('partitioned_tables', models.PositiveIntegerField(null=True)),
-                ('partitions', models.PositiveIntegerField(null=True)),
-                ('warnings', models.JSONField(default=list)),
-                ('seconds', models.FloatField(default=0)),
-                ('server', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='snapshots', to='servers.server')),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("taken_at", models.DateTimeField(db_index=True)),
+                ("poll_id", models.CharField(max_length=64, unique=True)),
+                ("flavor", models.CharField(max_length=10)),
+                ("version", models.CharField(max_length=100)),
+                ("variables", models.JSONField(default=dict)),
+                ("status_counters", models.JSONField(default=dict)),
+                ("partitioned_tables", models.PositiveIntegerField(null=True)),
+                ("partitions", models.PositiveIntegerField(null=True)),
+                ("warnings", models.JSONField(default=list)),
+                ("seconds", models.FloatField(default=0)),
+                (
+                    "server",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="snapshots",
+                        to="servers.server",
+                    ),
+                ),
             ],
             options={
-                'ordering': ['-taken_at'],
-                'get_latest_by': 'taken_at',
+                "ordering": ["-taken_at"],
+                "get_latest_by": "taken_at",
             },
         ),
     ]

@@ -72,7 +72,9 @@ class Command(PartdashCommand):
         try:
             server.full_clean()
         except ValidationError as exc:
-            reasons = "; ".join(f"{field}: {' '.join(errors)}" for field, errors in exc.message_dict.items())
+            reasons = "; ".join(
+                f"{field}: {' '.join(errors)}" for field, errors in exc.message_dict.items()
+            )
             self.fail(reasons)
         server.save()
         self.stdout.write(str(server.pk))

@@ -3,7 +3,7 @@
 import os
 
 from partdash.lib.commands import PartdashCommand
-from partdash.lib.demo import DEMO_SCHEMA, create_demo_schema
+from partdash.lib.demo import DEMO_SCHEMA, create_demo_schema, demo_schema_exists
 from partdash.lib.dsn import DsnError, parse_dsn
 from partdash.servers.connection import ConnectionFailure
 from partdash.servers.models import Server
@@ -21,14 +21,22 @@ class Command(PartdashCommand):
             help="mysql://user:password@host:port/ (default: $PARTDASH_DEMO_DSN or %(default)s)",
         )
         parser.add_argument("--register", metavar="NAME", help="also register it as server NAME")
+        parser.add_argument(
+            "--if-missing", action="store_true", help="keep the schema if it exists already"
+        )
 
     def handle(self, *args, **options) -> None:
         try:
             target = parse_dsn(options["dsn"])
-            tables = create_demo_schema(target)
+            if options["if_missing"] and demo_schema_exists(target):
+                self.stdout.write(f"{DEMO_SCHEMA} exists on {target.host}:{target.port}: kept")
+            else:
+                tables = create_demo_schema(target)
+                self.stdout.write(
+                    f"created {DEMO_SCHEMA} on {target.host}:{target.port}: {', '.join(tables)}"
+                )
         except (DsnError, ConnectionFailure) as exc:
             self.fail(str(exc), code=1)
-        self.stdout.write(f"created {DEMO_SCHEMA} on {target.host}:{target.port}: {', '.join(tables)}")
         if options["register"]:
             server = Server.objects.filter(name=options["register"]).first() or Server(
                 name=options["register"]

@@ -20,7 +20,9 @@ class Command(PartdashCommand):
         password = os.environ.get("PARTDASH_ADMIN_PASSWORD") or secrets.token_urlsafe(12)
         users.create_superuser(username=username, email="", password=password)
         if os.environ.get("PARTDASH_ADMIN_PASSWORD"):
-            self.stdout.write(f"created admin account {username!r} (password from PARTDASH_ADMIN_PASSWORD)")
+            self.stdout.write(
+                f"created admin account {username!r} (password from PARTDASH_ADMIN_PASSWORD)"
+            )
         else:
             self.stdout.write(f"created admin account {username!r} with password: {password}")
             self.stdout.write("this password is shown once; change it in the admin")
