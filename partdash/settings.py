@@ -14,6 +14,7 @@ BASE_DIR = Path(__file__).resolve().parent.parent
 VAR_DIR = Path(environ.Env().str("PARTDASH_VAR_DIR", default=str(BASE_DIR / "var")))
 
 env = environ.Env()
+(VAR_DIR / "static").mkdir(parents=True, exist_ok=True)
 if (VAR_DIR / "partdash.env").exists():
     environ.Env.read_env(VAR_DIR / "partdash.env", overwrite=False)
 

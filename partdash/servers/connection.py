@@ -192,9 +192,10 @@ def open_session(target: Target) -> Iterator[Session]:
         raise classify(exc, target) from None
     try:
         _check_tls(conn, target)
-        version = conn.get_server_info()
-        flavor = flavor_of(version)
         with conn.cursor() as cursor:
+            cursor.execute("SELECT VERSION()")  # the handshake's may carry a 5.5.5- prefix
+            version = cursor.fetchone()[0]
+            flavor = flavor_of(version)
             for statement in _session_settings(flavor):
                 cursor.execute(statement)
         yield Session(conn=conn, flavor=flavor, version=version)

@@ -1,0 +1,130 @@
+"""Shared fixtures: private MariaDB servers, a private Redis wired into Celery and the poll
+lock, real Celery worker and beat processes, and registered servers."""
+
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+from django.conf import settings
+
+from tests.services import MariaDB, MariaDBFactory, RedisServer, log_tail
+
+ROOT = Path(__file__).resolve().parent.parent
+ARTIFACTS = ROOT / "test-artifacts"
+
+
+@pytest.fixture(scope="session")
+def mariadb_factory() -> Iterator[MariaDBFactory]:
+    """Private MariaDB servers, one per distinct option set, shared by the session."""
+    with MariaDBFactory() as factory:
+        yield factory
+
+
+@pytest.fixture(scope="session")
+def mariadb(mariadb_factory: MariaDBFactory) -> MariaDB:
+    """A private MariaDB with default options (performance_schema OFF, as shipped)."""
+    return mariadb_factory.get()
+
+
+@pytest.fixture(scope="session")
+def mariadb_ps(mariadb_factory: MariaDBFactory) -> MariaDB:
+    """A private MariaDB with performance_schema and per-index compression stats on."""
+    return mariadb_factory.get({"performance_schema": "ON", "innodb_cmp_per_index_enabled": "ON"})
+
+
+@pytest.fixture(scope="session")
+def redis_server() -> Iterator[RedisServer]:
+    with RedisServer() as server:
+        yield server
+
+
+@pytest.fixture(scope="session", autouse=True)
+def private_broker(redis_server: RedisServer) -> Iterator[str]:
+    """Point Celery and the poll lock at the private Redis for the whole session."""
+    from partdash.celery import app
+
+    settings.CELERY_BROKER_URL = redis_server.url
+    settings.PARTDASH_REDIS_URL = redis_server.url
+    app.conf.broker_url = redis_server.url
+    yield redis_server.url
+
+
+@pytest.fixture
+def make_server(db) -> Callable[..., "object"]:
+    """Register a monitored server pointing at a private MariaDB."""
+    from partdash.servers.models import Server
+
+    def make(instance: MariaDB, name: str = "db1", password: str = "", **fields):
+        server = Server(name=name, host=instance.host, port=instance.port, user="root", **fields)
+        server.set_password(password)
+        server.save()
+        return server
+
+    return make
+
+
+class CeleryProcesses:
+    """A real Celery worker and beat, in their own processes, on the private Redis and the
+    file-backed test database."""
+
+    def __init__(self, broker_url: str, database: str, log_dir: Path):
+        self.env = {
+            **os.environ,
+            "DJANGO_SETTINGS_MODULE": "tests.settings",
+            "DEBUG": "1",
+            "DATABASE_URL": f"sqlite:///{database}",
+            "CELERY_BROKER_URL": broker_url,
+            "PARTDASH_REDIS_URL": broker_url,
+            "PARTDASH_DISPATCH_SECONDS": "1",
+        }
+        self.log_dir = log_dir
+        self.processes: list[subprocess.Popen] = []
+
+    def _spawn(self, name: str, *args: str) -> None:
+        log = open(self.log_dir / f"{name}.log", "wb")
+        command = [sys.executable, "-m", "celery", "-A", "partdash", *args, "--loglevel=INFO"]
+        self.processes.append(
+            subprocess.Popen(command, cwd=ROOT, env=self.env, stdout=log, stderr=subprocess.STDOUT)
+        )
+
+    def start(self) -> "CeleryProcesses":
+        self._spawn("worker", "worker", "--concurrency=2", "--pool=prefork", "-n", "test@%h")
+        self._spawn("beat", "beat", f"--schedule={self.log_dir / 'beat-schedule'}")
+        return self
+
+    def logs(self) -> str:
+        return "\n".join(log_tail(self.log_dir / f"{n}.log") for n in ("worker", "beat"))
+
+    def stop(self) -> None:
+        for process in self.processes:
+            process.terminate()
+        for process in self.processes:
+            try:
+                process.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                process.kill()
+
+
+@pytest.fixture
+def celery_processes(transactional_db, redis_server: RedisServer, tmp_path: Path):
+    """Worker and beat against the test database; the test must use committed data."""
+    database = settings.DATABASES["default"]["NAME"]
+    processes = CeleryProcesses(redis_server.url, database, tmp_path).start()
+    yield processes
+    processes.stop()
+
+
+def wait_until(predicate: Callable[[], object], timeout: float, what: str, logs=None):
+    """Poll `predicate` until it is truthy; fail with `what` (and logs) on timeout."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(0.2)
+    detail = f"\n{logs()}" if logs else ""
+    pytest.fail(f"timed out after {timeout}s waiting for {what}{detail}")

@@ -1,0 +1,88 @@
+"""End to end: a server registered through the admin is polled by a real Celery worker
+and beat over a real Redis, and its snapshot is stored."""
+
+import pytest
+
+from tests.conftest import wait_until
+
+pytestmark = [pytest.mark.e2e, pytest.mark.django_db(transaction=True)]
+
+
+def register_through_admin(client, admin_user, instance, name="fleet-a", interval=10):
+    client.force_login(admin_user)
+    response = client.post(
+        "/admin/servers/server/add/",
+        {
+            "name": name,
+            "host": instance.host,
+            "port": instance.port,
+            "user": "root",
+            "password": "",
+            "tls_mode": "preferred",
+            "ssl_ca": "",
+            "poll_interval": interval,
+            "enabled": "on",
+            "tags": "e2e, test",
+        },
+    )
+    assert response.status_code == 302, response.content.decode()[:2000]
+
+
+def test_beat_and_worker_poll_a_server_registered_in_the_admin(
+    client, admin_user, mariadb, celery_processes
+):
+    from partdash.metrics.models import ServerSnapshot
+    from partdash.servers.models import Server
+
+    mariadb.execute("CREATE DATABASE IF NOT EXISTS e2e")
+    mariadb.execute(
+        "CREATE TABLE IF NOT EXISTS e2e.t (id INT PRIMARY KEY) PARTITION BY HASH(id) PARTITIONS 6"
+    )
+    register_through_admin(client, admin_user, mariadb)
+    server = Server.objects.get(name="fleet-a")
+
+    first = wait_until(
+        lambda: ServerSnapshot.objects.filter(server=server).order_by("taken_at").first(),
+        timeout=60,
+        what="the first snapshot",
+        logs=celery_processes.logs,
+    )
+    server.refresh_from_db()
+    assert server.status == "degraded"  # performance_schema is OFF on this instance
+    assert "performance_schema is OFF" in server.last_error
+    assert server.flavor == "mariadb"
+    assert server.version.startswith("10.")
+    assert server.partitions >= 6
+    assert first.variables["table_open_cache"]
+
+    # Beat keeps polling it on its interval (10 s), with a new snapshot each time.
+    wait_until(
+        lambda: ServerSnapshot.objects.filter(server=server).count() >= 2,
+        timeout=40,
+        what="a second, scheduled poll",
+        logs=celery_processes.logs,
+    )
+    times = list(
+        ServerSnapshot.objects.filter(server=server)
+        .order_by("taken_at")
+        .values_list("taken_at", flat=True)
+    )
+    assert (times[1] - times[0]).total_seconds() >= 8
+
+
+def test_a_disabled_server_is_never_polled(client, admin_user, mariadb, celery_processes):
+    from partdash.metrics.models import ServerSnapshot
+    from partdash.servers.models import Server
+
+    Server.objects.create(
+        name="off", host=mariadb.host, port=mariadb.port, user="root", enabled=False
+    )
+    register_through_admin(client, admin_user, mariadb, name="on")
+    wait_until(
+        lambda: ServerSnapshot.objects.filter(server__name="on").exists(),
+        timeout=60,
+        what="the enabled server's poll",
+        logs=celery_processes.logs,
+    )
+    assert not ServerSnapshot.objects.filter(server__name="off").exists()
+    assert Server.objects.get(name="off").status == "never"
