@@ -14,4 +14,6 @@ await build({
   target: ["es2020"],
   logLevel: "info",
 });
-copyFileSync("src/partdash.css", "dist/partdash.css");
+for (const asset of ["partdash.css", "favicon.svg"]) {
+  copyFileSync(`src/${asset}`, `dist/${asset}`);
+}

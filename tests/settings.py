@@ -13,5 +13,6 @@ os.environ.setdefault("DATABASE_URL", f"sqlite:///{TEST_VAR / 'partdash.sqlite3'
 from partdash.settings import *  # noqa: E402,F403
 from partdash.settings import DATABASES  # noqa: E402
 
-DATABASES["default"]["TEST"] = {"NAME": str(TEST_VAR / "test.sqlite3")}
+# One file per test process, so concurrent test runs never share a database.
+DATABASES["default"]["TEST"] = {"NAME": str(TEST_VAR / f"test-{os.getpid()}.sqlite3")}
 PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]

@@ -60,6 +60,10 @@ class ProbeResult:
     fixes: list[str] = field(default_factory=list)
 
     @property
+    def flavor_label(self) -> str:
+        return Flavor(self.flavor).label
+
+    @property
     def summary(self) -> str:
         """One line for a message or the CLI."""
         if not self.reachable:

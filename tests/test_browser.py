@@ -1,0 +1,100 @@
+"""In a real browser (Debian's Chromium through Playwright): log in, register a server in
+the admin, see it listed in the admin and on the fleet page."""
+
+import os
+
+import pytest
+
+from tests.conftest import ARTIFACTS, wait_until
+
+pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
+
+CHROMIUM = "/usr/bin/chromium"
+CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking"]
+
+
+@pytest.fixture(scope="session")
+def browser():
+    from playwright.sync_api import sync_playwright
+
+    # Playwright's sync API runs an event loop in this thread; the test's ORM calls are
+    # still plain synchronous code.
+    os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = "true"
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        yield browser
+        browser.close()
+
+
+@pytest.fixture
+def page(browser):
+    context = browser.new_context()
+    page = context.new_page()
+    errors: list[str] = []
+    page.on("console", lambda message: message.type == "error" and errors.append(message.text))
+    page.on("pageerror", lambda error: errors.append(str(error)))
+    page.console_errors = errors
+    yield page
+    context.close()
+
+
+def log_in(page, live_server, username="admin", password="password"):
+    page.goto(f"{live_server.url}/admin/login/?next=/admin/")
+    page.fill("#id_username", username)
+    page.fill("#id_password", password)
+    page.click("input[type=submit]")
+    page.wait_for_url(f"{live_server.url}/admin/")
+
+
+def test_an_admin_registers_a_server_and_sees_it_listed(page, live_server, admin_user, mariadb):
+    from partdash.collector.service import poll_server
+    from partdash.servers.models import Server
+
+    ARTIFACTS.mkdir(exist_ok=True)
+    log_in(page, live_server)
+    page.click("a[href='/admin/servers/server/add/']")
+    page.fill("#id_name", "browser-db")
+    page.fill("#id_host", mariadb.host)
+    page.fill("#id_port", str(mariadb.port))
+    page.fill("#id_user", "root")
+    page.fill("#id_password", "not-shown-again")
+    page.fill("#id_poll_interval", "60")
+    page.fill("#id_tags", "prod, eu")
+    page.screenshot(path=ARTIFACTS / "admin-add-server.png", full_page=True)
+    page.click("input[name=_save]")
+
+    page.wait_for_url(f"{live_server.url}/admin/servers/server/")
+    row = page.locator("#result_list tbody tr", has_text="browser-db")
+    assert row.count() == 1
+    assert f"{mariadb.host}:{mariadb.port}" in row.inner_text()
+    assert "not-shown-again" not in page.content()
+    page.screenshot(path=ARTIFACTS / "admin-server-list.png", full_page=True)
+
+    server = Server.objects.get(name="browser-db")
+    assert server.get_password() == "not-shown-again"
+    server.set_password("")
+    server.save()
+    poll_server(server)
+
+    page.goto(f"{live_server.url}/")
+    fleet_row = page.locator("#servers tbody tr[data-server='browser-db']")
+    fleet_row.wait_for()
+    assert "degraded" in fleet_row.inner_text()
+    page.screenshot(path=ARTIFACTS / "fleet.png", full_page=True)
+    assert page.console_errors == []
+
+
+def test_the_test_connection_button_reports_the_server(page, live_server, admin_user, mariadb):
+    from partdash.servers.models import Server
+
+    server = Server.objects.create(name="probe-me", host=mariadb.host, port=mariadb.port, user="root")
+    log_in(page, live_server)
+    page.goto(f"{live_server.url}/admin/servers/server/{server.pk}/change/")
+    page.click("a.test-connection")
+    result = page.locator(".probe-result")
+    wait_until(lambda: result.count() == 1, timeout=10, what="the probe result")
+    text = result.inner_text()
+    assert "Reachable" in text and "MariaDB" in text
+    assert "performance_schema" in text
+    page.screenshot(path=ARTIFACTS / "admin-test-connection.png", full_page=True)
+    assert page.console_errors == []

@@ -1,0 +1,152 @@
+"""When polls happen: due servers are claimed once, disabled ones never, and a server's
+polls never overlap."""
+
+from datetime import timedelta
+
+import pytest
+from django.utils import timezone
+
+from partdash.collector import scheduling
+from partdash.collector.tasks import poll_server_task
+from partdash.servers.models import Server
+
+pytestmark = pytest.mark.django_db
+
+
+def queued_server_ids(redis_server) -> list[int]:
+    import base64
+    import json
+
+    ids = []
+    for raw in redis_server.client().lrange("celery", 0, -1):
+        message = json.loads(raw)
+        args, _kwargs, _embed = json.loads(base64.b64decode(message["body"]))
+        ids.append(args[0])
+    return ids
+
+
+@pytest.fixture
+def empty_queue(redis_server):
+    redis_server.client().delete("celery")
+    yield
+    redis_server.client().delete("celery")
+
+
+def make(name: str, **fields) -> Server:
+    return Server.objects.create(name=name, host="127.0.0.1", port=1, user="u", **fields)
+
+
+def test_a_due_server_is_claimed_exactly_once():
+    server = make("a", poll_interval=60)
+    assert scheduling.claim(server.pk) == server
+    assert scheduling.claim(server.pk) is None
+    server.refresh_from_db()
+    assert 59 <= (server.next_poll_at - timezone.now()).total_seconds() <= 60
+
+
+def test_a_forced_claim_wins_even_when_not_due():
+    server = make("a", next_poll_at=timezone.now() + timedelta(minutes=5))
+    assert scheduling.claim(server.pk) is None
+    assert scheduling.claim(server.pk, force=True) == server
+
+
+def test_dispatch_queues_only_due_enabled_servers(empty_queue, redis_server):
+    due = make("due", next_poll_at=timezone.now() - timedelta(seconds=1))
+    new = make("new")
+    make("later", next_poll_at=timezone.now() + timedelta(minutes=1))
+    make("disabled", enabled=False)
+
+    assert scheduling.dispatch_due() == 2
+    assert sorted(queued_server_ids(redis_server)) == sorted([due.pk, new.pk])
+    assert scheduling.dispatch_due() == 0  # nothing is due twice
+
+
+def test_a_new_or_edited_server_is_polled_at_once(
+    empty_queue, redis_server, django_capture_on_commit_callbacks
+):
+    with django_capture_on_commit_callbacks(execute=True):
+        server = make("a", next_poll_at=None)
+    assert queued_server_ids(redis_server) == [server.pk]
+    with django_capture_on_commit_callbacks(execute=True):
+        server.poll_interval = 120
+        server.save()
+    assert queued_server_ids(redis_server) == [server.pk, server.pk]
+
+
+def test_a_queued_message_carries_the_server_id_and_no_password(empty_queue, redis_server):
+    server = make("a")
+    server.set_password("s3cret-Pa55word")
+    server.save()
+    scheduling.request_poll(server.pk, force=True)
+    raw = b"".join(redis_server.client().lrange("celery", 0, -1))
+    assert queued_server_ids(redis_server) == [server.pk]
+    assert b"s3cret-Pa55word" not in raw
+    assert server.password_token.encode() not in raw
+
+
+def test_time_limits_stay_below_the_poll_interval():
+    for interval in (10, 60, 3600):
+        soft, hard = scheduling.time_limits(interval)
+        assert soft < hard < interval
+    assert scheduling.time_limits(3600)[1] <= 300
+
+
+def test_a_broker_outage_leaves_the_server_due(settings):
+    from partdash.celery import app
+    from tests.services import free_port
+
+    server = make("a")
+    old = app.conf.broker_url
+    app.conf.broker_url = f"redis://127.0.0.1:{free_port()}/0"
+    app.pool.force_close_all()
+    try:
+        assert scheduling.request_poll(server.pk) is False
+    finally:
+        app.conf.broker_url = old
+        app.pool.force_close_all()
+    server.refresh_from_db()
+    assert server.next_poll_at is None
+
+
+def test_a_second_poll_of_the_same_server_is_skipped_while_one_runs(redis_server):
+    with scheduling.poll_lock(42, timeout=30) as first:
+        with scheduling.poll_lock(42, timeout=30) as second:
+            assert first and not second
+    with scheduling.poll_lock(42, timeout=30) as again:
+        assert again  # released when the first poll ended
+
+
+def test_a_lock_left_by_a_crashed_worker_expires(redis_server):
+    import time
+
+    crashed = scheduling._redis(redis_server.url).lock("partdash:poll:7", timeout=1)
+    assert crashed.acquire(blocking=False)  # never released, as if the worker died
+    with scheduling.poll_lock(7, timeout=30) as acquired:
+        assert not acquired
+    time.sleep(1.2)
+    with scheduling.poll_lock(7, timeout=30) as acquired:
+        assert acquired
+
+
+def test_the_task_skips_a_server_that_is_being_polled(mariadb, make_server):
+    server = make_server(mariadb)
+    with scheduling.poll_lock(server.pk, timeout=30):
+        assert poll_server_task.apply(args=[server.pk]).get() == "skipped: already polling"
+    assert "partitions seen" in poll_server_task.apply(args=[server.pk]).get()
+
+
+def test_the_task_skips_disabled_and_deleted_servers(mariadb, make_server):
+    server = make_server(mariadb, enabled=False)
+    assert poll_server_task.apply(args=[server.pk]).get().startswith("skipped")
+    assert poll_server_task.apply(args=[999999]).get().startswith("skipped")
+
+
+def test_a_retried_task_does_not_store_a_second_snapshot(mariadb, make_server):
+    from partdash.collector.service import poll_server
+    from partdash.metrics.models import ServerSnapshot
+
+    server = make_server(mariadb)
+    first = poll_server(server, poll_id="task-1")
+    retry = poll_server(server, poll_id="task-1")
+    assert (first.stored, retry.stored) == (1, 0)
+    assert ServerSnapshot.objects.filter(server=server).count() == 1
