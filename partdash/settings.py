@@ -34,8 +34,8 @@ if not DEBUG and SECRET_KEY == DEV_SECRET_KEY:
     )
 if not DEBUG and DEV_ENCRYPTION_KEY in PARTDASH_ENCRYPTION_KEYS:
     raise ImproperlyConfigured(
-        "PARTDASH_ENCRYPTION_KEYS uses the built-in development key; generate one with "
-        "`make up` writes one to var/partdash.env; see README, Secrets."
+        "PARTDASH_ENCRYPTION_KEYS uses the built-in development key; set it to a Fernet key "
+        "(`make up` writes one to var/partdash.env; see README, Secrets)."
     )
 
 ALLOWED_HOSTS = env.list("ALLOWED_HOSTS", default=["127.0.0.1", "localhost", "[::1]"])

@@ -59,10 +59,11 @@ def viewer_api(viewer) -> APIClient:
 
 @pytest.fixture
 def queue(redis_server):
-    """The broker's `celery` list, emptied first."""
+    """The broker's `celery` list, emptied before and after (so no later worker runs these)."""
     client = redis_server.client()
     client.delete("celery")
-    return client
+    yield client
+    client.delete("celery")
 
 
 def raw_messages(queue) -> list[bytes]:

@@ -87,7 +87,9 @@ def test_an_admin_registers_a_server_and_sees_it_listed(page, live_server, admin
 def test_the_test_connection_button_reports_the_server(page, live_server, admin_user, mariadb):
     from partdash.servers.models import Server
 
-    server = Server.objects.create(name="probe-me", host=mariadb.host, port=mariadb.port, user="root")
+    server = Server.objects.create(
+        name="probe-me", host=mariadb.host, port=mariadb.port, user="root"
+    )
     log_in(page, live_server)
     page.goto(f"{live_server.url}/admin/servers/server/{server.pk}/change/")
     page.click("a.test-connection")

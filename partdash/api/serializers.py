@@ -27,7 +27,6 @@ class ServerSerializer(serializers.ModelSerializer):
             "port",
             "user",
             "password",
-            "password_token",
             "tls_mode",
             "ssl_ca",
             "poll_interval",

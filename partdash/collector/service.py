@@ -40,11 +40,11 @@ class PollReport:
     def summary(self) -> str:
         if not self.ok:
             return f"{self.server}: not polled: {self.error}"
-        return (
+        line = (
             f"{self.server}: {self.partitions_seen} partitions seen, {self.changed} changed, "
-            f"{self.stored} stored in {self.seconds:.2f}s, {len(self.warnings)} warnings"
-            + "".join(f"\n  warning: {w}" for w in self.warnings)
+            f"{self.stored} stored in {self.seconds:.2f}s, {len(self.warnings)} warning(s)"
         )
+        return line + "".join(f"; {warning}" for warning in self.warnings)
 
 
 def _warnings_for(facts) -> list[str]:
@@ -129,5 +129,5 @@ def poll_server(server: Server, poll_id: str | None = None) -> PollReport:
         seconds=time.monotonic() - started,
         warnings=warnings,
     )
-    log.info("%s", report.summary)
+    log.debug("%s", report.summary)
     return report

@@ -20,6 +20,7 @@ def probe_server(server: Server) -> ProbeResult:
     except SecretError as exc:
         return ProbeResult(reachable=False, error_kind="secret", error=str(exc))
 
+
 admin.site.site_header = "partdash administration"
 admin.site.site_title = "partdash admin"
 admin.site.site_url = "/"

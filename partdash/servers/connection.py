@@ -111,6 +111,8 @@ def classify(exc: Exception, target: Target) -> ConnectionFailure:
         return ConnectionFailure("access_denied", f"access denied for {target.user!r} at {where}")
     if code in (ER_CON_COUNT, ER_USER_LIMIT_REACHED):
         return ConnectionFailure("too_many_connections", f"{where}: {text}")
+    if NO_TLS_ON_SERVER in text:
+        return ConnectionFailure("tls", f"{where} does not offer TLS but {target.tls_mode} is set")
     if isinstance(cause, ssl.SSLError) or "SSL" in text or "certificate" in text:
         return ConnectionFailure("tls", f"TLS failure with {where}: {text}")
     if isinstance(cause, ConnectionRefusedError) or "refused" in text.lower():

@@ -1,0 +1,421 @@
+"""The management commands as a user runs them: `python manage.py ...` in a subprocess against
+its own migrated SQLite file, for exit codes and stderr; `call_command` where that is simpler."""
+
+import io
+import os
+import re
+import shutil
+import sqlite3
+import subprocess
+import sys
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+from cryptography.fernet import Fernet
+from django.core.management import call_command
+
+from tests.services import MariaDB, free_port
+
+ROOT = Path(__file__).resolve().parent.parent
+OUR_VARIABLES = ("DEBUG", "SECRET_KEY", "DATABASE_URL", "CELERY_BROKER_URL")
+PASSWORD = "cli-Pw-5521-distinct"
+
+
+def base_env(database: Path, broker: str) -> dict[str, str]:
+    env = {
+        name: value
+        for name, value in os.environ.items()
+        if name not in OUR_VARIABLES and not name.startswith(("PARTDASH_", "DJANGO_"))
+    }
+    return env | {
+        "DJANGO_SETTINGS_MODULE": "tests.settings",
+        "DATABASE_URL": f"sqlite:///{database}",
+        # Queued polls go to a Redis database no worker reads.
+        "CELERY_BROKER_URL": broker,
+        "PARTDASH_REDIS_URL": broker,
+    }
+
+
+@dataclass
+class Cli:
+    database: Path
+    env: dict[str, str]
+
+    def run(self, *args: str, **env: str) -> subprocess.CompletedProcess:
+        return subprocess.run(
+            [sys.executable, "manage.py", *args],
+            cwd=ROOT,
+            env=self.env | env,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+
+    def server(self, name: str) -> dict | None:
+        with sqlite3.connect(self.database) as conn:
+            conn.row_factory = sqlite3.Row
+            row = conn.execute("SELECT * FROM servers_server WHERE name = ?", (name,)).fetchone()
+        return dict(row) if row else None
+
+    def count_servers(self) -> int:
+        with sqlite3.connect(self.database) as conn:
+            return conn.execute("SELECT COUNT(*) FROM servers_server").fetchone()[0]
+
+    def stored_password(self, name: str, **env: str) -> str:
+        show = f"print(Server.objects.get(name={name!r}).get_password())"
+        result = self.run(
+            "shell",
+            "--no-imports",
+            "-c",
+            f"from partdash.servers.models import Server; {show}",
+            **env,
+        )
+        assert result.returncode == 0, result.stderr
+        return result.stdout.rstrip("\n")
+
+
+@pytest.fixture(scope="module")
+def migrated(tmp_path_factory, redis_server) -> Path:
+    """A migrated SQLite file, copied for each test."""
+    database = tmp_path_factory.mktemp("cli") / "template.sqlite3"
+    result = Cli(database, base_env(database, redis_server.url)).run("migrate", "--no-input")
+    assert result.returncode == 0, result.stderr
+    return database
+
+
+@pytest.fixture
+def cli(migrated, tmp_path, redis_server) -> Cli:
+    database = tmp_path / "partdash.sqlite3"
+    for suffix in ("", "-wal", "-shm"):
+        if Path(f"{migrated}{suffix}").exists():
+            shutil.copy(f"{migrated}{suffix}", f"{database}{suffix}")
+    broker = f"redis://{redis_server.host}:{redis_server.port}/15"
+    return Cli(database, base_env(database, broker))
+
+
+@pytest.fixture(scope="module")
+def target() -> Iterator[MariaDB]:
+    """A private MariaDB holding exactly one partitioned table (5 partitions)."""
+    with MariaDB({"performance_schema": "ON"}) as instance:
+        instance.execute("CREATE DATABASE cli")
+        instance.execute(
+            "CREATE TABLE cli.t (id INT PRIMARY KEY) PARTITION BY HASH(id) PARTITIONS 5"
+        )
+        instance.execute("CREATE USER 'rot'@'%%' IDENTIFIED BY %s", (PASSWORD,))
+        instance.execute("GRANT SELECT, PROCESS ON *.* TO 'rot'@'%'")
+        yield instance
+
+
+@pytest.fixture(scope="module")
+def demo_target() -> Iterator[MariaDB]:
+    with MariaDB() as instance:
+        yield instance
+
+
+def one_line(stream: str) -> str:
+    lines = stream.splitlines()
+    assert len(lines) == 1, stream
+    return lines[0]
+
+
+def register(cli: Cli, name: str, instance: MariaDB, *args: str, **env: str) -> None:
+    result = cli.run(
+        "addserver", name, "--host", instance.host, "--port", str(instance.port), *args, **env
+    )
+    assert result.returncode == 0, result.stderr
+
+
+# -- addserver ----------------------------------------------------------------------------------
+
+
+def test_addserver_creates_then_updates_the_same_server(cli, tmp_path):
+    ca = tmp_path / "ca.pem"
+    ca.write_text("not checked here\n")
+    common = ["--host", "db.example", "--user", "mon", "--password-env", "PD_PW"]
+
+    created = cli.run(
+        "addserver", "web1", *common, "--interval", "30", "--ssl-ca", str(ca), PD_PW=PASSWORD
+    )
+    updated = cli.run("addserver", "web1", *common, "--port", "3307", PD_PW=PASSWORD)
+
+    assert created.returncode == updated.returncode == 0, created.stderr + updated.stderr
+    assert one_line(created.stdout) == one_line(updated.stdout)
+    row = cli.server("web1")
+    assert str(row["id"]) == created.stdout.strip()
+    assert (row["host"], row["port"], row["user"]) == ("db.example", 3307, "mon")
+    assert row["poll_interval"] == 30
+    assert (row["tls_mode"], row["ssl_ca"]) == ("verify_ca", str(ca))
+    assert cli.count_servers() == 1
+
+
+@pytest.mark.parametrize("source", ["env", "file"])
+def test_addserver_stores_the_password_encrypted(cli, tmp_path, source):
+    password_file = tmp_path / "pw"
+    password_file.write_text(PASSWORD + "\n")
+    args = ["--password-env", "PD_PW"] if source == "env" else ["--password-file", password_file]
+
+    result = cli.run(
+        "addserver",
+        "web1",
+        "--host",
+        "db.example",
+        "--user",
+        "mon",
+        *map(str, args),
+        PD_PW=PASSWORD,
+    )
+
+    assert result.returncode == 0, result.stderr
+    token = cli.server("web1")["password_token"]
+    assert token and PASSWORD not in token
+    assert cli.stored_password("web1") == PASSWORD
+
+
+@pytest.mark.parametrize(
+    ("args", "reason"),
+    [
+        (["--bogus"], "unrecognized arguments: --bogus"),
+        (["--port", "0"], "port 0 is out of range 1-65535"),
+        (["--port", "70000"], "port 70000 is out of range 1-65535"),
+        (["--port", "abc"], "port must be a number, got 'abc'"),
+        (["--password-file", "/nonexistent/pw"], "cannot read file '/nonexistent/pw'"),
+        (["--password-env", "PD_TEST_UNSET_VARIABLE"], "PD_TEST_UNSET_VARIABLE is not set"),
+        (["--interval", "5"], "poll_interval: Ensure this value is greater than or equal to 10"),
+    ],
+    ids=[
+        "unknown-flag",
+        "port-0",
+        "port-70000",
+        "port-abc",
+        "unreadable-file",
+        "unset-env",
+        "interval",
+    ],
+)
+def test_addserver_rejects_bad_input_with_one_line_and_exit_2(cli, args, reason):
+    result = cli.run("addserver", "web1", "--host", "db.example", "--user", "mon", *args)
+
+    assert result.returncode == 2
+    assert reason in one_line(result.stderr)
+    assert cli.count_servers() == 0
+
+
+# -- poll ---------------------------------------------------------------------------------------
+
+
+def test_poll_prints_a_one_line_summary_counting_the_partitions(cli, target):
+    register(cli, "pd1", target, "--user", "root")
+
+    result = cli.run("poll", "pd1")
+
+    assert result.returncode == 0, result.stderr
+    summary = one_line(result.stdout)
+    assert re.fullmatch(
+        r"pd1: 5 partitions seen, 1 changed, 1 stored in \d+\.\d\ds, 0 warning\S*", summary
+    ), summary
+    row = cli.server("pd1")
+    assert (row["status"], row["partitions"], row["partitioned_tables"]) == ("ok", 5, 1)
+
+
+def test_poll_all_polls_every_enabled_server(cli, target):
+    register(cli, "pd1", target, "--user", "root")
+    register(cli, "pd2", target, "--user", "root")
+    off = ["--host", "127.0.0.1", "--port", str(free_port()), "--user", "root", "--disabled"]
+    assert cli.run("addserver", "off", *off).returncode == 0
+
+    result = cli.run("poll", "--all")
+
+    assert result.returncode == 0, result.stderr
+    assert [line.split(":")[0] for line in result.stdout.splitlines()] == ["pd1", "pd2"]
+    assert cli.server("off")["status"] == "never"
+
+
+@pytest.mark.parametrize("where", ["refused", "dns"])
+def test_poll_of_an_unreachable_server_exits_1_with_the_reason(cli, where):
+    port = free_port()
+    host, reason = {
+        "refused": ("127.0.0.1", f"connection refused by 127.0.0.1:{port}"),
+        "dns": ("nosuch.invalid", "cannot resolve host 'nosuch.invalid'"),
+    }[where]
+    added = cli.run("addserver", "gone", "--host", host, "--port", str(port), "--user", "root")
+    assert added.returncode == 0, added.stderr
+
+    result = cli.run("poll", "gone")
+
+    assert result.returncode == 1
+    assert f"gone: not polled: {reason}" in result.stderr
+    assert "Traceback" not in result.stderr
+    row = cli.server("gone")
+    assert row["status"] == "unreachable"
+    assert reason in row["last_error"]
+
+
+def test_poll_without_a_name_or_all_exits_2(cli):
+    result = cli.run("poll")
+
+    assert result.returncode == 2
+    assert "give a server NAME or --all" in one_line(result.stderr)
+
+
+def test_poll_of_an_unknown_server_exits_2(cli):
+    result = cli.run("poll", "nope")
+
+    assert result.returncode == 2
+    assert "no server named 'nope'" in one_line(result.stderr)
+
+
+# -- demo ---------------------------------------------------------------------------------------
+
+
+def partitions_by_table(instance: MariaDB) -> dict[str, tuple[str, int]]:
+    rows = instance.execute(
+        "SELECT TABLE_NAME, PARTITION_METHOD, COUNT(*) FROM information_schema.PARTITIONS "
+        "WHERE TABLE_SCHEMA = 'partdash_demo' GROUP BY TABLE_NAME, PARTITION_METHOD"
+    )
+    return {table: (method, count) for table, method, count in rows}
+
+
+def test_demo_creates_the_partitioned_tables_and_registers_the_server(cli, demo_target):
+    result = cli.run("demo", "--dsn", demo_target.dsn, "--register", "demo")
+
+    assert result.returncode == 0, result.stderr
+    tables = partitions_by_table(demo_target)
+    assert tables["orders"][0] == "RANGE"
+    assert tables["sessions"] == ("HASH", 8)
+    assert tables["events"] == ("KEY", 4)
+    assert tables["regions"] == ("LIST", 3)
+    last = demo_target.execute(
+        "SELECT PARTITION_NAME, PARTITION_DESCRIPTION FROM information_schema.PARTITIONS "
+        "WHERE TABLE_SCHEMA = 'partdash_demo' AND TABLE_NAME = 'orders' "
+        "ORDER BY PARTITION_ORDINAL_POSITION DESC LIMIT 1"
+    )
+    assert last == (("pmax", "MAXVALUE"),)
+    row = cli.server("demo")
+    assert (row["host"], row["port"], row["user"]) == (demo_target.host, demo_target.port, "root")
+
+
+def test_demo_if_missing_keeps_an_existing_schema(db, demo_target):
+    call_command("demo", "--dsn", demo_target.dsn, stdout=io.StringIO())
+    demo_target.execute("INSERT INTO partdash_demo.regions VALUES (424242, 1)")
+    marker = "SELECT COUNT(*) FROM partdash_demo.regions WHERE id = 424242"
+
+    kept = io.StringIO()
+    call_command("demo", "--dsn", demo_target.dsn, "--if-missing", stdout=kept)
+    assert "kept" in kept.getvalue()
+    assert demo_target.execute(marker) == ((1,),)
+
+    call_command("demo", "--dsn", demo_target.dsn, stdout=io.StringIO())
+    assert demo_target.execute(marker) == ((0,),)
+
+
+def test_demo_with_a_non_mysql_dsn_exits_1_with_one_line(cli):
+    result = cli.run("demo", "--dsn", "http://x")
+
+    assert result.returncode == 1
+    assert "not a mysql:// DSN: 'http'" in one_line(result.stderr)
+
+
+def test_demo_with_an_unreachable_dsn_exits_1_with_one_line(cli):
+    port = free_port()
+
+    result = cli.run("demo", "--dsn", f"mysql://root@127.0.0.1:{port}/")
+
+    assert result.returncode == 1
+    assert f"connection refused by 127.0.0.1:{port}" in one_line(result.stderr)
+
+
+# -- ensureadmin --------------------------------------------------------------------------------
+
+
+def test_ensureadmin_creates_admin_once_and_prints_its_password_once(db, monkeypatch):
+    from django.contrib.auth import authenticate
+
+    monkeypatch.delenv("PARTDASH_ADMIN_USER", raising=False)
+    monkeypatch.delenv("PARTDASH_ADMIN_PASSWORD", raising=False)
+    first, second = io.StringIO(), io.StringIO()
+
+    call_command("ensureadmin", stdout=first)
+    call_command("ensureadmin", stdout=second)
+
+    password = re.search(r"with password: (\S+)", first.getvalue())[1]
+    user = authenticate(username="admin", password=password)
+    assert user is not None and user.is_superuser
+    assert password not in second.getvalue()
+    assert "exists" in second.getvalue()
+
+
+def test_ensureadmin_honours_the_admin_user_and_password_variables(db, monkeypatch):
+    from django.contrib.auth import authenticate
+
+    monkeypatch.setenv("PARTDASH_ADMIN_USER", "ops")
+    monkeypatch.setenv("PARTDASH_ADMIN_PASSWORD", "chosen-Passw0rd-81")
+    out = io.StringIO()
+
+    call_command("ensureadmin", stdout=out)
+
+    assert authenticate(username="ops", password="chosen-Passw0rd-81") is not None
+    assert "chosen-Passw0rd-81" not in out.getvalue()
+
+
+# -- rotate_keys --------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def old_and_new() -> tuple[str, str]:
+    return Fernet.generate_key().decode(), Fernet.generate_key().decode()
+
+
+def register_under(cli: Cli, target: MariaDB, key: str) -> None:
+    register(
+        cli,
+        "rot",
+        target,
+        "--user",
+        "rot",
+        "--password-env",
+        "PD_PW",
+        PD_PW=PASSWORD,
+        PARTDASH_ENCRYPTION_KEYS=key,
+    )
+
+
+def test_rotate_keys_re_encrypts_passwords_under_the_new_key(cli, target, old_and_new):
+    old, new = old_and_new
+    register_under(cli, target, old)
+
+    rotated = cli.run("rotate_keys", PARTDASH_ENCRYPTION_KEYS=f"{new},{old}")
+
+    assert rotated.returncode == 0, rotated.stderr
+    assert one_line(rotated.stdout) == "re-encrypted 1 password(s) with the primary key"
+    token = cli.server("rot")["password_token"].encode()
+    assert Fernet(new.encode()).decrypt(token).decode() == PASSWORD
+    assert cli.stored_password("rot", PARTDASH_ENCRYPTION_KEYS=new) == PASSWORD
+    polled = cli.run("poll", "rot", PARTDASH_ENCRYPTION_KEYS=new)
+    assert polled.returncode == 0, polled.stderr
+
+
+def test_a_password_under_a_dropped_key_fails_the_poll_with_a_clear_reason(
+    cli, target, old_and_new
+):
+    old, new = old_and_new
+    register_under(cli, target, old)
+
+    result = cli.run("poll", "rot", PARTDASH_ENCRYPTION_KEYS=new)
+
+    assert result.returncode == 1
+    assert "cannot be decrypted with PARTDASH_ENCRYPTION_KEYS" in result.stderr
+    assert "Traceback" not in result.stderr
+
+
+def test_rotate_keys_without_the_old_key_changes_nothing(cli, target, old_and_new):
+    old, new = old_and_new
+    register_under(cli, target, old)
+    before = cli.server("rot")["password_token"]
+
+    result = cli.run("rotate_keys", PARTDASH_ENCRYPTION_KEYS=new)
+
+    assert result.returncode == 1
+    assert "rot: " in one_line(result.stderr)
+    assert cli.server("rot")["password_token"] == before
