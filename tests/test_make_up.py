@@ -104,7 +104,7 @@ def test_make_up_runs_everything_and_ctrl_c_stops_it(tmp_path, mariadb):
     up = MakeUp(env, tmp_path / "up.log")
     try:
         wait_until(up.started, 300, "make up to start", up.output)
-        assert f"created admin account 'admin'" in up.output()
+        assert "created admin account 'admin'" in up.output()
         token = token_for_admin(env)
         demo = wait_until(lambda: polled_demo(up, token), 60, "the demo server's poll", up.output)
         assert demo["status"] in ("ok", "degraded")
