@@ -165,6 +165,9 @@ PARTDASH_DISPATCH_SECONDS = env.float("PARTDASH_DISPATCH_SECONDS", default=5.0)
 PARTDASH_DEFAULT_POLL_INTERVAL = env.int("PARTDASH_DEFAULT_POLL_INTERVAL", default=60)
 # Upper bound for one poll, whatever the interval (seconds).
 PARTDASH_POLL_TIME_LIMIT = env.int("PARTDASH_POLL_TIME_LIMIT", default=300)
+# Tables whose definitions one poll may read (each read opens the table once); the rest
+# follow in the next polls.
+PARTDASH_DEFINITIONS_PER_POLL = env.int("PARTDASH_DEFINITIONS_PER_POLL", default=1000)
 # Timeouts when talking to a monitored server (seconds).
 PARTDASH_CONNECT_TIMEOUT = env.int("PARTDASH_CONNECT_TIMEOUT", default=5)
 PARTDASH_READ_TIMEOUT = env.int("PARTDASH_READ_TIMEOUT", default=30)

@@ -9,13 +9,12 @@ import time
 import uuid
 from dataclasses import dataclass, field
 
-import pymysql
-from django.db import transaction
 from django.utils import timezone
 
-from partdash.collector.facts import count_partitions, read_facts
+from partdash.collector.collect import collect
+from partdash.collector.store import PollStore
 from partdash.lib.secrets import SecretError
-from partdash.metrics.models import ServerSnapshot
+from partdash.metrics.models import PartitionedTable
 from partdash.servers.choices import ServerStatus
 from partdash.servers.connection import ConnectionFailure, open_session, target_for
 from partdash.servers.models import Server
@@ -32,6 +31,7 @@ class PollReport:
     partitions_seen: int = 0
     changed: int = 0
     stored: int = 0
+    definitions_read: int = 0
     seconds: float = 0.0
     warnings: list[str] = field(default_factory=list)
     error: str = ""
@@ -47,39 +47,12 @@ class PollReport:
         return line + "".join(f"; {warning}" for warning in self.warnings)
 
 
-def _warnings_for(facts) -> list[str]:
-    warnings = []
-    if not facts.is_on("performance_schema"):
-        warnings.append(
-            "performance_schema is OFF: no per-partition I/O; set performance_schema=ON in "
-            "my.cnf and restart"
-        )
-    return warnings
-
-
-def _collect(server: Server, poll_id: str, started: float) -> tuple[ServerSnapshot, list[str]]:
-    with open_session(target_for(server)) as session:
-        facts = read_facts(session)
-        warnings = _warnings_for(facts)
-        try:
-            tables, partitions = count_partitions(session)
-        except pymysql.MySQLError as exc:
-            tables = partitions = None
-            warnings.append(f"cannot read mysql.innodb_table_stats: {exc.args[-1]}")
-        snapshot = ServerSnapshot(
-            server=server,
-            taken_at=timezone.now(),
-            poll_id=poll_id,
-            flavor=session.flavor,
-            version=session.version,
-            variables=facts.variables,
-            status_counters=facts.status,
-            partitioned_tables=tables,
-            partitions=partitions,
-            warnings=warnings,
-            seconds=time.monotonic() - started,
-        )
-    return snapshot, warnings
+def known_signatures(server: Server) -> dict[tuple[str, str], str]:
+    tables = PartitionedTable.objects.filter(server=server, dropped_at=None)
+    return {
+        (schema.lower(), name.lower()): signature
+        for schema, name, signature in tables.values_list("schema", "name", "signature")
+    }
 
 
 def record_failure(server: Server, message: str) -> None:
@@ -88,23 +61,17 @@ def record_failure(server: Server, message: str) -> None:
     )
 
 
-def _store(server: Server, snapshot: ServerSnapshot, warnings: list[str]) -> bool:
-    """Save the snapshot and the server's latest state; False if this poll id was stored
-    already (a retried task)."""
-    with transaction.atomic():
-        created = not ServerSnapshot.objects.filter(poll_id=snapshot.poll_id).exists()
-        if created:
-            snapshot.save()
-        Server.objects.filter(pk=server.pk).update(
-            status=ServerStatus.DEGRADED if warnings else ServerStatus.OK,
-            flavor=snapshot.flavor,
-            version=snapshot.version,
-            last_poll_at=snapshot.taken_at,
-            last_error="; ".join(warnings),
-            partitioned_tables=snapshot.partitioned_tables,
-            partitions=snapshot.partitions,
-        )
-    return created
+def _record_success(server: Server, collection, snapshot_at) -> None:
+    tables = PartitionedTable.objects.filter(server=server, dropped_at=None)
+    Server.objects.filter(pk=server.pk).update(
+        status=ServerStatus.DEGRADED if collection.warnings else ServerStatus.OK,
+        flavor=collection.flavor,
+        version=collection.version,
+        last_poll_at=snapshot_at,
+        last_error="; ".join(collection.warnings),
+        partitioned_tables=tables.count(),
+        partitions=len(collection.partitions),
+    )
 
 
 def poll_server(server: Server, poll_id: str | None = None) -> PollReport:
@@ -113,21 +80,25 @@ def poll_server(server: Server, poll_id: str | None = None) -> PollReport:
     started = time.monotonic()
     poll_id = poll_id or uuid.uuid4().hex
     try:
-        snapshot, warnings = _collect(server, poll_id, started)
+        with open_session(target_for(server)) as session:
+            collection = collect(session, known_signatures(server))
     except (ConnectionFailure, SecretError) as failure:
         message = str(failure)
         log.warning("poll of %s failed: %s", server.name, message)
         record_failure(server, message)
         return PollReport(server=server.name, ok=False, error=message)
-    created = _store(server, snapshot, warnings)
+    result = PollStore(server, collection, poll_id, time.monotonic() - started).save()
+    if result.snapshot is not None:
+        _record_success(server, collection, result.snapshot.taken_at)
     report = PollReport(
         server=server.name,
         ok=True,
-        partitions_seen=snapshot.partitions or 0,
-        changed=int(created),
-        stored=int(created),
+        partitions_seen=result.partitions_seen,
+        changed=result.changed,
+        stored=result.stored,
+        definitions_read=len(collection.definitions),
         seconds=time.monotonic() - started,
-        warnings=warnings,
+        warnings=collection.warnings,
     )
     log.debug("%s", report.summary)
     return report

@@ -1,27 +1,161 @@
-"""Stored snapshots of what polls saw."""
+"""Stored snapshots of what polls saw.
+
+Polls are stored compactly: `ServerSnapshot` is one row per poll; `PartitionedTable` and
+`Partition` hold each table's definition and its partitions' latest figures; the sample
+tables get a row only when a partition's figures changed since its last sample.
+Counters (I/O, compression) are stored raw, so rates can be derived across resets.
+"""
 
 from django.db import models
 
 
 class ServerSnapshot(models.Model):
-    """Server-level figures from one poll: settings and status counters that the
-    health checks compare partition counts and sizes against."""
+    """One poll of one server: settings, status counters and what the poll saw."""
+
+    class Resolution(models.TextChoices):
+        RAW = "raw", "Every poll"
+        HOUR = "hour", "Hourly"
+        DAY = "day", "Daily"
 
     server = models.ForeignKey("servers.Server", on_delete=models.CASCADE, related_name="snapshots")
     taken_at = models.DateTimeField(db_index=True)
     poll_id = models.CharField(max_length=64, unique=True)
+    resolution = models.CharField(max_length=4, choices=Resolution, default=Resolution.RAW)
     flavor = models.CharField(max_length=10)
     version = models.CharField(max_length=100)
     variables = models.JSONField(default=dict)
     status_counters = models.JSONField(default=dict)
+    innodb_cmp = models.JSONField(default=list)
+    sources = models.JSONField(default=dict)
     partitioned_tables = models.PositiveIntegerField(null=True)
     partitions = models.PositiveIntegerField(null=True)
+    changed = models.PositiveIntegerField(default=0)
+    definitions_read = models.PositiveIntegerField(default=0)
     warnings = models.JSONField(default=list)
     seconds = models.FloatField(default=0)
 
     class Meta:
         ordering = ["-taken_at"]
         get_latest_by = "taken_at"
+        indexes = [models.Index(fields=["server", "taken_at"])]
 
     def __str__(self) -> str:
         return f"{self.server} at {self.taken_at:%Y-%m-%d %H:%M:%S}"
+
+
+class PartitionedTable(models.Model):
+    """A partitioned table on a monitored server, with its definition and latest totals."""
+
+    server = models.ForeignKey("servers.Server", on_delete=models.CASCADE, related_name="tables")
+    schema = models.CharField(max_length=64)
+    name = models.CharField(max_length=64)
+    method = models.CharField(max_length=20, blank=True)
+    expression = models.TextField(blank=True)
+    subpartition_method = models.CharField(max_length=20, blank=True)
+    subpartition_expression = models.TextField(blank=True)
+    create_options = models.TextField(blank=True)
+    signature = models.CharField(max_length=40, blank=True)
+    partition_count = models.PositiveIntegerField(default=0)
+    first_seen_at = models.DateTimeField()
+    definitions_read_at = models.DateTimeField(null=True)
+    dropped_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["schema", "name"]
+        constraints = [
+            models.UniqueConstraint(fields=["server", "schema", "name"], name="table_per_server")
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.schema}.{self.name}"
+
+
+class Partition(models.Model):
+    """One partition (or subpartition) and its latest figures. `key` is the lower-cased
+    `partition#subpartition` used to match the sources' spellings."""
+
+    table = models.ForeignKey(PartitionedTable, on_delete=models.CASCADE, related_name="partitions")
+    key = models.CharField(max_length=200)
+    name = models.CharField(max_length=64)
+    subpartition = models.CharField(max_length=64, blank=True)
+    ordinal = models.PositiveIntegerField(default=0)
+    subpartition_ordinal = models.PositiveIntegerField(null=True)
+    description = models.TextField(null=True)
+    row_format = models.CharField(max_length=20, blank=True)
+    page_size = models.PositiveIntegerField(null=True)
+    space_id = models.BigIntegerField(null=True)
+    # Latest figures (estimates from the persistent statistics and the tablespace list).
+    rows = models.BigIntegerField(null=True)
+    data_bytes = models.BigIntegerField(null=True)
+    index_bytes = models.BigIntegerField(null=True)
+    file_bytes = models.BigIntegerField(null=True)
+    allocated_bytes = models.BigIntegerField(null=True)
+    stats_updated_at = models.DateTimeField(null=True)
+    modified_counter = models.BigIntegerField(null=True)
+    autoinc = models.BigIntegerField(null=True)
+    # Latest raw counters, and the rates derived from the previous poll.
+    read_ops = models.BigIntegerField(null=True)
+    write_ops = models.BigIntegerField(null=True)
+    read_bytes = models.BigIntegerField(null=True)
+    write_bytes = models.BigIntegerField(null=True)
+    read_bytes_per_s = models.FloatField(null=True)
+    write_bytes_per_s = models.FloatField(null=True)
+    compress_ops = models.BigIntegerField(null=True)
+    compress_ops_ok = models.BigIntegerField(null=True)
+    compress_time = models.BigIntegerField(null=True)
+    uncompress_ops = models.BigIntegerField(null=True)
+    uncompress_time = models.BigIntegerField(null=True)
+    changed_at = models.DateTimeField(null=True)
+    dropped_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["ordinal", "subpartition_ordinal"]
+        constraints = [models.UniqueConstraint(fields=["table", "key"], name="partition_key")]
+
+    def __str__(self) -> str:
+        return f"{self.table}#{self.name}" + (f"#{self.subpartition}" if self.subpartition else "")
+
+
+class StatsSample(models.Model):
+    """A partition's sizes when they changed: rows, data and index bytes, file bytes."""
+
+    partition = models.ForeignKey(Partition, on_delete=models.CASCADE, db_index=False)
+    snapshot = models.ForeignKey(ServerSnapshot, on_delete=models.CASCADE, db_index=False)
+    rows = models.BigIntegerField(null=True)
+    data_bytes = models.BigIntegerField(null=True)
+    index_bytes = models.BigIntegerField(null=True)
+    file_bytes = models.BigIntegerField(null=True)
+    allocated_bytes = models.BigIntegerField(null=True)
+
+    class Meta:
+        indexes = [models.Index(fields=["partition", "snapshot"])]
+
+
+class ActivitySample(models.Model):
+    """A partition's raw activity counters when they changed."""
+
+    partition = models.ForeignKey(Partition, on_delete=models.CASCADE, db_index=False)
+    snapshot = models.ForeignKey(ServerSnapshot, on_delete=models.CASCADE, db_index=False)
+    read_ops = models.BigIntegerField(null=True)
+    write_ops = models.BigIntegerField(null=True)
+    read_bytes = models.BigIntegerField(null=True)
+    write_bytes = models.BigIntegerField(null=True)
+    modified_counter = models.BigIntegerField(null=True)
+
+    class Meta:
+        indexes = [models.Index(fields=["partition", "snapshot"])]
+
+
+class CompressionSample(models.Model):
+    """A partition's compression counters (summed over its indexes) when they changed."""
+
+    partition = models.ForeignKey(Partition, on_delete=models.CASCADE, db_index=False)
+    snapshot = models.ForeignKey(ServerSnapshot, on_delete=models.CASCADE, db_index=False)
+    compress_ops = models.BigIntegerField()
+    compress_ops_ok = models.BigIntegerField()
+    compress_time = models.BigIntegerField()
+    uncompress_ops = models.BigIntegerField()
+    uncompress_time = models.BigIntegerField()
+
+    class Meta:
+        indexes = [models.Index(fields=["partition", "snapshot"])]

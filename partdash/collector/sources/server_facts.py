@@ -1,6 +1,5 @@
-"""Server-level facts: the settings and status counters health checks need."""
+"""Server-level facts: the settings and status counters the health checks need."""
 
-import re
 from dataclasses import dataclass, field
 
 from partdash.servers.connection import Session
@@ -15,11 +14,14 @@ VARIABLES = (
     "innodb_cmp_per_index_enabled",
     "innodb_stats_persistent",
     "innodb_page_size",
+    "lower_case_table_names",
 )
-STATUS = ("Opened_tables", "Open_tables", "Performance_schema_file_instances_lost", "Uptime")
-
-# `orders#P#p3`, `orders#p#p3#sp#p3sp0`: a partition's entry in the InnoDB statistics.
-PARTITION_NAME = re.compile(r"^(?P<table>.+?)#p#(?P<partition>.+)$", re.IGNORECASE)
+STATUS = (
+    "Opened_tables",
+    "Open_tables",
+    "Performance_schema_file_instances_lost",
+    "Uptime",
+)
 
 
 @dataclass
@@ -32,6 +34,14 @@ class ServerFacts:
     def is_on(self, name: str) -> bool:
         return self.variables.get(name, "").upper() in ("ON", "1")
 
+    def number(self, name: str, default: int = 0) -> int:
+        value = self.variables.get(name, self.status.get(name.lower(), ""))
+        return int(value) if str(value).isdigit() else default
+
+    @property
+    def page_size(self) -> int:
+        return self.number("innodb_page_size", 16384)
+
 
 def _show(session: Session, what: str, names: tuple[str, ...]) -> dict[str, str]:
     placeholders = ", ".join(["%s"] * len(names))
@@ -39,20 +49,6 @@ def _show(session: Session, what: str, names: tuple[str, ...]) -> dict[str, str]
     return {name.lower(): value for name, value in rows}
 
 
-def read_facts(session: Session) -> ServerFacts:
+def read(session: Session) -> ServerFacts:
     status = _show(session, "STATUS", STATUS)
     return ServerFacts(variables=_show(session, "VARIABLES", VARIABLES), status=status)
-
-
-def count_partitions(session: Session) -> tuple[int, int]:
-    """(partitioned tables, partitions) from the InnoDB persistent statistics, which
-    list one row per partition without opening any table."""
-    names = session.rows("SELECT database_name, table_name FROM mysql.innodb_table_stats")
-    tables = set()
-    partitions = 0
-    for schema, name in names:
-        match = PARTITION_NAME.match(name)
-        if match:
-            tables.add((schema, match["table"]))
-            partitions += 1
-    return len(tables), partitions

@@ -1,0 +1,209 @@
+"""Collecting one server's partition figures from the cheap sources, plus definitions for
+the tables that are new or changed. Returns plain data; storing is `store.py`'s job."""
+
+import hashlib
+import logging
+from collections import defaultdict
+from dataclasses import dataclass, field
+from datetime import datetime
+
+from django.conf import settings
+
+from partdash.collector.dialects import Dialect, dialect_for
+from partdash.collector.names import PartitionKey, PartitionName
+from partdash.collector.sources import (
+    SourceUnavailable,
+    compression,
+    definitions,
+    file_io,
+    innodb_stats,
+    server_facts,
+    tablespaces,
+    tablestats,
+)
+from partdash.collector.sources.definitions import TableDefinition, TableGone
+from partdash.servers.connection import Session
+
+log = logging.getLogger(__name__)
+TableKey = tuple[str, str]
+
+
+@dataclass(slots=True)
+class PartitionFigures:
+    """Everything the cheap sources said about one partition this poll (None: unknown)."""
+
+    name: PartitionName
+    rows: int | None = None
+    clustered_pages: int | None = None
+    other_pages: int | None = None
+    stats_updated_at: datetime | None = None
+    space_id: int | None = None
+    file_bytes: int | None = None
+    allocated_bytes: int | None = None
+    page_size: int | None = None
+    row_format: str = ""
+    read_ops: int | None = None
+    write_ops: int | None = None
+    read_bytes: int | None = None
+    write_bytes: int | None = None
+    modified_counter: int | None = None
+    autoinc: int | None = None
+    compress_ops: int | None = None
+    compress_ops_ok: int | None = None
+    compress_time: int | None = None
+    uncompress_ops: int | None = None
+    uncompress_time: int | None = None
+
+
+@dataclass
+class Collection:
+    """What one poll collected from one server."""
+
+    flavor: str
+    version: str
+    dialect: Dialect
+    facts: server_facts.ServerFacts
+    partitions: dict[PartitionKey, PartitionFigures] = field(default_factory=dict)
+    signatures: dict[TableKey, str] = field(default_factory=dict)
+    definitions: dict[TableKey, TableDefinition] = field(default_factory=dict)
+    gone: set[TableKey] = field(default_factory=set)
+    deferred: int = 0
+    innodb_cmp: list[dict] = field(default_factory=list)
+    sources: dict[str, bool] = field(default_factory=dict)
+    warnings: list[str] = field(default_factory=list)
+
+    def tables(self) -> dict[TableKey, list[PartitionFigures]]:
+        grouped: dict[TableKey, list[PartitionFigures]] = defaultdict(list)
+        for key, figures in self.partitions.items():
+            grouped[key.table_key].append(figures)
+        return grouped
+
+
+def _figures(collection: Collection, name: PartitionName) -> PartitionFigures:
+    key = name.key
+    figures = collection.partitions.get(key)
+    if figures is None:
+        figures = collection.partitions[key] = PartitionFigures(name)
+    return figures
+
+
+def _merge_stats(collection: Collection, rows: list[innodb_stats.PartitionStats]) -> None:
+    for row in rows:
+        figures = _figures(collection, row.name)
+        figures.rows, figures.clustered_pages, figures.other_pages = row[1:4]
+        figures.stats_updated_at = row.updated_at
+
+
+def _merge_files(collection: Collection, rows: list[tablespaces.PartitionFile]) -> None:
+    for row in rows:
+        figures = _figures(collection, row.name)
+        figures.space_id, figures.file_bytes, figures.allocated_bytes = row[1:4]
+        figures.page_size, figures.row_format = row.page_size, row.row_format
+
+
+def _merge_io(collection: Collection, rows: list[file_io.PartitionIO]) -> None:
+    for figures in collection.partitions.values():
+        figures.read_ops = figures.write_ops = figures.read_bytes = figures.write_bytes = 0
+    for row in rows:
+        figures = collection.partitions.get(row.name.key)
+        if figures is not None:  # a file without statistics or tablespace is ignored
+            figures.read_ops, figures.write_ops, figures.read_bytes, figures.write_bytes = row[1:]
+
+
+def _merge_changes(collection: Collection, rows: list[tablestats.PartitionChanges]) -> None:
+    for figures in collection.partitions.values():
+        figures.modified_counter = 0
+    for row in rows:
+        figures = collection.partitions.get(row.name.key)
+        if figures is not None:
+            figures.modified_counter = row.modified_counter
+            figures.autoinc = row.autoinc or None
+
+
+def _merge_compression(
+    collection: Collection, rows: list[compression.PartitionCompression]
+) -> None:
+    for row in rows:
+        figures = collection.partitions.get(row.name.key)
+        if figures is not None:
+            (
+                figures.compress_ops,
+                figures.compress_ops_ok,
+                figures.compress_time,
+                figures.uncompress_ops,
+                figures.uncompress_time,
+            ) = row[1:]
+
+
+def _read(collection: Collection, source: str, reader, merge=None):
+    """Read one source; a missing privilege or setting becomes a warning."""
+    try:
+        rows = reader()
+    except SourceUnavailable as exc:
+        collection.sources[source] = False
+        collection.warnings.append(str(exc))
+        return None
+    collection.sources[source] = True
+    if merge is not None:
+        merge(collection, rows)
+    return rows
+
+
+def _has_compressed(collection: Collection) -> bool:
+    """Per-index compression counters matter only where ROW_FORMAT=COMPRESSED is used."""
+    return any(f.row_format.lower() == "compressed" for f in collection.partitions.values())
+
+
+def signature(partitions: list[PartitionFigures]) -> str:
+    """Changes when a partition is added, dropped, renamed or rebuilt (new tablespace)."""
+    parts = sorted(f"{f.name.key[2]}#{f.name.key[3]}@{f.space_id}" for f in partitions)
+    return hashlib.sha1("|".join(parts).encode(), usedforsecurity=False).hexdigest()
+
+
+def _read_definitions(session: Session, collection: Collection, known: dict[TableKey, str]) -> None:
+    budget = settings.PARTDASH_DEFINITIONS_PER_POLL
+    for table_key, members in collection.tables().items():
+        collection.signatures[table_key] = signature(members)
+        if known.get(table_key) == collection.signatures[table_key]:
+            continue
+        if len(collection.definitions) >= budget:
+            collection.deferred += 1
+            continue
+        name = members[0].name
+        try:
+            collection.definitions[table_key] = definitions.read(session, name.schema, name.table)
+        except TableGone:
+            collection.gone.add(table_key)
+            collection.warnings.append(f"table {name.schema}.{name.table} was dropped mid-poll")
+        except SourceUnavailable as exc:
+            collection.gone.add(table_key)
+            collection.warnings.append(str(exc))
+    if collection.deferred:
+        collection.warnings.append(
+            f"read the definitions of {len(collection.definitions)} new or changed tables; "
+            f"{collection.deferred} more follow in the next polls"
+        )
+
+
+def collect(session: Session, known: dict[TableKey, str]) -> Collection:
+    """Read every source once; definitions only for tables whose signature changed."""
+    facts = server_facts.read(session)
+    dialect = dialect_for(session.flavor, session.version)
+    collection = Collection(session.flavor, session.version, dialect, facts)
+    _read(collection, "innodb_table_stats", lambda: innodb_stats.read(session), _merge_stats)
+    _read(collection, "tablespaces", lambda: tablespaces.read(session, dialect), _merge_files)
+    ps_on = facts.is_on("performance_schema")
+    _read(collection, "file_io", lambda: file_io.read(session, ps_on), _merge_io)
+    _read(collection, "tablestats", lambda: tablestats.read(session, dialect), _merge_changes)
+    collection.innodb_cmp = _read(collection, "innodb_cmp", lambda: compression.read_cmp(session))
+    collection.innodb_cmp = collection.innodb_cmp or []
+    if facts.is_on("innodb_cmp_per_index_enabled") or _has_compressed(collection):
+        per_index_on = facts.is_on("innodb_cmp_per_index_enabled")
+        _read(
+            collection,
+            "cmp_per_index",
+            lambda: compression.read_per_index(session, per_index_on),
+            _merge_compression,
+        )
+    _read_definitions(session, collection, known)
+    return collection

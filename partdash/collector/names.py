@@ -1,0 +1,68 @@
+"""Partition names as InnoDB spells them in its statistics, tablespaces and file paths.
+
+`orders#P#p3` (MySQL 5.7, MariaDB) or `orders#p#p3` (MySQL 8), with `#SP#`/`#sp#` for a
+subpartition; tablespaces and files use the filename encoding (`Weird$Name` is
+`Weird@0024Name`). Everything is matched case-insensitively through `PartitionKey`.
+"""
+
+import re
+from typing import NamedTuple
+
+_PARTITION = re.compile(r"^(?P<table>.+?)#p#(?P<partition>.+?)(?:#sp#(?P<sub>.+))?$", re.I)
+_ENCODED = re.compile(r"@([0-9a-fA-F]{4})")
+_IBD_PATH = re.compile(r"([^/\\]+)[/\\]([^/\\]+)\.ibd$", re.I)
+
+
+class PartitionKey(NamedTuple):
+    """A partition's identity on one server, lower-cased for matching."""
+
+    schema: str
+    table: str
+    partition: str
+    subpartition: str = ""
+
+    @property
+    def table_key(self) -> tuple[str, str]:
+        return (self.schema, self.table)
+
+
+class PartitionName(NamedTuple):
+    """A partition's names as the server spells them (for display)."""
+
+    schema: str
+    table: str
+    partition: str
+    subpartition: str = ""
+
+    @property
+    def key(self) -> PartitionKey:
+        return PartitionKey(*(part.lower() for part in self))
+
+
+def decode_filename(name: str) -> str:
+    """Undo MySQL's filename encoding of identifiers (`@0024` is `$`)."""
+    if "@" not in name:
+        return name
+    return _ENCODED.sub(lambda match: chr(int(match[1], 16)), name)
+
+
+def split_partition(schema: str, name: str) -> PartitionName | None:
+    """`orders#P#p3#SP#p3sp0` in `schema` -> its names; None for a plain table."""
+    match = _PARTITION.match(name)
+    if match is None:
+        return None
+    return PartitionName(schema, match["table"], match["partition"], match["sub"] or "")
+
+
+def split_tablespace(name: str) -> PartitionName | None:
+    """`shop/orders#P#p3` (encoded) -> its names; None for other tablespaces."""
+    schema, slash, table = decode_filename(name).partition("/")
+    return split_partition(schema, table) if slash else None
+
+
+def split_file_path(path: str) -> PartitionName | None:
+    """`/var/lib/mysql/shop/orders#P#p3.ibd` -> its names; None for other files."""
+    match = _IBD_PATH.search(path)
+    if match is None:
+        return None
+    return split_tablespace(f"{match[1]}/{match[2]}")

@@ -1,0 +1,84 @@
+"""Partition definitions from information_schema.PARTITIONS, one table at a time.
+
+This is the expensive source: every read opens the table through the table cache. The
+collector reads a table's definitions only when the table is new or its set of
+partitions changed, and always with constant schema and table names, the only filter
+that narrows the scan.
+"""
+
+from dataclasses import dataclass, field
+
+import pymysql
+
+from partdash.collector.sources import MISSING, unavailable
+from partdash.servers.connection import Session
+
+PARTITIONS_SQL = (
+    "SELECT PARTITION_NAME, SUBPARTITION_NAME, PARTITION_ORDINAL_POSITION, "
+    "SUBPARTITION_ORDINAL_POSITION, PARTITION_METHOD, SUBPARTITION_METHOD, "
+    "PARTITION_EXPRESSION, SUBPARTITION_EXPRESSION, PARTITION_DESCRIPTION "
+    "FROM information_schema.PARTITIONS WHERE TABLE_SCHEMA = %s AND TABLE_NAME = %s "
+    "AND PARTITION_NAME IS NOT NULL"
+)
+OPTIONS_SQL = (
+    "SELECT CREATE_OPTIONS FROM information_schema.TABLES "
+    "WHERE TABLE_SCHEMA = %s AND TABLE_NAME = %s"
+)
+
+
+@dataclass(frozen=True)
+class PartitionDefinition:
+    name: str
+    subpartition: str
+    ordinal: int
+    subpartition_ordinal: int | None
+    description: str | None
+
+
+@dataclass
+class TableDefinition:
+    """How one table is partitioned."""
+
+    schema: str
+    table: str
+    method: str
+    expression: str
+    subpartition_method: str = ""
+    subpartition_expression: str = ""
+    create_options: str = ""
+    partitions: list[PartitionDefinition] = field(default_factory=list)
+
+
+class TableGone(Exception):
+    """The table was dropped (or renamed) between the cheap sources and this read."""
+
+
+def parse(schema: str, table: str, rows, create_options: str = "") -> TableDefinition:
+    if not rows:
+        raise TableGone(f"{schema}.{table}")
+    first = rows[0]
+    definition = TableDefinition(
+        schema=schema,
+        table=table,
+        method=first[4] or "",
+        expression=first[6] or "",
+        subpartition_method=first[5] or "",
+        subpartition_expression=first[7] or "",
+        create_options=create_options or "",
+    )
+    definition.partitions = [
+        PartitionDefinition(name, sub or "", ordinal, sub_ordinal, description)
+        for name, sub, ordinal, sub_ordinal, _, _, _, _, description in rows
+    ]
+    return definition
+
+
+def read(session: Session, schema: str, table: str) -> TableDefinition:
+    try:
+        rows = session.rows(PARTITIONS_SQL, (schema, table))
+        options = session.scalar(OPTIONS_SQL, (schema, table)) if rows else ""
+    except pymysql.MySQLError as exc:
+        if exc.args and exc.args[0] in MISSING:
+            raise TableGone(f"{schema}.{table}") from None
+        raise unavailable(f"the partition definitions of {schema}.{table}", exc) from None
+    return parse(schema, table, rows, options)

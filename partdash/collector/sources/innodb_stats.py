@@ -1,0 +1,46 @@
+"""Rows and index sizes per partition from the persistent statistics,
+`mysql.innodb_table_stats`: one row per partition, read without opening any table.
+
+These are optimizer estimates, refreshed by InnoDB after about 10% of a table changes
+or by ANALYZE TABLE; `last_update` says how old they are.
+"""
+
+from datetime import datetime
+from typing import NamedTuple
+
+import pymysql
+
+from partdash.collector.names import PartitionName, split_partition
+from partdash.collector.sources import unavailable
+from partdash.servers.connection import Session
+
+SQL = (
+    "SELECT database_name, table_name, n_rows, clustered_index_size, "
+    "sum_of_other_index_sizes, last_update FROM mysql.innodb_table_stats "
+    "WHERE table_name LIKE '%%#P#%%' OR table_name LIKE '%%#p#%%'"
+)
+FIX = "GRANT SELECT ON mysql.innodb_table_stats TO the monitoring account"
+
+
+class PartitionStats(NamedTuple):
+    name: PartitionName
+    rows: int
+    clustered_pages: int
+    other_pages: int
+    updated_at: datetime
+
+
+def parse(rows) -> list[PartitionStats]:
+    stats = []
+    for schema, table, n_rows, clustered, other, updated in rows:
+        name = split_partition(schema, table)
+        if name is not None:
+            stats.append(PartitionStats(name, n_rows, clustered, other, updated))
+    return stats
+
+
+def read(session: Session) -> list[PartitionStats]:
+    try:
+        return parse(session.rows(SQL))
+    except pymysql.MySQLError as exc:
+        raise unavailable("mysql.innodb_table_stats", exc, FIX) from None

@@ -1,0 +1,51 @@
+"""File sizes per partition from InnoDB's tablespace list: apparent size, blocks really
+allocated (the page-compression saving), page size and row format. Needs PROCESS."""
+
+from typing import NamedTuple
+
+import pymysql
+
+from partdash.collector.dialects import Dialect
+from partdash.collector.names import PartitionName, split_tablespace
+from partdash.collector.sources import unavailable
+from partdash.servers.connection import Session
+
+FIX = "GRANT PROCESS ON *.* TO the monitoring account"
+
+
+class PartitionFile(NamedTuple):
+    name: PartitionName
+    space_id: int
+    file_bytes: int
+    allocated_bytes: int
+    page_size: int
+    row_format: str
+
+
+def sql(dialect: Dialect) -> str:
+    zip_size = dialect.zip_page_size_column or "0"
+    return (
+        f"SELECT NAME, SPACE, FILE_SIZE, ALLOCATED_SIZE, PAGE_SIZE, {zip_size}, ROW_FORMAT "
+        f"FROM {dialect.tablespaces_table} WHERE NAME LIKE '%%#P#%%' OR NAME LIKE '%%#p#%%'"
+    )
+
+
+def parse(rows) -> list[PartitionFile]:
+    files = []
+    for name, space, file_size, allocated, page_size, zip_size, row_format in rows:
+        parsed = split_tablespace(name)
+        if parsed is not None:
+            physical_page = int(zip_size or 0) or int(page_size or 0)
+            files.append(
+                PartitionFile(
+                    parsed, space, file_size or 0, allocated or 0, physical_page, row_format or ""
+                )
+            )
+    return files
+
+
+def read(session: Session, dialect: Dialect) -> list[PartitionFile]:
+    try:
+        return parse(session.rows(sql(dialect)))
+    except pymysql.MySQLError as exc:
+        raise unavailable(dialect.tablespaces_table, exc, FIX) from None

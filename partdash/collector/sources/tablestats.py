@@ -1,0 +1,44 @@
+"""Rows changed since the last statistics refresh (MODIFIED_COUNTER, a write signal that
+needs no performance_schema) and AUTO_INCREMENT per partition, from InnoDB's in-memory
+table statistics. Only tables in the dictionary cache appear; only partitions with
+changes are fetched, so an absent partition has a counter of 0."""
+
+from typing import NamedTuple
+
+import pymysql
+
+from partdash.collector.dialects import Dialect
+from partdash.collector.names import PartitionName, split_tablespace
+from partdash.collector.sources import unavailable
+from partdash.collector.sources.tablespaces import FIX
+from partdash.servers.connection import Session
+
+
+class PartitionChanges(NamedTuple):
+    name: PartitionName
+    modified_counter: int
+    autoinc: int
+
+
+def sql(dialect: Dialect) -> str:
+    autoinc = "AUTOINC" if dialect.has_autoinc else "0"
+    return (
+        f"SELECT NAME, MODIFIED_COUNTER, {autoinc} FROM {dialect.tablestats_table} "
+        "WHERE MODIFIED_COUNTER > 0 AND (NAME LIKE '%%#P#%%' OR NAME LIKE '%%#p#%%')"
+    )
+
+
+def parse(rows) -> list[PartitionChanges]:
+    changes = []
+    for name, modified, autoinc in rows:
+        parsed = split_tablespace(name)
+        if parsed is not None:
+            changes.append(PartitionChanges(parsed, modified or 0, autoinc or 0))
+    return changes
+
+
+def read(session: Session, dialect: Dialect) -> list[PartitionChanges]:
+    try:
+        return parse(session.rows(sql(dialect)))
+    except pymysql.MySQLError as exc:
+        raise unavailable(dialect.tablestats_table, exc, FIX) from None

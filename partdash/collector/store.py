@@ -1,0 +1,259 @@
+"""Storing a `Collection`: definitions for new or changed tables, the latest figures per
+partition, and a sample row only where a partition's figures changed."""
+
+from dataclasses import dataclass
+from datetime import datetime
+
+from django.db import connection, transaction
+from django.utils import timezone
+
+from partdash.collector.collect import Collection, PartitionFigures, TableKey
+from partdash.collector.sources.definitions import TableDefinition
+from partdash.metrics.models import (
+    ActivitySample,
+    CompressionSample,
+    Partition,
+    PartitionedTable,
+    ServerSnapshot,
+    StatsSample,
+)
+
+STATS = ("rows", "data_bytes", "index_bytes", "file_bytes", "allocated_bytes")
+ACTIVITY = ("read_ops", "write_ops", "read_bytes", "write_bytes", "modified_counter")
+COMPRESSION = (
+    "compress_ops",
+    "compress_ops_ok",
+    "compress_time",
+    "uncompress_ops",
+    "uncompress_time",
+)
+OTHER = ("stats_updated_at", "autoinc", "space_id", "row_format", "page_size")
+RATES = ("read_bytes_per_s", "write_bytes_per_s")
+LATEST = STATS + ACTIVITY + COMPRESSION + RATES + OTHER
+
+
+@dataclass
+class StoreResult:
+    snapshot: ServerSnapshot | None
+    partitions_seen: int
+    changed: int
+    stored: int
+
+
+def partition_key(partition: str, subpartition: str) -> str:
+    return f"{partition}#{subpartition}".lower()
+
+
+def counter_rate(new: int | None, old: int | None, seconds: float | None) -> float | None:
+    """Per-second rate of a cumulative counter; a decrease means it was reset (TRUNCATE,
+    restart), so the new value is what accumulated since."""
+    if new is None or old is None or not seconds or seconds <= 0:
+        return None
+    delta = new - old if new >= old else new
+    return delta / seconds
+
+
+def _sizes(figures: PartitionFigures, server_page_size: int) -> dict:
+    page = figures.page_size or server_page_size
+    pages = (figures.clustered_pages, figures.other_pages)
+    return {
+        "rows": figures.rows,
+        "data_bytes": pages[0] * page if pages[0] is not None else None,
+        "index_bytes": pages[1] * page if pages[1] is not None else None,
+        "file_bytes": figures.file_bytes,
+        "allocated_bytes": figures.allocated_bytes,
+    }
+
+
+def latest_values(figures: PartitionFigures, server_page_size: int) -> dict:
+    """The figures as Partition columns (rates excluded)."""
+    values = _sizes(figures, server_page_size)
+    for name in ACTIVITY + COMPRESSION + OTHER:
+        values[name] = getattr(figures, name)
+    return values
+
+
+class PollStore:
+    """Writes one collection for one server inside one transaction."""
+
+    def __init__(self, server, collection: Collection, poll_id: str, seconds: float):
+        self.server = server
+        self.collection = collection
+        self.poll_id = poll_id
+        self.seconds = seconds
+        self.now = timezone.now()
+        self.page_size = collection.facts.page_size
+        self.tables: dict[TableKey, PartitionedTable] = {}
+        self.previous_poll_at: datetime | None = None
+
+    # -- tables and definitions --------------------------------------------------------
+
+    def _load_tables(self) -> None:
+        for table in PartitionedTable.objects.filter(server=self.server):
+            self.tables[(table.schema.lower(), table.name.lower())] = table
+
+    def _apply_definition(self, key: TableKey, definition: TableDefinition) -> None:
+        table = self.tables.get(key) or PartitionedTable(
+            server=self.server,
+            schema=definition.schema,
+            name=definition.table,
+            first_seen_at=self.now,
+        )
+        table.schema, table.name = definition.schema, definition.table
+        table.method, table.expression = definition.method, definition.expression
+        table.subpartition_method = definition.subpartition_method
+        table.subpartition_expression = definition.subpartition_expression
+        table.create_options = definition.create_options
+        table.signature = self.collection.signatures[key]
+        table.partition_count = len(definition.partitions)
+        table.definitions_read_at, table.dropped_at = self.now, None
+        table.save()
+        self.tables[key] = table
+        self._sync_partitions(table, definition)
+
+    def _sync_partitions(self, table: PartitionedTable, definition: TableDefinition) -> None:
+        existing = {p.key: p for p in Partition.objects.filter(table=table)}
+        wanted = set()
+        for spec in definition.partitions:
+            key = partition_key(spec.name, spec.subpartition)
+            wanted.add(key)
+            partition = existing.get(key) or Partition(table=table, key=key)
+            partition.name, partition.subpartition = spec.name, spec.subpartition
+            partition.ordinal = spec.ordinal
+            partition.subpartition_ordinal = spec.subpartition_ordinal
+            partition.description, partition.dropped_at = spec.description, None
+            if partition.pk is None or key in existing:
+                partition.save()
+        gone = [p.pk for key, p in existing.items() if key not in wanted and not p.dropped_at]
+        Partition.objects.filter(pk__in=gone).update(dropped_at=self.now)
+
+    def _mark_dropped(self) -> None:
+        if not (
+            self.collection.sources.get("innodb_table_stats")
+            or self.collection.sources.get("tablespaces")
+        ):
+            return  # no source listed partitions: absence proves nothing
+        seen = set(self.collection.signatures) - self.collection.gone
+        dropped = [t.pk for k, t in self.tables.items() if k not in seen and not t.dropped_at]
+        PartitionedTable.objects.filter(pk__in=dropped).update(dropped_at=self.now)
+        Partition.objects.filter(table_id__in=dropped, dropped_at=None).update(dropped_at=self.now)
+
+    # -- figures -----------------------------------------------------------------------
+
+    def _previous_figures(self) -> dict[tuple[int, str], tuple]:
+        """(table id, key) -> (partition id, *LATEST) for live partitions, in one query."""
+        columns = ", ".join(["p.id", "p.table_id", "p.key", *(f"p.{c}" for c in LATEST)])
+        sql = (
+            f"SELECT {columns} FROM {Partition._meta.db_table} p "
+            f"JOIN {PartitionedTable._meta.db_table} t ON t.id = p.table_id "
+            "WHERE t.server_id = %s AND p.dropped_at IS NULL"
+        )
+        with connection.cursor() as cursor:
+            cursor.execute(sql, [self.server.pk])
+            return {(row[1], row[2]): (row[0], *row[3:]) for row in cursor.fetchall()}
+
+    def _store_figures(self, snapshot: ServerSnapshot) -> tuple[int, int]:
+        """Returns (partitions changed, sample rows stored)."""
+        previous = self._previous_figures()
+        seconds = (
+            (self.now - self.previous_poll_at).total_seconds() if self.previous_poll_at else None
+        )
+        samples: dict[type, list] = {StatsSample: [], ActivitySample: [], CompressionSample: []}
+        updates: list[tuple] = []
+        for table_key, members in self.collection.tables().items():
+            table = self.tables.get(table_key)
+            if table is None or table.dropped_at:
+                continue
+            for figures in members:
+                key = partition_key(figures.name.partition, figures.name.subpartition)
+                old = previous.get((table.pk, key))
+                if old is not None:
+                    change = self._compare(old, figures, seconds, snapshot, samples)
+                    if change is not None:
+                        updates.append(change)
+        for model, rows in samples.items():
+            model.objects.bulk_create(rows, batch_size=2000)
+        self._write_updates(updates)
+        return len(updates), sum(len(rows) for rows in samples.values())
+
+    def _compare(self, old: tuple, figures, seconds, snapshot, samples) -> tuple | None:
+        """Queue samples for what changed; return the Partition update, or None. A new
+        partition's previous figures are all None, so its first figures are a change."""
+        partition_id, before = old[0], dict(zip(LATEST, old[1:], strict=True))
+        now = latest_values(figures, self.page_size)
+        changed = False
+        if any(now[c] != before[c] for c in STATS):
+            samples[StatsSample].append(
+                StatsSample(partition_id=partition_id, snapshot=snapshot, **_pick(now, STATS))
+            )
+            changed = True
+        activity_changed = any(now[c] != before[c] for c in ACTIVITY)
+        if activity_changed:
+            samples[ActivitySample].append(
+                ActivitySample(partition_id=partition_id, snapshot=snapshot, **_pick(now, ACTIVITY))
+            )
+        if now["compress_ops"] is not None and any(now[c] != before[c] for c in COMPRESSION):
+            samples[CompressionSample].append(
+                CompressionSample(
+                    partition_id=partition_id, snapshot=snapshot, **_pick(now, COMPRESSION)
+                )
+            )
+            changed = True
+        for rate, counter in zip(RATES, ("read_bytes", "write_bytes"), strict=True):
+            now[rate] = counter_rate(now[counter], before[counter], seconds)
+        rates_changed = any(now[r] != before[r] for r in RATES)
+        if changed or activity_changed or rates_changed or any(now[c] != before[c] for c in OTHER):
+            now["changed_at"] = self.now
+            return partition_id, now
+        return None
+
+    def _write_updates(self, updates: list[tuple]) -> None:
+        if not updates:
+            return
+        columns = (*LATEST, "changed_at")
+        assignments = ", ".join(f"{c} = %s" for c in columns)
+        sql = f"UPDATE {Partition._meta.db_table} SET {assignments} WHERE id = %s"
+        with connection.cursor() as cursor:
+            cursor.executemany(sql, [[now[c] for c in columns] + [pk] for pk, now in updates])
+
+    # -- the whole poll ----------------------------------------------------------------
+
+    def save(self) -> StoreResult:
+        collection = self.collection
+        with transaction.atomic():
+            if ServerSnapshot.objects.filter(poll_id=self.poll_id).exists():
+                return StoreResult(None, len(collection.partitions), 0, 0)  # a retried task
+            last = ServerSnapshot.objects.filter(server=self.server).order_by("-taken_at").first()
+            self.previous_poll_at = last.taken_at if last else None
+            self._load_tables()
+            for key, definition in collection.definitions.items():
+                self._apply_definition(key, definition)
+            self._mark_dropped()
+            snapshot = self._snapshot()
+            changed, stored = self._store_figures(snapshot)
+            ServerSnapshot.objects.filter(pk=snapshot.pk).update(changed=changed)
+        return StoreResult(snapshot, len(collection.partitions), changed, stored)
+
+    def _snapshot(self) -> ServerSnapshot:
+        collection = self.collection
+        live = [t for t in self.tables.values() if not t.dropped_at]
+        return ServerSnapshot.objects.create(
+            server=self.server,
+            taken_at=self.now,
+            poll_id=self.poll_id,
+            flavor=collection.flavor,
+            version=collection.version,
+            variables=collection.facts.variables,
+            status_counters=collection.facts.status,
+            innodb_cmp=collection.innodb_cmp,
+            sources=collection.sources,
+            partitioned_tables=len(collection.signatures) if collection.sources else len(live),
+            partitions=len(collection.partitions),
+            definitions_read=len(collection.definitions),
+            warnings=collection.warnings,
+            seconds=self.seconds,
+        )
+
+
+def _pick(values: dict, names: tuple[str, ...]) -> dict:
+    return {name: values[name] for name in names}
