@@ -80,7 +80,7 @@ class Partition(models.Model):
     subpartition = models.CharField(max_length=64, blank=True)
     ordinal = models.PositiveIntegerField(default=0)
     subpartition_ordinal = models.PositiveIntegerField(null=True)
-    description = models.TextField(null=True)
+    description = models.TextField(null=True)  # noqa: DJ001 NULL: HASH/KEY have no bound
     row_format = models.CharField(max_length=20, blank=True)
     page_size = models.PositiveIntegerField(null=True)
     space_id = models.BigIntegerField(null=True)
@@ -116,46 +116,45 @@ class Partition(models.Model):
         return f"{self.table}#{self.name}" + (f"#{self.subpartition}" if self.subpartition else "")
 
 
-class StatsSample(models.Model):
-    """A partition's sizes when they changed: rows, data and index bytes, file bytes."""
+class Sample(models.Model):
+    """A change-only sample of one partition at one poll."""
 
     partition = models.ForeignKey(Partition, on_delete=models.CASCADE, db_index=False)
     snapshot = models.ForeignKey(ServerSnapshot, on_delete=models.CASCADE, db_index=False)
+
+    class Meta:
+        abstract = True
+        indexes = [models.Index(fields=["partition", "snapshot"])]
+
+    def __str__(self) -> str:
+        return f"{type(self).__name__} of partition {self.partition_id} at poll {self.snapshot_id}"
+
+
+class StatsSample(Sample):
+    """A partition's sizes when they changed: rows, data and index bytes, file bytes."""
+
     rows = models.BigIntegerField(null=True)
     data_bytes = models.BigIntegerField(null=True)
     index_bytes = models.BigIntegerField(null=True)
     file_bytes = models.BigIntegerField(null=True)
     allocated_bytes = models.BigIntegerField(null=True)
 
-    class Meta:
-        indexes = [models.Index(fields=["partition", "snapshot"])]
 
-
-class ActivitySample(models.Model):
+class ActivitySample(Sample):
     """A partition's raw activity counters when they changed."""
 
-    partition = models.ForeignKey(Partition, on_delete=models.CASCADE, db_index=False)
-    snapshot = models.ForeignKey(ServerSnapshot, on_delete=models.CASCADE, db_index=False)
     read_ops = models.BigIntegerField(null=True)
     write_ops = models.BigIntegerField(null=True)
     read_bytes = models.BigIntegerField(null=True)
     write_bytes = models.BigIntegerField(null=True)
     modified_counter = models.BigIntegerField(null=True)
 
-    class Meta:
-        indexes = [models.Index(fields=["partition", "snapshot"])]
 
-
-class CompressionSample(models.Model):
+class CompressionSample(Sample):
     """A partition's compression counters (summed over its indexes) when they changed."""
 
-    partition = models.ForeignKey(Partition, on_delete=models.CASCADE, db_index=False)
-    snapshot = models.ForeignKey(ServerSnapshot, on_delete=models.CASCADE, db_index=False)
     compress_ops = models.BigIntegerField()
     compress_ops_ok = models.BigIntegerField()
     compress_time = models.BigIntegerField()
     uncompress_ops = models.BigIntegerField()
     uncompress_time = models.BigIntegerField()
-
-    class Meta:
-        indexes = [models.Index(fields=["partition", "snapshot"])]

@@ -1,0 +1,1 @@
+"""Pure partition-health analytics: plain values in, plain values out, no database."""
