@@ -9,14 +9,7 @@ from django.utils import timezone
 
 from partdash.collector.collect import Collection, PartitionFigures, TableKey
 from partdash.collector.sources.definitions import TableDefinition
-from partdash.metrics.models import (
-    ActivitySample,
-    CompressionSample,
-    Partition,
-    PartitionedTable,
-    ServerSnapshot,
-    StatsSample,
-)
+from partdash.metrics.models import Partition, PartitionedTable, PartitionSample, ServerSnapshot
 
 STATS = ("rows", "data_bytes", "index_bytes", "file_bytes", "allocated_bytes")
 ACTIVITY = ("read_ops", "write_ops", "read_bytes", "write_bytes", "modified_counter")
@@ -29,7 +22,9 @@ COMPRESSION = (
 )
 OTHER = ("stats_updated_at", "autoinc", "space_id", "row_format", "page_size")
 RATES = ("read_bytes_per_s", "write_bytes_per_s")
-LATEST = STATS + ACTIVITY + COMPRESSION + RATES + OTHER
+SAMPLED = STATS + ACTIVITY + COMPRESSION
+LATEST = SAMPLED + RATES + OTHER
+STORED = (*LATEST, "changed_at")
 
 
 @dataclass
@@ -142,7 +137,7 @@ class PollStore:
 
     def _previous_figures(self) -> dict[tuple[int, str], tuple]:
         """(table id, key) -> (partition id, *LATEST) for live partitions, in one query."""
-        columns = ", ".join(["p.id", "p.table_id", "p.key", *(f"p.{c}" for c in LATEST)])
+        columns = ", ".join(["p.id", "p.table_id", "p.key", *(f"p.{c}" for c in STORED)])
         sql = (
             f"SELECT {columns} FROM {Partition._meta.db_table} p "
             f"JOIN {PartitionedTable._meta.db_table} t ON t.id = p.table_id "
@@ -158,8 +153,8 @@ class PollStore:
         seconds = (
             (self.now - self.previous_poll_at).total_seconds() if self.previous_poll_at else None
         )
-        samples: dict[type, list] = {StatsSample: [], ActivitySample: [], CompressionSample: []}
-        updates: list[tuple] = []
+        samples: list[PartitionSample] = []
+        updates: list[tuple[int, dict]] = []
         for table_key, members in self.collection.tables().items():
             table = self.tables.get(table_key)
             if table is None or table.dropped_at:
@@ -168,53 +163,35 @@ class PollStore:
                 key = partition_key(figures.name.partition, figures.name.subpartition)
                 old = previous.get((table.pk, key))
                 if old is not None:
-                    change = self._compare(old, figures, seconds, snapshot, samples)
-                    if change is not None:
-                        updates.append(change)
-        for model, rows in samples.items():
-            model.objects.bulk_create(rows, batch_size=2000)
+                    self._compare(old, figures, seconds, snapshot, samples, updates)
+        PartitionSample.objects.bulk_create(samples, batch_size=2000)
         self._write_updates(updates)
-        return len(updates), sum(len(rows) for rows in samples.values())
+        return len(updates), len(samples)
 
-    def _compare(self, old: tuple, figures, seconds, snapshot, samples) -> tuple | None:
-        """Queue samples for what changed; return the Partition update, or None. A new
+    def _compare(self, old: tuple, figures, seconds, snapshot, samples, updates) -> None:
+        """Sample the figures that changed and queue the partition's update. A new
         partition's previous figures are all None, so its first figures are a change."""
-        partition_id, before = old[0], dict(zip(LATEST, old[1:], strict=True))
+        partition_id, before = old[0], dict(zip(STORED, old[1:], strict=True))
         now = latest_values(figures, self.page_size)
-        changed = False
-        if any(now[c] != before[c] for c in STATS):
-            samples[StatsSample].append(
-                StatsSample(partition_id=partition_id, snapshot=snapshot, **_pick(now, STATS))
-            )
-            changed = True
-        activity_changed = any(now[c] != before[c] for c in ACTIVITY)
-        if activity_changed:
-            samples[ActivitySample].append(
-                ActivitySample(partition_id=partition_id, snapshot=snapshot, **_pick(now, ACTIVITY))
-            )
-        if now["compress_ops"] is not None and any(now[c] != before[c] for c in COMPRESSION):
-            samples[CompressionSample].append(
-                CompressionSample(
-                    partition_id=partition_id, snapshot=snapshot, **_pick(now, COMPRESSION)
-                )
-            )
-            changed = True
+        for name, value in now.items():
+            if value is None:  # a source that could not be read keeps the last known value
+                now[name] = before[name]
+        changed = {c: now[c] for c in SAMPLED if now[c] is not None and now[c] != before[c]}
+        if changed:
+            samples.append(PartitionSample(partition_id=partition_id, snapshot=snapshot, **changed))
         for rate, counter in zip(RATES, ("read_bytes", "write_bytes"), strict=True):
             now[rate] = counter_rate(now[counter], before[counter], seconds)
-        rates_changed = any(now[r] != before[r] for r in RATES)
-        if changed or activity_changed or rates_changed or any(now[c] != before[c] for c in OTHER):
-            now["changed_at"] = self.now
-            return partition_id, now
-        return None
+        if changed or any(now[c] != before[c] for c in RATES + OTHER):
+            now["changed_at"] = self.now if changed else before["changed_at"]
+            updates.append((partition_id, now))
 
     def _write_updates(self, updates: list[tuple]) -> None:
         if not updates:
             return
-        columns = (*LATEST, "changed_at")
-        assignments = ", ".join(f"{c} = %s" for c in columns)
+        assignments = ", ".join(f"{c} = %s" for c in STORED)
         sql = f"UPDATE {Partition._meta.db_table} SET {assignments} WHERE id = %s"
         with connection.cursor() as cursor:
-            cursor.executemany(sql, [[now[c] for c in columns] + [pk] for pk, now in updates])
+            cursor.executemany(sql, [[now[c] for c in STORED] + [pk] for pk, now in updates])
 
     # -- the whole poll ----------------------------------------------------------------
 
@@ -253,7 +230,3 @@ class PollStore:
             warnings=collection.warnings,
             seconds=self.seconds,
         )
-
-
-def _pick(values: dict, names: tuple[str, ...]) -> dict:
-    return {name: values[name] for name in names}

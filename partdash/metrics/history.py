@@ -3,13 +3,7 @@
 from datetime import datetime
 
 from partdash.collector.store import counter_rate
-from partdash.metrics.models import (
-    ActivitySample,
-    Partition,
-    PartitionedTable,
-    ServerSnapshot,
-    StatsSample,
-)
+from partdash.metrics.models import Partition, PartitionedTable, PartitionSample, ServerSnapshot
 
 LEVEL_METRICS = ("rows", "data_bytes", "index_bytes", "file_bytes")
 RATE_METRICS = {"write_bytes_per_s": "write_bytes", "read_bytes_per_s": "read_bytes"}
@@ -30,10 +24,12 @@ def _snapshots(table: PartitionedTable, since: datetime) -> list[tuple[int, date
     )
 
 
-def _latest_before(model, index: dict[int, int], field: str, since: datetime) -> dict[int, object]:
-    """Each partition's last sampled value before `since`."""
+def _latest_before(index: dict[int, int], field: str, since: datetime) -> dict[int, object]:
+    """Each partition's last sampled value of `field` before `since`."""
     rows = (
-        model.objects.filter(partition_id__in=index, snapshot__taken_at__lt=since)
+        PartitionSample.objects.filter(
+            partition_id__in=index, snapshot__taken_at__lt=since, **{f"{field}__isnull": False}
+        )
         .order_by("partition_id", "-snapshot__taken_at")
         .values_list("partition_id", field)
     )
@@ -43,9 +39,12 @@ def _latest_before(model, index: dict[int, int], field: str, since: datetime) ->
     return latest
 
 
-def _since(model, index: dict[int, int], fields: tuple[str, ...], since: datetime):
+def _since(index: dict[int, int], field: str, fields: tuple[str, ...], since: datetime):
+    """Samples since `since` in which `field` changed."""
     return (
-        model.objects.filter(partition_id__in=index, snapshot__taken_at__gte=since)
+        PartitionSample.objects.filter(
+            partition_id__in=index, snapshot__taken_at__gte=since, **{f"{field}__isnull": False}
+        )
         .order_by("snapshot__taken_at")
         .values_list(*fields)
     )
@@ -56,11 +55,11 @@ def level_history(table, partitions, metric: str, since: datetime) -> list[list]
     unchanged values carried forward."""
     index = {p.pk: i for i, p in enumerate(partitions)}
     current: list = [None] * len(partitions)
-    for partition_id, value in _latest_before(StatsSample, index, metric, since).items():
+    for partition_id, value in _latest_before(index, metric, since).items():
         current[index[partition_id]] = value
     points: list[list] = [[since.isoformat(), *current]]
     for taken_at, partition_id, value in _since(
-        StatsSample, index, ("snapshot__taken_at", "partition_id", metric), since
+        index, metric, ("snapshot__taken_at", "partition_id", metric), since
     ):
         stamp = taken_at.isoformat()
         if points[-1][0] != stamp:
@@ -76,10 +75,10 @@ def rate_history(table, partitions, metric: str, since: datetime) -> list[list]:
     index = {p.pk: i for i, p in enumerate(partitions)}
     by_snapshot: dict[int, list] = {}
     for snapshot_id, partition_id, value in _since(
-        ActivitySample, index, ("snapshot_id", "partition_id", counter), since
+        index, counter, ("snapshot_id", "partition_id", counter), since
     ):
         by_snapshot.setdefault(snapshot_id, []).append((partition_id, value))
-    last = _latest_before(ActivitySample, index, counter, since)
+    last = _latest_before(index, counter, since)
     points, previous_time = [], None
     for snapshot_id, taken_at in _snapshots(table, since):
         values = [0.0] * len(partitions)

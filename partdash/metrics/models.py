@@ -116,45 +116,31 @@ class Partition(models.Model):
         return f"{self.table}#{self.name}" + (f"#{self.subpartition}" if self.subpartition else "")
 
 
-class Sample(models.Model):
-    """A change-only sample of one partition at one poll."""
+class PartitionSample(models.Model):
+    """What changed in one partition at one poll. Only the figures that changed since the
+    partition's previous sample are stored; the others are NULL (unchanged), which keeps
+    a poll of 64,000 mostly idle partitions down to a few rows."""
 
     partition = models.ForeignKey(Partition, on_delete=models.CASCADE, db_index=False)
     snapshot = models.ForeignKey(ServerSnapshot, on_delete=models.CASCADE, db_index=False)
-
-    class Meta:
-        abstract = True
-        indexes = [models.Index(fields=["partition", "snapshot"])]
-
-    def __str__(self) -> str:
-        return f"{type(self).__name__} of partition {self.partition_id} at poll {self.snapshot_id}"
-
-
-class StatsSample(Sample):
-    """A partition's sizes when they changed: rows, data and index bytes, file bytes."""
-
     rows = models.BigIntegerField(null=True)
     data_bytes = models.BigIntegerField(null=True)
     index_bytes = models.BigIntegerField(null=True)
     file_bytes = models.BigIntegerField(null=True)
     allocated_bytes = models.BigIntegerField(null=True)
-
-
-class ActivitySample(Sample):
-    """A partition's raw activity counters when they changed."""
-
     read_ops = models.BigIntegerField(null=True)
     write_ops = models.BigIntegerField(null=True)
     read_bytes = models.BigIntegerField(null=True)
     write_bytes = models.BigIntegerField(null=True)
     modified_counter = models.BigIntegerField(null=True)
+    compress_ops = models.BigIntegerField(null=True)
+    compress_ops_ok = models.BigIntegerField(null=True)
+    compress_time = models.BigIntegerField(null=True)
+    uncompress_ops = models.BigIntegerField(null=True)
+    uncompress_time = models.BigIntegerField(null=True)
 
+    class Meta:
+        indexes = [models.Index(fields=["partition", "snapshot"])]
 
-class CompressionSample(Sample):
-    """A partition's compression counters (summed over its indexes) when they changed."""
-
-    compress_ops = models.BigIntegerField()
-    compress_ops_ok = models.BigIntegerField()
-    compress_time = models.BigIntegerField()
-    uncompress_ops = models.BigIntegerField()
-    uncompress_time = models.BigIntegerField()
+    def __str__(self) -> str:
+        return f"partition {self.partition_id} at poll {self.snapshot_id}"

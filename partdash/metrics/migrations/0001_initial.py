@@ -144,77 +144,7 @@ class Migration(migrations.Migration):
             },
         ),
         migrations.CreateModel(
-            name="CompressionSample",
-            fields=[
-                (
-                    "id",
-                    models.BigAutoField(
-                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
-                    ),
-                ),
-                ("compress_ops", models.BigIntegerField()),
-                ("compress_ops_ok", models.BigIntegerField()),
-                ("compress_time", models.BigIntegerField()),
-                ("uncompress_ops", models.BigIntegerField()),
-                ("uncompress_time", models.BigIntegerField()),
-                (
-                    "partition",
-                    models.ForeignKey(
-                        db_index=False,
-                        on_delete=django.db.models.deletion.CASCADE,
-                        to="metrics.partition",
-                    ),
-                ),
-                (
-                    "snapshot",
-                    models.ForeignKey(
-                        db_index=False,
-                        on_delete=django.db.models.deletion.CASCADE,
-                        to="metrics.serversnapshot",
-                    ),
-                ),
-            ],
-            options={
-                "abstract": False,
-            },
-        ),
-        migrations.CreateModel(
-            name="ActivitySample",
-            fields=[
-                (
-                    "id",
-                    models.BigAutoField(
-                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
-                    ),
-                ),
-                ("read_ops", models.BigIntegerField(null=True)),
-                ("write_ops", models.BigIntegerField(null=True)),
-                ("read_bytes", models.BigIntegerField(null=True)),
-                ("write_bytes", models.BigIntegerField(null=True)),
-                ("modified_counter", models.BigIntegerField(null=True)),
-                (
-                    "partition",
-                    models.ForeignKey(
-                        db_index=False,
-                        on_delete=django.db.models.deletion.CASCADE,
-                        to="metrics.partition",
-                    ),
-                ),
-                (
-                    "snapshot",
-                    models.ForeignKey(
-                        db_index=False,
-                        on_delete=django.db.models.deletion.CASCADE,
-                        to="metrics.serversnapshot",
-                    ),
-                ),
-            ],
-            options={
-                "abstract": False,
-            },
-        ),
-        migrations.CreateModel(
-            name="StatsSample",
+            name="PartitionSample",
             fields=[
                 (
                     "id",
@@ -227,6 +157,16 @@ class Migration(migrations.Migration):
                 ("index_bytes", models.BigIntegerField(null=True)),
                 ("file_bytes", models.BigIntegerField(null=True)),
                 ("allocated_bytes", models.BigIntegerField(null=True)),
+                ("read_ops", models.BigIntegerField(null=True)),
+                ("write_ops", models.BigIntegerField(null=True)),
+                ("read_bytes", models.BigIntegerField(null=True)),
+                ("write_bytes", models.BigIntegerField(null=True)),
+                ("modified_counter", models.BigIntegerField(null=True)),
+                ("compress_ops", models.BigIntegerField(null=True)),
+                ("compress_ops_ok", models.BigIntegerField(null=True)),
+                ("compress_time", models.BigIntegerField(null=True)),
+                ("uncompress_ops", models.BigIntegerField(null=True)),
+                ("uncompress_time", models.BigIntegerField(null=True)),
                 (
                     "partition",
                     models.ForeignKey(
@@ -244,9 +184,6 @@ class Migration(migrations.Migration):
                     ),
                 ),
             ],
-            options={
-                "abstract": False,
-            },
         ),
         migrations.AddConstraint(
             model_name="partitionedtable",
@@ -265,21 +202,9 @@ class Migration(migrations.Migration):
             ),
         ),
         migrations.AddIndex(
-            model_name="compressionsample",
+            model_name="partitionsample",
             index=models.Index(
-                fields=["partition", "snapshot"], name="metrics_com_partiti_499ed2_idx"
-            ),
-        ),
-        migrations.AddIndex(
-            model_name="activitysample",
-            index=models.Index(
-                fields=["partition", "snapshot"], name="metrics_act_partiti_277ed5_idx"
-            ),
-        ),
-        migrations.AddIndex(
-            model_name="statssample",
-            index=models.Index(
-                fields=["partition", "snapshot"], name="metrics_sta_partiti_96bc6c_idx"
+                fields=["partition", "snapshot"], name="metrics_par_partiti_157b0c_idx"
             ),
         ),
     ]
