@@ -168,6 +168,11 @@ PARTDASH_POLL_TIME_LIMIT = env.int("PARTDASH_POLL_TIME_LIMIT", default=300)
 # Tables whose definitions one poll may read (each read opens the table once); the rest
 # follow in the next polls.
 PARTDASH_DEFINITIONS_PER_POLL = env.int("PARTDASH_DEFINITIONS_PER_POLL", default=1000)
+# Retention: every poll for RAW days, hourly until HOURLY days, daily until DAILY days.
+PARTDASH_RETENTION_RAW_DAYS = env.int("PARTDASH_RETENTION_RAW_DAYS", default=7)
+PARTDASH_RETENTION_HOURLY_DAYS = env.int("PARTDASH_RETENTION_HOURLY_DAYS", default=90)
+PARTDASH_RETENTION_DAILY_DAYS = env.int("PARTDASH_RETENTION_DAILY_DAYS", default=730)
+PARTDASH_RETENTION_EVERY_SECONDS = env.int("PARTDASH_RETENTION_EVERY_SECONDS", default=3600)
 # Timeouts when talking to a monitored server (seconds).
 PARTDASH_CONNECT_TIMEOUT = env.int("PARTDASH_CONNECT_TIMEOUT", default=5)
 PARTDASH_READ_TIMEOUT = env.int("PARTDASH_READ_TIMEOUT", default=30)

@@ -9,20 +9,20 @@ from django.utils import timezone
 
 from partdash.collector.collect import Collection, PartitionFigures, TableKey
 from partdash.collector.sources.definitions import TableDefinition
-from partdash.metrics.models import Partition, PartitionedTable, PartitionSample, ServerSnapshot
-
-STATS = ("rows", "data_bytes", "index_bytes", "file_bytes", "allocated_bytes")
-ACTIVITY = ("read_ops", "write_ops", "read_bytes", "write_bytes", "modified_counter")
-COMPRESSION = (
-    "compress_ops",
-    "compress_ops_ok",
-    "compress_time",
-    "uncompress_ops",
-    "uncompress_time",
+from partdash.metrics.models import (
+    ACTIVITY_FIGURES,
+    COMPRESSION_FIGURES,
+    Partition,
+    PartitionedTable,
+    PartitionSample,
+    ServerSnapshot,
 )
+from partdash.metrics.models import (
+    SAMPLED_FIGURES as SAMPLED,
+)
+
 OTHER = ("stats_updated_at", "autoinc", "space_id", "row_format", "page_size")
 RATES = ("read_bytes_per_s", "write_bytes_per_s")
-SAMPLED = STATS + ACTIVITY + COMPRESSION
 LATEST = SAMPLED + RATES + OTHER
 STORED = (*LATEST, "changed_at")
 
@@ -63,7 +63,7 @@ def _sizes(figures: PartitionFigures, server_page_size: int) -> dict:
 def latest_values(figures: PartitionFigures, server_page_size: int) -> dict:
     """The figures as Partition columns (rates excluded)."""
     values = _sizes(figures, server_page_size)
-    for name in ACTIVITY + COMPRESSION + OTHER:
+    for name in ACTIVITY_FIGURES + COMPRESSION_FIGURES + OTHER:
         values[name] = getattr(figures, name)
     return values
 

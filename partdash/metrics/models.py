@@ -8,6 +8,18 @@ Counters (I/O, compression) are stored raw, so rates can be derived across reset
 
 from django.db import models
 
+# The figures a PartitionSample records (each NULL when unchanged).
+SIZE_FIGURES = ("rows", "data_bytes", "index_bytes", "file_bytes", "allocated_bytes")
+ACTIVITY_FIGURES = ("read_ops", "write_ops", "read_bytes", "write_bytes", "modified_counter")
+COMPRESSION_FIGURES = (
+    "compress_ops",
+    "compress_ops_ok",
+    "compress_time",
+    "uncompress_ops",
+    "uncompress_time",
+)
+SAMPLED_FIGURES = SIZE_FIGURES + ACTIVITY_FIGURES + COMPRESSION_FIGURES
+
 
 class ServerSnapshot(models.Model):
     """One poll of one server: settings, status counters and what the poll saw."""

@@ -1,0 +1,137 @@
+"""The polling side of `make bench`, in its own process so its peak memory is its own.
+
+Measures, side by side: the floor (the cheap sources' queries alone, every row, through
+PyMySQL) and full partdash polls (collect, store); Opened_tables per steady-state poll;
+metadata-store growth over polls with writes in between. Prints one JSON object.
+"""
+
+import json
+import os
+import resource
+import statistics
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "bench"))
+
+
+def setup_django(var_dir: Path) -> None:
+    os.environ.update(
+        {
+            "DEBUG": "1",
+            "PARTDASH_VAR_DIR": str(var_dir),
+            "DJANGO_SETTINGS_MODULE": "partdash.settings",
+        }
+    )
+    os.environ.pop("DATABASE_URL", None)
+    import django
+    from django.core.management import call_command
+
+    django.setup()
+    call_command("migrate", verbosity=0)
+
+
+def floor_seconds(target) -> float:
+    """The cheap sources, every row, with the collector's own column lists."""
+    from partdash.collector.dialects import dialect_for
+    from partdash.collector.sources import file_io, innodb_stats, tablespaces
+    from partdash.servers.connection import open_session
+
+    started = time.monotonic()
+    with open_session(target) as session:
+        dialect = dialect_for(session.flavor, session.version)
+        for sql in (innodb_stats.SQL, tablespaces.sql(dialect), file_io.SQL):
+            session.rows(sql)
+    return time.monotonic() - started
+
+
+def opened_tables(port: int) -> int:
+    from fleet import connect
+
+    conn = connect(port)
+    with conn.cursor() as cursor:
+        cursor.execute("SHOW GLOBAL STATUS LIKE 'Opened_tables'")
+        value = int(cursor.fetchone()[1])
+    conn.close()
+    return value
+
+
+def store_bytes() -> int:
+    from django.db import connection
+
+    with connection.cursor() as cursor:
+        cursor.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        cursor.execute("PRAGMA page_count")
+        pages = cursor.fetchone()[0]
+        cursor.execute("PRAGMA freelist_count")
+        free = cursor.fetchone()[0]
+        cursor.execute("PRAGMA page_size")
+        return (pages - free) * cursor.fetchone()[0]
+
+
+def main() -> None:
+    port, var_dir, tables, partitions = (
+        int(sys.argv[1]),
+        Path(sys.argv[2]),
+        *map(int, sys.argv[3:5]),
+    )
+    setup_django(var_dir)
+    from fleet import write_to_some_partitions
+
+    from partdash.collector.service import poll_server
+    from partdash.servers.connection import target_for
+    from partdash.servers.models import Server
+
+    monitored = Server.objects.create(name="bench", host="127.0.0.1", port=port, user="root")
+    target = target_for(monitored)
+
+    first_started = time.monotonic()
+    first = poll_server(monitored)
+    first_seconds = time.monotonic() - first_started
+    assert first.ok, first.error
+
+    floors, polls, opened = [], [], []
+    for _ in range(5):
+        floors.append(floor_seconds(target))
+        before = opened_tables(port)
+        started = time.monotonic()
+        report = poll_server(monitored)
+        polls.append(time.monotonic() - started)
+        opened.append(opened_tables(port) - before)
+        assert report.ok, report.error
+
+    growth_polls = 20
+    size_before = store_bytes()
+    written = 0
+    for round_number in range(growth_polls):
+        written += write_to_some_partitions(port, tables, partitions, 0.01, round_number)
+        poll_server(monitored)
+    size_after = store_bytes()
+
+    print(
+        json.dumps(
+            {
+                "first_poll_seconds": first_seconds,
+                "first_poll_definitions": first.definitions_read,
+                "partitions_seen": first.partitions_seen,
+                "floor_seconds": floors,
+                "poll_seconds": polls,
+                "floor_median": statistics.median(floors),
+                "poll_median": statistics.median(polls),
+                "opened_tables_per_poll": opened,
+                "growth_polls": growth_polls,
+                "rows_written": written,
+                "store_growth_bytes": size_after - size_before,
+                "bytes_per_partition_per_poll": (size_after - size_before)
+                / (first.partitions_seen * growth_polls),
+                "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+            }
+        )
+    )
+
+
+if __name__ == "__main__":
+    main()

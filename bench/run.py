@@ -1,0 +1,130 @@
+"""`make bench`: the collector's cost on a 64,000-partition MariaDB, measured side by side.
+
+Prints the figures of issue #3's targets: the floor (cheap sources alone), a naive
+information_schema.PARTITIONS poll, partdash's steady-state poll, Opened_tables per poll,
+metadata-store growth and the polling process's peak memory.
+"""
+
+import argparse
+import json
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+
+from fleet import connect, create_tables, start_server  # noqa: E402
+
+
+def naive_poll(port: int) -> tuple[float, int]:
+    """Every row of information_schema.PARTITIONS: (seconds, Opened_tables added)."""
+    conn = connect(port)
+    with conn.cursor() as cursor:
+        cursor.execute("SHOW GLOBAL STATUS LIKE 'Opened_tables'")
+        before = int(cursor.fetchone()[1])
+        started = time.monotonic()
+        cursor.execute("SELECT * FROM information_schema.PARTITIONS")
+        cursor.fetchall()
+        seconds = time.monotonic() - started
+        cursor.execute("SHOW GLOBAL STATUS LIKE 'Opened_tables'")
+        added = int(cursor.fetchone()[1]) - before
+    conn.close()
+    return seconds, added
+
+
+def verdict(ok: bool) -> str:
+    return "PASS" if ok else "FAIL"
+
+
+def report(figures: dict, naive: list[tuple[float, int]]) -> bool:
+    floor, poll = figures["floor_median"], figures["poll_median"]
+    naive_median = statistics.median(seconds for seconds, _ in naive)
+    opened = max(figures["opened_tables_per_poll"])
+    growth = figures["bytes_per_partition_per_poll"]
+    rss = figures["peak_rss_mb"]
+    checks = [
+        ("(1) floor: cheap sources, every row, PyMySQL (median of 5)", f"{floor:.2f} s", ""),
+        (
+            "(2) naive SELECT of information_schema.PARTITIONS (median of 3)",
+            f"{naive_median:.2f} s",
+            f"+{statistics.median(a for _, a in naive):.0f} Opened_tables per poll",
+        ),
+        (
+            "(3) partdash steady-state poll (median of 5)",
+            f"{poll:.2f} s",
+            f"{poll / floor:.2f}x floor [target <= 2x: {verdict(poll <= 2 * floor)}], "
+            f"{naive_median / poll:.1f}x faster than naive "
+            f"[target >= 4x: {verdict(naive_median >= 4 * poll)}]",
+        ),
+        (
+            "(4) Opened_tables added by one steady-state poll (max of 5)",
+            str(opened),
+            f"[target 0: {verdict(opened == 0)}]",
+        ),
+        (
+            f"(5) store growth, {figures['growth_polls']} polls, 1% of partitions written",
+            f"{growth:.3f} B/partition/poll",
+            f"{figures['store_growth_bytes']} bytes in all [target <= 1: {verdict(growth <= 1)}]",
+        ),
+        (
+            "(6) peak memory of the polling process",
+            f"{rss:.0f} MB",
+            f"[target < 300 MB: {verdict(rss < 300)}]",
+        ),
+    ]
+    print()
+    print(
+        f"partitions: {figures['partitions_seen']}; first poll (reads every definition): "
+        f"{figures['first_poll_seconds']:.1f} s for {figures['first_poll_definitions']} tables"
+    )
+    for label, value, note in checks:
+        print(f"{label:<66} {value:>22}  {note}")
+    print(
+        f"raw: floor {[round(s, 2) for s in figures['floor_seconds']]}, "
+        f"poll {[round(s, 2) for s in figures['poll_seconds']]}, "
+        f"naive {[round(s, 2) for s, _ in naive]}"
+    )
+    return all("FAIL" not in note for _, _, note in checks)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--tables", type=int, default=500)
+    parser.add_argument("--partitions", type=int, default=128)
+    parser.add_argument("--rows", type=int, default=256, help="rows per table")
+    options = parser.parse_args()
+
+    print("starting a private MariaDB (table_open_cache=400, performance_schema=ON)")
+    with start_server() as server:
+        print(f"creating {options.tables} tables x {options.partitions} HASH partitions")
+        seconds = create_tables(server.port, options.tables, options.partitions, options.rows)
+        print(f"  done in {seconds:.0f} s")
+        print("naive polls of information_schema.PARTITIONS")
+        naive = [naive_poll(server.port) for _ in range(3)]
+        print("partdash polls, side by side with the floor (in a separate process)")
+        with tempfile.TemporaryDirectory(prefix="partdash-bench-") as var_dir:
+            result = subprocess.run(
+                [
+                    sys.executable,
+                    str(HERE / "poll_runner.py"),
+                    str(server.port),
+                    var_dir,
+                    str(options.tables),
+                    str(options.partitions),
+                ],
+                capture_output=True,
+                text=True,
+            )
+        if result.returncode != 0:
+            print(result.stdout, result.stderr, sep="\n")
+            return 1
+        figures = json.loads(result.stdout.strip().splitlines()[-1])
+        return 0 if report(figures, naive) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

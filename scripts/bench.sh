@@ -1,0 +1,6 @@
+#!/usr/bin/env bash
+# `make bench`: run the benchmarks and print their figures.
+source "$(dirname "$0")/lib.sh"
+ensure_packages /usr/sbin/mariadbd mariadb-server /usr/bin/mariadb-install-db mariadb-server
+ensure_venv requirements-dev.txt
+"$PY" bench/run.py "$@"
