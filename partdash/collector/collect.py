@@ -33,6 +33,7 @@ class PartitionFigures:
     """Everything the cheap sources said about one partition this poll (None: unknown)."""
 
     name: PartitionName
+    key: PartitionKey
     rows: int | None = None
     clustered_pages: int | None = None
     other_pages: int | None = None
@@ -83,7 +84,7 @@ def _figures(collection: Collection, name: PartitionName) -> PartitionFigures:
     key = name.key
     figures = collection.partitions.get(key)
     if figures is None:
-        figures = collection.partitions[key] = PartitionFigures(name)
+        figures = collection.partitions[key] = PartitionFigures(name, key)
     return figures
 
 
@@ -156,12 +157,34 @@ def _has_compressed(collection: Collection) -> bool:
 
 def signature(partitions: list[PartitionFigures]) -> str:
     """Changes when a partition is added, dropped, renamed or rebuilt (new tablespace)."""
-    parts = sorted(f"{f.name.key[2]}#{f.name.key[3]}@{f.space_id}" for f in partitions)
+    parts = sorted(f"{f.key.partition}#{f.key.subpartition}@{f.space_id}" for f in partitions)
     return hashlib.sha1("|".join(parts).encode(), usedforsecurity=False).hexdigest()
+
+
+def _explain_vanished(
+    session: Session, collection: Collection, vanished: dict[TableKey, PartitionName]
+) -> None:
+    """PARTITIONS shows nothing both for a table dropped since the cheap sources were
+    read and for one the account has no privilege on; the tablespace list (PROCESS)
+    still shows the latter. One read for all of them."""
+    try:
+        present = {f.name.key.table_key for f in tablespaces.read(session, collection.dialect)}
+    except SourceUnavailable:
+        present = set()
+    for table_key, name in vanished.items():
+        if table_key in present:
+            collection.warnings.append(
+                f"cannot read the partition definitions of {name.schema}.{name.table}: no "
+                f"privilege on it (GRANT SELECT ON `{name.schema}`.* TO the monitoring account)"
+            )
+        else:
+            collection.gone.add(table_key)
+            collection.warnings.append(f"table {name.schema}.{name.table} was dropped mid-poll")
 
 
 def _read_definitions(session: Session, collection: Collection, known: dict[TableKey, str]) -> None:
     budget = settings.PARTDASH_DEFINITIONS_PER_POLL
+    vanished: dict[TableKey, PartitionName] = {}
     for table_key, members in collection.tables().items():
         collection.signatures[table_key] = signature(members)
         if known.get(table_key) == collection.signatures[table_key]:
@@ -173,11 +196,11 @@ def _read_definitions(session: Session, collection: Collection, known: dict[Tabl
         try:
             collection.definitions[table_key] = definitions.read(session, name.schema, name.table)
         except TableGone:
-            collection.gone.add(table_key)
-            collection.warnings.append(f"table {name.schema}.{name.table} was dropped mid-poll")
-        except SourceUnavailable as exc:
-            collection.gone.add(table_key)
+            vanished[table_key] = name
+        except SourceUnavailable as exc:  # it exists: keep what is known, retry next poll
             collection.warnings.append(str(exc))
+    if vanished:
+        _explain_vanished(session, collection, vanished)
     if collection.deferred:
         collection.warnings.append(
             f"read the definitions of {len(collection.definitions)} new or changed tables; "

@@ -2,7 +2,7 @@
 partition, and a sample row only where a partition's figures changed."""
 
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime
 
 from django.db import connection, transaction
 from django.utils import timezone
@@ -10,21 +10,24 @@ from django.utils import timezone
 from partdash.collector.collect import Collection, PartitionFigures, TableKey
 from partdash.collector.sources.definitions import TableDefinition
 from partdash.metrics.models import (
-    ACTIVITY_FIGURES,
-    COMPRESSION_FIGURES,
+    SAMPLED_FIGURES as SAMPLED,
+)
+from partdash.metrics.models import (
     Partition,
     PartitionedTable,
     PartitionSample,
     ServerSnapshot,
 )
-from partdash.metrics.models import (
-    SAMPLED_FIGURES as SAMPLED,
-)
 
 OTHER = ("stats_updated_at", "autoinc", "space_id", "row_format", "page_size")
 RATES = ("read_bytes_per_s", "write_bytes_per_s")
-LATEST = SAMPLED + RATES + OTHER
-STORED = (*LATEST, "changed_at")
+# The Partition columns a poll compares and writes, in this order.
+FIGURES = SAMPLED + OTHER
+STORED = (*FIGURES, *RATES, "changed_at")
+_N = len(FIGURES)
+_N_SAMPLED = len(SAMPLED)
+_READ_BYTES, _WRITE_BYTES = FIGURES.index("read_bytes"), FIGURES.index("write_bytes")
+_STATS_UPDATED = FIGURES.index("stats_updated_at")
 
 
 @dataclass
@@ -48,24 +51,23 @@ def counter_rate(new: int | None, old: int | None, seconds: float | None) -> flo
     return delta / seconds
 
 
-def _sizes(figures: PartitionFigures, server_page_size: int) -> dict:
+_DATA_BYTES, _INDEX_BYTES = FIGURES.index("data_bytes"), FIGURES.index("index_bytes")
+
+
+def figure_values(figures: PartitionFigures, server_page_size: int) -> tuple:
+    """The collected figures as Partition column values, in FIGURES order. Page counts
+    become bytes with the partition's physical page size (the zip size if compressed)."""
+    values = [getattr(figures, name, None) for name in FIGURES]
     page = figures.page_size or server_page_size
-    pages = (figures.clustered_pages, figures.other_pages)
-    return {
-        "rows": figures.rows,
-        "data_bytes": pages[0] * page if pages[0] is not None else None,
-        "index_bytes": pages[1] * page if pages[1] is not None else None,
-        "file_bytes": figures.file_bytes,
-        "allocated_bytes": figures.allocated_bytes,
-    }
+    if figures.clustered_pages is not None:
+        values[_DATA_BYTES] = figures.clustered_pages * page
+    if figures.other_pages is not None:
+        values[_INDEX_BYTES] = figures.other_pages * page
+    return tuple(values)
 
 
-def latest_values(figures: PartitionFigures, server_page_size: int) -> dict:
-    """The figures as Partition columns (rates excluded)."""
-    values = _sizes(figures, server_page_size)
-    for name in ACTIVITY_FIGURES + COMPRESSION_FIGURES + OTHER:
-        values[name] = getattr(figures, name)
-    return values
+def _aware(value):
+    return value.replace(tzinfo=UTC) if value is not None and value.tzinfo is None else value
 
 
 class PollStore:
@@ -136,7 +138,7 @@ class PollStore:
     # -- figures -----------------------------------------------------------------------
 
     def _previous_figures(self) -> dict[tuple[int, str], tuple]:
-        """(table id, key) -> (partition id, *LATEST) for live partitions, in one query."""
+        """(table id, key) -> (partition id, *STORED) for live partitions, in one query."""
         columns = ", ".join(["p.id", "p.table_id", "p.key", *(f"p.{c}" for c in STORED)])
         sql = (
             f"SELECT {columns} FROM {Partition._meta.db_table} p "
@@ -145,7 +147,13 @@ class PollStore:
         )
         with connection.cursor() as cursor:
             cursor.execute(sql, [self.server.pk])
-            return {(row[1], row[2]): (row[0], *row[3:]) for row in cursor.fetchall()}
+            rows = cursor.fetchall()
+        previous = {}
+        for row in rows:
+            values = list(row[3:])
+            values[_STATS_UPDATED] = _aware(values[_STATS_UPDATED])
+            previous[(row[1], row[2])] = (row[0], *values)
+        return previous
 
     def _store_figures(self, snapshot: ServerSnapshot) -> tuple[int, int]:
         """Returns (partitions changed, sample rows stored)."""
@@ -154,44 +162,58 @@ class PollStore:
             (self.now - self.previous_poll_at).total_seconds() if self.previous_poll_at else None
         )
         samples: list[PartitionSample] = []
-        updates: list[tuple[int, dict]] = []
+        updates: list[tuple] = []
         for table_key, members in self.collection.tables().items():
             table = self.tables.get(table_key)
             if table is None or table.dropped_at:
                 continue
             for figures in members:
-                key = partition_key(figures.name.partition, figures.name.subpartition)
-                old = previous.get((table.pk, key))
+                old = previous.get(
+                    (table.pk, f"{figures.key.partition}#{figures.key.subpartition}")
+                )
                 if old is not None:
-                    self._compare(old, figures, seconds, snapshot, samples, updates)
+                    values = figure_values(figures, self.page_size)
+                    self._compare(old, values, seconds, snapshot, samples, updates)
         PartitionSample.objects.bulk_create(samples, batch_size=2000)
         self._write_updates(updates)
         return len(updates), len(samples)
 
-    def _compare(self, old: tuple, figures, seconds, snapshot, samples, updates) -> None:
+    def _compare(self, old: tuple, values: tuple, seconds, snapshot, samples, updates) -> None:
         """Sample the figures that changed and queue the partition's update. A new
         partition's previous figures are all None, so its first figures are a change."""
-        partition_id, before = old[0], dict(zip(STORED, old[1:], strict=True))
-        now = latest_values(figures, self.page_size)
-        for name, value in now.items():
-            if value is None:  # a source that could not be read keeps the last known value
-                now[name] = before[name]
-        changed = {c: now[c] for c in SAMPLED if now[c] is not None and now[c] != before[c]}
+        partition_id, before, before_rates = old[0], old[1 : _N + 1], old[_N + 1 : _N + 3]
+        if None in values:  # a source that could not be read keeps the last known value
+            values = tuple(b if v is None else v for v, b in zip(values, before, strict=True))
+        rates = (
+            counter_rate(values[_READ_BYTES], before[_READ_BYTES], seconds),
+            counter_rate(values[_WRITE_BYTES], before[_WRITE_BYTES], seconds),
+        )
+        if values == before and rates == before_rates:
+            return
+        changed = {
+            SAMPLED[i]: values[i]
+            for i in range(_N_SAMPLED)
+            if values[i] is not None and values[i] != before[i]
+        }
         if changed:
             samples.append(PartitionSample(partition_id=partition_id, snapshot=snapshot, **changed))
-        for rate, counter in zip(RATES, ("read_bytes", "write_bytes"), strict=True):
-            now[rate] = counter_rate(now[counter], before[counter], seconds)
-        if changed or any(now[c] != before[c] for c in RATES + OTHER):
-            now["changed_at"] = self.now if changed else before["changed_at"]
-            updates.append((partition_id, now))
+        changed_at = self.now if changed else old[-1]
+        updates.append((*values, *rates, changed_at, partition_id))
 
     def _write_updates(self, updates: list[tuple]) -> None:
         if not updates:
             return
+        adapt = connection.ops.adapt_datetimefield_value
         assignments = ", ".join(f"{c} = %s" for c in STORED)
         sql = f"UPDATE {Partition._meta.db_table} SET {assignments} WHERE id = %s"
+        rows = []
+        for update in updates:
+            row = list(update)
+            row[_STATS_UPDATED] = adapt(_aware(row[_STATS_UPDATED]))
+            row[-2] = adapt(_aware(row[-2]))
+            rows.append(row)
         with connection.cursor() as cursor:
-            cursor.executemany(sql, [[now[c] for c in STORED] + [pk] for pk, now in updates])
+            cursor.executemany(sql, rows)
 
     # -- the whole poll ----------------------------------------------------------------
 

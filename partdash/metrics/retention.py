@@ -92,6 +92,41 @@ def _thin(before: datetime, source: str, resolution: str) -> int:
     return removed
 
 
+@transaction.atomic
+def _expire(before: datetime) -> int:
+    """Delete every poll older than `before`. Each partition's latest values in them
+    first move onto the server's oldest remaining poll where that poll has none (a NULL
+    sample means "unchanged", so the value still holds there): a partition idle for
+    longer than the retention keeps its level instead of falling to unknown."""
+    expired = ServerSnapshot.objects.filter(taken_at__lt=before)
+    for server_id in expired.values_list("server_id", flat=True).distinct():
+        heir = (
+            ServerSnapshot.objects.filter(server_id=server_id, taken_at__gte=before)
+            .order_by("taken_at")
+            .first()
+        )
+        if heir is None:
+            continue
+        samples = PartitionSample.objects.filter(snapshot__in=expired.filter(server_id=server_id))
+        merged = merge_samples(list(samples.order_by("snapshot__taken_at", "id")))
+        present = {s.partition_id: s for s in PartitionSample.objects.filter(snapshot=heir)}
+        added, filled = [], []
+        for partition_id, values in merged.items():
+            sample = present.get(partition_id)
+            if sample is None:
+                added.append(PartitionSample(partition_id=partition_id, snapshot=heir, **values))
+                continue
+            for field, value in values.items():
+                if getattr(sample, field) is None:
+                    setattr(sample, field, value)
+            filled.append(sample)
+        PartitionSample.objects.bulk_create(added, batch_size=2000)
+        PartitionSample.objects.bulk_update(filled, SAMPLED_FIGURES, batch_size=2000)
+    deleted = expired.count()
+    expired.delete()
+    return deleted
+
+
 def apply_retention(now: datetime | None = None) -> RetentionReport:
     """Thin raw polls to hourly, hourly to daily, delete the oldest."""
     now = now or timezone.now()
@@ -101,7 +136,5 @@ def apply_retention(now: datetime | None = None) -> RetentionReport:
     report = RetentionReport()
     report.thinned_to_hourly = _thin(raw_until, Resolution.RAW, Resolution.HOUR)
     report.thinned_to_daily = _thin(hourly_until, Resolution.HOUR, Resolution.DAY)
-    expired = ServerSnapshot.objects.filter(taken_at__lt=daily_until)
-    report.deleted = expired.count()
-    expired.delete()
+    report.deleted = _expire(daily_until)
     return report

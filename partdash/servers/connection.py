@@ -132,6 +132,7 @@ def _session_settings(flavor: str) -> list[str]:
     caps = [
         f"SET SESSION lock_wait_timeout = {int(settings.PARTDASH_LOCK_WAIT_TIMEOUT)}",
         "SET SESSION TRANSACTION READ ONLY",
+        "SET SESSION time_zone = '+00:00'",  # TIMESTAMP columns arrive in UTC
     ]
     if flavor == Flavor.MARIADB:
         caps.append(f"SET SESSION max_statement_time = {float(statement)}")

@@ -5,7 +5,7 @@ These are optimizer estimates, refreshed by InnoDB after about 10% of a table ch
 or by ANALYZE TABLE; `last_update` says how old they are.
 """
 
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import NamedTuple
 
 import pymysql
@@ -35,6 +35,8 @@ def parse(rows) -> list[PartitionStats]:
     for schema, table, n_rows, clustered, other, updated in rows:
         name = split_partition(schema, table)
         if name is not None:
+            if updated is not None and updated.tzinfo is None:
+                updated = updated.replace(tzinfo=UTC)  # the session's time zone is UTC
             stats.append(PartitionStats(name, n_rows, clustered, other, updated))
     return stats
 
