@@ -86,3 +86,49 @@ def test_a_disabled_server_is_never_polled(client, admin_user, mariadb, celery_p
     )
     assert not ServerSnapshot.objects.filter(server__name="off").exists()
     assert Server.objects.get(name="off").status == "never"
+
+
+class Blackhole:
+    """A TCP port that accepts connections and never says a word, like a hung server."""
+
+    def __init__(self):
+        import socket
+        import threading
+
+        self.listener = socket.create_server(("127.0.0.1", 0))
+        self.port = self.listener.getsockname()[1]
+        self.held = []
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self):
+        while True:
+            try:
+                connection, _ = self.listener.accept()
+            except OSError:
+                return
+            self.held.append(connection)
+
+    def close(self):
+        self.listener.close()
+        for connection in self.held:
+            connection.close()
+
+
+def test_a_hung_server_does_not_delay_the_others(client, admin_user, mariadb, celery_processes):
+    from partdash.metrics.models import ServerSnapshot
+    from partdash.servers.models import Server
+
+    hung = Blackhole()
+    try:
+        Server.objects.create(name="hung", host="127.0.0.1", port=hung.port, user="root")
+        wait_until(lambda: hung.held, timeout=30, what="the hung server's poll to start")
+        register_through_admin(client, admin_user, mariadb, name="healthy")
+        wait_until(
+            lambda: ServerSnapshot.objects.filter(server__name="healthy").exists(),
+            timeout=15,
+            what="the healthy server's poll while the hung one is still waiting",
+            logs=celery_processes.logs,
+        )
+        assert Server.objects.get(name="hung").status == "never"  # still waiting on it
+    finally:
+        hung.close()
