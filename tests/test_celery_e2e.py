@@ -132,3 +132,59 @@ def test_a_hung_server_does_not_delay_the_others(client, admin_user, mariadb, ce
         assert Server.objects.get(name="hung").status == "never"  # still waiting on it
     finally:
         hung.close()
+
+
+def build_ground_truth(instance, schema: str) -> dict[str, int]:
+    """A HASH table with uneven partitions, analysed; returns COUNT(*) per partition."""
+    instance.execute(f"DROP DATABASE IF EXISTS {schema}")
+    instance.execute(f"CREATE DATABASE {schema}")
+    instance.execute(
+        f"CREATE TABLE {schema}.events (id BIGINT PRIMARY KEY, v INT) "
+        "PARTITION BY HASH(id) PARTITIONS 4"
+    )
+    conn = instance.connect(database=schema)
+    with conn.cursor() as cursor:
+        cursor.execute("INSERT INTO events SELECT seq, seq FROM seq_1_to_400")
+        cursor.execute("INSERT INTO events SELECT seq * 4, 0 FROM seq_101_to_700")  # all to p0
+        cursor.execute("ANALYZE TABLE events")
+        cursor.fetchall()
+        truth = {}
+        for partition in ("p0", "p1", "p2", "p3"):
+            cursor.execute(f"SELECT COUNT(*) FROM events PARTITION ({partition})")
+            truth[partition] = cursor.fetchone()[0]
+    conn.close()
+    return truth
+
+
+def test_a_fleet_of_three_servers_is_polled_on_schedule_with_true_figures(
+    admin_client, mariadb_factory, celery_processes
+):
+    from partdash.servers.models import Server
+
+    fleet = {
+        "plain": mariadb_factory.get(),
+        "instrumented": mariadb_factory.get(
+            {"performance_schema": "ON", "innodb_cmp_per_index_enabled": "ON"}
+        ),
+        "small-cache": mariadb_factory.get({"table_open_cache": 10}),
+    }
+    truth = {name: build_ground_truth(instance, "fleet_gt") for name, instance in fleet.items()}
+    for name, instance in fleet.items():
+        Server.objects.create(
+            name=name, host=instance.host, port=instance.port, user="root", poll_interval=10
+        )
+
+    def all_polled():
+        servers = admin_client.get("/api/v1/servers/").json()
+        return servers if all(s["status"] in ("ok", "degraded") for s in servers) else None
+
+    servers = wait_until(all_polled, timeout=60, what="three polls", logs=celery_processes.logs)
+    statuses = {s["name"]: s["status"] for s in servers}
+    assert statuses == {"plain": "degraded", "instrumented": "ok", "small-cache": "degraded"}
+    for server in servers:
+        tables = admin_client.get(f"/api/v1/servers/{server['id']}/tables/").json()
+        events = next(t for t in tables if (t["schema"], t["name"]) == ("fleet_gt", "events"))
+        assert events["method"] == "HASH" and events["partition_count"] == 4
+        partitions = admin_client.get(f"/api/v1/tables/{events['id']}/partitions/").json()
+        assert {p["name"]: p["rows"] for p in partitions} == truth[server["name"]]
+        assert events["rows"] == sum(truth[server["name"]].values())
