@@ -67,7 +67,8 @@ def follow_test_connection(admin_client, server: Server) -> str:
     return page_text(admin_client.get(link[1]))
 
 
-def server_without_password(name: str, instance, user: str = "root", password: str = ""):
+def register(name: str, instance, user: str = "root", password: str = "") -> Server:
+    """A server saved directly (no form), pointing at `instance`."""
     server = Server(name=name, host=instance.host, port=instance.port, user=user)
     server.set_password(password)
     server.save()
@@ -145,7 +146,7 @@ def test_invalid_fields_are_reported_on_the_form(admin_client, mariadb, override
 
 
 def test_test_connection_reports_a_reachable_server_with_every_privilege(admin_client, mariadb):
-    server = server_without_password("local", mariadb)
+    server = register("local", mariadb)
     version = mariadb.execute("SELECT VERSION()")[0][0]
     page = follow_test_connection(admin_client, server)
     assert f"Reachable: MariaDB {version}" in page
@@ -155,7 +156,7 @@ def test_test_connection_reports_a_reachable_server_with_every_privilege(admin_c
 
 
 def test_test_connection_reports_a_wrong_password_without_a_traceback(admin_client, mariadb):
-    server = server_without_password("wrongpw", mariadb, password="not-the-password")
+    server = register("wrongpw", mariadb, password="not-the-password")
     page = follow_test_connection(admin_client, server)
     assert "Unreachable (access_denied)" in page
     assert "access denied for 'root'" in page
@@ -172,7 +173,7 @@ def test_test_connection_reports_a_refused_connection(admin_client):
 
 def test_test_connection_lists_each_missing_privilege_with_its_grant(admin_client, mariadb):
     mariadb.execute("CREATE OR REPLACE USER 'mon'@'%' IDENTIFIED BY 'pw'")
-    server = server_without_password("leastpriv", mariadb, user="mon", password="pw")
+    server = register("leastpriv", mariadb, user="mon", password="pw")
     page = follow_test_connection(admin_client, server)
     assert "Reachable: MariaDB" in page
     missing = re.search(r'<ul class="missing-privileges">(.*?)</ul>', page, re.S)[1]
@@ -189,7 +190,7 @@ def test_test_connection_lists_each_missing_privilege_with_its_grant(admin_clien
 
 
 def test_the_test_connection_action_probes_several_servers_at_once(admin_client, mariadb_ps):
-    up = server_without_password("up", mariadb_ps)
+    up = register("up", mariadb_ps)
     down = Server.objects.create(name="down", host="127.0.0.1", port=free_port(), user="root")
     response = admin_client.post(
         CHANGELIST, {"action": "test_connection", "_selected_action": [up.pk, down.pk]}
@@ -202,7 +203,7 @@ def test_the_test_connection_action_probes_several_servers_at_once(admin_client,
 
 
 def test_the_poll_now_action_queues_polls(admin_client, mariadb, queue):
-    servers = [server_without_password(name, mariadb) for name in ("p1", "p2")]
+    servers = [register(name, mariadb) for name in ("p1", "p2")]
     response = admin_client.post(
         CHANGELIST,
         {"action": "poll_now", "_selected_action": [s.pk for s in servers]},
@@ -218,7 +219,7 @@ def test_the_poll_now_action_queues_polls(admin_client, mariadb, queue):
 
 
 def test_a_non_staff_user_cannot_reach_the_admin(client, django_user_model, mariadb):
-    server = server_without_password("hidden", mariadb)
+    server = register("hidden", mariadb)
     user = django_user_model.objects.create_user("viewer", password="viewer-pw")
     client.force_login(user)
     for url in (

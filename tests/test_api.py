@@ -148,15 +148,22 @@ def test_list_has_the_contract_fields_and_a_never_polled_status(viewer_api, make
     assert row["last_poll_at"] is None
 
 
-def test_list_carries_the_figures_of_a_real_poll(viewer_api, make_server, mariadb):
+@pytest.fixture
+def scratch_schema(mariadb):
+    """An empty schema on the shared `mariadb`, dropped afterwards."""
     mariadb.execute("DROP DATABASE IF EXISTS api_figures")
     mariadb.execute("CREATE DATABASE api_figures")
+    yield "api_figures"
+    mariadb.execute("DROP DATABASE IF EXISTS api_figures")
+
+
+def test_list_carries_the_figures_of_a_real_poll(viewer_api, make_server, mariadb, scratch_schema):
     server = make_server(mariadb)
     poll_server(server)
     before = viewer_api.get(SERVERS).json()[0]
 
     mariadb.execute(
-        "CREATE TABLE api_figures.t (id INT PRIMARY KEY) PARTITION BY HASH(id) PARTITIONS 7"
+        f"CREATE TABLE {scratch_schema}.t (id INT PRIMARY KEY) PARTITION BY HASH(id) PARTITIONS 7"
     )
     assert poll_server(server).ok
     (row,) = viewer_api.get(SERVERS).json()
@@ -312,3 +319,9 @@ def test_the_schema_marks_the_password_write_only(viewer_api):
     schema = json.loads(viewer_api.get("/api/schema/", {"format": "json"}).content)
     password = schema["components"]["schemas"]["Server"]["properties"]["password"]
     assert password["writeOnly"] is True
+
+
+def test_tags_longer_than_the_column_are_rejected(staff_api, mariadb):
+    response = staff_api.post(SERVERS, new_server_body(mariadb, tags="x" * 501), format="json")
+    assert response.status_code == 400
+    assert "tags" in response.json()

@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 
 import pymysql
 
+from partdash.collector.names import decode_filename, split_partition
 from partdash.servers.choices import Flavor
 from partdash.servers.connection import ConnectionFailure, Session, Target, open_session
 
@@ -97,6 +98,37 @@ def _missing_privileges(session: Session, account: str) -> list[MissingPrivilege
     return missing
 
 
+def _hidden_schemas(session: Session, account: str) -> list[MissingPrivilege]:
+    """Schemas whose partitioned tables InnoDB lists but information_schema hides: the
+    account has no privilege there, so a poll cannot read their partition definitions.
+    SHOW VIEW is enough to see them and, unlike SELECT, reads no data.
+    One table per schema is looked up by name (cheap: no scan of every table)."""
+    missing = []
+    try:
+        rows = session.rows(
+            "SELECT database_name, MIN(table_name) FROM mysql.innodb_table_stats "
+            "WHERE table_name LIKE %s OR table_name LIKE %s GROUP BY database_name",
+            ("%#P#%", "%#p#%"),
+        )
+        for stored_schema, stored_table in rows:
+            name = split_partition(decode_filename(stored_schema), decode_filename(stored_table))
+            if name is None or session.rows(
+                "SELECT 1 FROM information_schema.PARTITIONS "
+                "WHERE TABLE_SCHEMA = %s AND TABLE_NAME = %s LIMIT 1",
+                (name.schema, name.table),
+            ):
+                continue
+            quoted = "`" + name.schema.replace("`", "``") + "`"
+            missing.append(
+                MissingPrivilege(
+                    f"SHOW VIEW on {quoted}", f"GRANT SHOW VIEW ON {quoted}.* TO {account}"
+                )
+            )
+    except pymysql.MySQLError:
+        pass  # no access to the statistics is reported as its own missing privilege
+    return missing
+
+
 def probe(target: Target) -> ProbeResult:
     """Connect and report reachability, flavour, version and capabilities."""
     try:
@@ -104,6 +136,7 @@ def probe(target: Target) -> ProbeResult:
             account = _quoted_account(session.scalar("SELECT CURRENT_USER()"))
             settings = _settings(session)
             missing = _missing_privileges(session, account)
+            missing += _hidden_schemas(session, account)
     except ConnectionFailure as failure:
         return ProbeResult(reachable=False, error_kind=failure.kind, error=failure.message)
     fixes = [f"{m.grant};" for m in missing]
