@@ -94,6 +94,13 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     DATABASES["default"].setdefault("OPTIONS", {}).update(
         {"timeout": 20, "transaction_mode": "IMMEDIATE", "init_command": "PRAGMA journal_mode=WAL;"}
     )
+elif DATABASES["default"]["ENGINE"] == "django.db.backends.mysql":
+    # PyMySQL (already a dependency) stands in for mysqlclient, which needs a C build.
+    import pymysql
+
+    pymysql.version_info = (2, 2, 1, "final", 0)  # the mysqlclient version Django requires
+    pymysql.install_as_MySQLdb()
+    DATABASES["default"].setdefault("OPTIONS", {}).setdefault("charset", "utf8mb4")
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 AUTH_PASSWORD_VALIDATORS = [

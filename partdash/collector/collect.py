@@ -175,7 +175,7 @@ def _explain_vanished(
         if table_key in present:
             collection.warnings.append(
                 f"cannot read the partition definitions of {name.schema}.{name.table}: no "
-                f"privilege on it (GRANT SELECT ON `{name.schema}`.* TO the monitoring account)"
+                f"privilege on it (GRANT SHOW VIEW ON `{name.schema}`.* TO the monitoring account)"
             )
         else:
             collection.gone.add(table_key)

@@ -139,10 +139,11 @@ class PollStore:
 
     def _previous_figures(self) -> dict[tuple[int, str], tuple]:
         """(table id, key) -> (partition id, *STORED) for live partitions, in one query."""
-        columns = ", ".join(["p.id", "p.table_id", "p.key", *(f"p.{c}" for c in STORED)])
+        quote = connection.ops.quote_name  # `rows` and `key` are reserved words in MySQL
+        columns = ", ".join(f"p.{quote(c)}" for c in ("id", "table_id", "key", *STORED))
         sql = (
-            f"SELECT {columns} FROM {Partition._meta.db_table} p "
-            f"JOIN {PartitionedTable._meta.db_table} t ON t.id = p.table_id "
+            f"SELECT {columns} FROM {quote(Partition._meta.db_table)} p "
+            f"JOIN {quote(PartitionedTable._meta.db_table)} t ON t.id = p.table_id "
             "WHERE t.server_id = %s AND p.dropped_at IS NULL"
         )
         with connection.cursor() as cursor:
@@ -204,8 +205,9 @@ class PollStore:
         if not updates:
             return
         adapt = connection.ops.adapt_datetimefield_value
-        assignments = ", ".join(f"{c} = %s" for c in STORED)
-        sql = f"UPDATE {Partition._meta.db_table} SET {assignments} WHERE id = %s"
+        quote = connection.ops.quote_name
+        assignments = ", ".join(f"{quote(c)} = %s" for c in STORED)
+        sql = f"UPDATE {quote(Partition._meta.db_table)} SET {assignments} WHERE id = %s"
         rows = []
         for update in updates:
             row = list(update)
