@@ -30,6 +30,17 @@ _READ_BYTES, _WRITE_BYTES = FIGURES.index("read_bytes"), FIGURES.index("write_by
 _STATS_UPDATED = FIGURES.index("stats_updated_at")
 
 
+SPEC_FIELDS = (
+    "name",
+    "subpartition",
+    "ordinal",
+    "subpartition_ordinal",
+    "description",
+    "dropped_at",
+)
+SAMPLE_BATCH = 5000
+
+
 @dataclass
 class StoreResult:
     snapshot: ServerSnapshot | None
@@ -64,6 +75,21 @@ def figure_values(figures: PartitionFigures, server_page_size: int) -> tuple:
     if figures.other_pages is not None:
         values[_INDEX_BYTES] = figures.other_pages * page
     return tuple(values)
+
+
+def _insert_samples(samples: list[tuple]) -> int:
+    """Insert (partition id, snapshot id, *SAMPLED) rows; empties the list."""
+    if not samples:
+        return 0
+    quote = connection.ops.quote_name
+    columns = ", ".join(quote(c) for c in ("partition_id", "snapshot_id", *SAMPLED))
+    placeholders = ", ".join(["%s"] * (2 + len(SAMPLED)))
+    sql = f"INSERT INTO {quote(PartitionSample._meta.db_table)} ({columns}) VALUES ({placeholders})"
+    with connection.cursor() as cursor:
+        cursor.executemany(sql, samples)
+    count = len(samples)
+    samples.clear()
+    return count
 
 
 def _aware(value):
@@ -110,17 +136,27 @@ class PollStore:
 
     def _sync_partitions(self, table: PartitionedTable, definition: TableDefinition) -> None:
         existing = {p.key: p for p in Partition.objects.filter(table=table)}
-        wanted = set()
+        new, changed, wanted = [], [], set()
         for spec in definition.partitions:
             key = partition_key(spec.name, spec.subpartition)
             wanted.add(key)
-            partition = existing.get(key) or Partition(table=table, key=key)
-            partition.name, partition.subpartition = spec.name, spec.subpartition
-            partition.ordinal = spec.ordinal
-            partition.subpartition_ordinal = spec.subpartition_ordinal
-            partition.description, partition.dropped_at = spec.description, None
-            if partition.pk is None or key in existing:
-                partition.save()
+            fields = {
+                "name": spec.name,
+                "subpartition": spec.subpartition,
+                "ordinal": spec.ordinal,
+                "subpartition_ordinal": spec.subpartition_ordinal,
+                "description": spec.description,
+                "dropped_at": None,
+            }
+            partition = existing.get(key)
+            if partition is None:
+                new.append(Partition(table=table, key=key, **fields))
+            elif any(getattr(partition, name) != value for name, value in fields.items()):
+                for name, value in fields.items():
+                    setattr(partition, name, value)
+                changed.append(partition)
+        Partition.objects.bulk_create(new, batch_size=1000)
+        Partition.objects.bulk_update(changed, list(SPEC_FIELDS), batch_size=500)
         gone = [p.pk for key, p in existing.items() if key not in wanted and not p.dropped_at]
         Partition.objects.filter(pk__in=gone).update(dropped_at=self.now)
 
@@ -162,8 +198,9 @@ class PollStore:
         seconds = (
             (self.now - self.previous_poll_at).total_seconds() if self.previous_poll_at else None
         )
-        samples: list[PartitionSample] = []
+        samples: list[tuple] = []
         updates: list[tuple] = []
+        stored = 0
         for table_key, members in self.collection.tables().items():
             table = self.tables.get(table_key)
             if table is None or table.dropped_at:
@@ -175,9 +212,11 @@ class PollStore:
                 if old is not None:
                     values = figure_values(figures, self.page_size)
                     self._compare(old, values, seconds, snapshot, samples, updates)
-        PartitionSample.objects.bulk_create(samples, batch_size=2000)
+            if len(samples) >= SAMPLE_BATCH:
+                stored += _insert_samples(samples)
+        stored += _insert_samples(samples)
         self._write_updates(updates)
-        return len(updates), len(samples)
+        return len(updates), stored
 
     def _compare(self, old: tuple, values: tuple, seconds, snapshot, samples, updates) -> None:
         """Sample the figures that changed and queue the partition's update. A new
@@ -191,14 +230,14 @@ class PollStore:
         )
         if values == before and rates == before_rates:
             return
-        changed = {
-            SAMPLED[i]: values[i]
-            for i in range(_N_SAMPLED)
-            if values[i] is not None and values[i] != before[i]
-        }
-        if changed:
-            samples.append(PartitionSample(partition_id=partition_id, snapshot=snapshot, **changed))
-        changed_at = self.now if changed else old[-1]
+        delta = [
+            v if v is not None and v != b else None
+            for v, b in zip(values[:_N_SAMPLED], before[:_N_SAMPLED], strict=True)
+        ]
+        sampled = any(v is not None for v in delta)
+        if sampled:
+            samples.append((partition_id, snapshot.pk, *delta))
+        changed_at = self.now if sampled else old[-1]
         updates.append((*values, *rates, changed_at, partition_id))
 
     def _write_updates(self, updates: list[tuple]) -> None:
