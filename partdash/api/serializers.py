@@ -8,7 +8,7 @@ from rest_framework import serializers
 from partdash.health.sizes import estimated_data_free, row_share
 from partdash.metrics.history import METRICS
 from partdash.metrics.models import Partition, PartitionedTable
-from partdash.servers.models import Server
+from partdash.servers.models import LATEST_POLL_FIELDS, Server
 
 
 class ServerSerializer(serializers.ModelSerializer):
@@ -35,23 +35,9 @@ class ServerSerializer(serializers.ModelSerializer):
             "poll_interval",
             "enabled",
             "tags",
-            "flavor",
-            "version",
-            "status",
-            "last_poll_at",
-            "last_error",
-            "partitioned_tables",
-            "partitions",
+            *LATEST_POLL_FIELDS,
         ]
-        read_only_fields = [
-            "flavor",
-            "version",
-            "status",
-            "last_poll_at",
-            "last_error",
-            "partitioned_tables",
-            "partitions",
-        ]
+        read_only_fields = LATEST_POLL_FIELDS
 
     def validate(self, attrs: dict) -> dict:
         server = copy(self.instance) if self.instance else Server()

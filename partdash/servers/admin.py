@@ -10,7 +10,7 @@ from partdash.collector.scheduling import request_poll
 from partdash.lib.secrets import SecretError
 from partdash.servers.connection import target_for
 from partdash.servers.forms import ServerForm
-from partdash.servers.models import Server
+from partdash.servers.models import LATEST_POLL_FIELDS, Server
 from partdash.servers.probe import ProbeResult, probe
 
 
@@ -43,16 +43,7 @@ class ServerAdmin(admin.ModelAdmin):
     ]
     list_filter = ["status", "enabled", "flavor"]
     search_fields = ["name", "host", "tags"]
-    readonly_fields = [
-        "flavor",
-        "version",
-        "status",
-        "last_poll_at",
-        "last_error",
-        "partitioned_tables",
-        "partitions",
-        "has_password",
-    ]
+    readonly_fields = [*LATEST_POLL_FIELDS, "has_password"]
     actions = ["test_connection", "poll_now"]
     fieldsets = [
         (None, {"fields": ["name", "host", "port", "user", "password", "clear_password"]}),
@@ -60,18 +51,7 @@ class ServerAdmin(admin.ModelAdmin):
         ("Polling", {"fields": ["poll_interval", "enabled", "tags"]}),
         (
             "Latest poll",
-            {
-                "fields": [
-                    "status",
-                    "flavor",
-                    "version",
-                    "last_poll_at",
-                    "last_error",
-                    "partitioned_tables",
-                    "partitions",
-                    "has_password",
-                ]
-            },
+            {"fields": [*LATEST_POLL_FIELDS, "has_password"]},
         ),
     ]
 

@@ -11,6 +11,16 @@ from partdash.lib import secrets
 from partdash.servers.choices import Flavor, ServerStatus, TlsMode
 
 MIN_POLL_INTERVAL = 10
+# What the latest poll wrote: read-only everywhere a server is shown.
+LATEST_POLL_FIELDS = (
+    "flavor",
+    "version",
+    "status",
+    "last_poll_at",
+    "last_error",
+    "partitioned_tables",
+    "partitions",
+)
 
 
 def default_poll_interval() -> int:
