@@ -66,3 +66,23 @@ def write_to_some_partitions(
             cursor.execute(f"INSERT INTO {SCHEMA}.t{table:03d} VALUES {values}")
     conn.close()
     return len(chosen)
+
+
+def settle(port: int, timeout: float = 300) -> float:
+    """Flush every dirty page so the freshly built tables stop changing on their own (a
+    new server keeps writing pages for minutes); returns seconds waited."""
+    started = time.monotonic()
+    conn = connect(port)
+    with conn.cursor() as cursor:
+        cursor.execute("SELECT @@innodb_max_dirty_pages_pct")
+        default = cursor.fetchone()[0]
+        cursor.execute("SET GLOBAL innodb_max_dirty_pages_pct = 0")
+        while time.monotonic() - started < timeout:
+            cursor.execute("SHOW GLOBAL STATUS LIKE 'Innodb_buffer_pool_pages_dirty'")
+            if int(cursor.fetchone()[1]) == 0:
+                break
+            time.sleep(1)
+        cursor.execute(f"SET GLOBAL innodb_max_dirty_pages_pct = {float(default)}")
+    conn.close()
+    time.sleep(3)  # let background statistics recalculation finish
+    return time.monotonic() - started

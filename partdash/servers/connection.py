@@ -11,6 +11,7 @@ import ssl
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
+from functools import cache
 
 import pymysql
 from django.conf import settings
@@ -80,16 +81,22 @@ def target_for(server) -> Target:
     )
 
 
-def _ssl_options(target: Target) -> dict | None:
-    if target.tls_mode == TlsMode.DISABLED:
+@cache
+def _tls_context(tls_mode: str, ca_file: str) -> ssl.SSLContext | None:
+    """One context per mode and CA for the life of the process: building one loads the
+    system's CA store, which costs more than a whole poll of a small server."""
+    if tls_mode == TlsMode.DISABLED:
         return None
-    if target.tls_mode == TlsMode.PREFERRED:
-        return {"verify_mode": ssl.CERT_NONE, "check_hostname": False}
-    options = {"verify_mode": ssl.CERT_REQUIRED}
-    options["check_hostname"] = target.tls_mode == TlsMode.VERIFY_IDENTITY
-    if target.ssl_ca:
-        options["ca"] = target.ssl_ca
-    return options
+    context = ssl.create_default_context(cafile=ca_file or None)
+    context.verify_flags &= ~ssl.VERIFY_X509_STRICT  # MySQL's self-signed certificates
+    context.check_hostname = tls_mode == TlsMode.VERIFY_IDENTITY
+    if tls_mode == TlsMode.PREFERRED:
+        context.verify_mode = ssl.CERT_NONE
+    return context
+
+
+# Servers that answered `preferred` TLS with "no TLS here": connect in plain text directly.
+_WITHOUT_TLS: set[tuple[str, int]] = set()
 
 
 def _resolve(target: Target) -> None:
@@ -157,7 +164,8 @@ def _check_tls(conn: pymysql.connections.Connection, target: Target) -> None:
         )
 
 
-def _connect(target: Target, ssl_options: dict | None) -> pymysql.connections.Connection:
+def _connect(target: Target, tls: bool) -> pymysql.connections.Connection:
+    context = _tls_context(target.tls_mode, target.ssl_ca) if tls else None
     return pymysql.connect(
         host=target.host,
         port=target.port,
@@ -166,17 +174,28 @@ def _connect(target: Target, ssl_options: dict | None) -> pymysql.connections.Co
         connect_timeout=settings.PARTDASH_CONNECT_TIMEOUT,
         read_timeout=settings.PARTDASH_READ_TIMEOUT,
         write_timeout=settings.PARTDASH_READ_TIMEOUT,
-        ssl=ssl_options,
+        ssl=context,
+        ssl_disabled=context is None,
         charset="utf8mb4",
         autocommit=True,
         program_name="partdash",
     )
 
 
-def _connect_plain(target: Target) -> pymysql.connections.Connection:
-    """`preferred` TLS against a server without TLS: connect unencrypted."""
+def _connect_preferring_tls(target: Target) -> pymysql.connections.Connection:
+    """TLS where the server offers it; for `preferred`, plain text where it does not."""
+    address = (target.host, target.port)
+    plain_known = target.tls_mode == TlsMode.PREFERRED and address in _WITHOUT_TLS
     try:
-        return _connect(target, None)
+        return _connect(target, tls=not plain_known)
+    except pymysql.OperationalError as exc:
+        if target.tls_mode != TlsMode.PREFERRED or NO_TLS_ON_SERVER not in str(exc):
+            raise classify(exc, target) from None
+    except pymysql.MySQLError as exc:
+        raise classify(exc, target) from None
+    _WITHOUT_TLS.add(address)
+    try:
+        return _connect(target, tls=False)
     except pymysql.MySQLError as exc:
         raise classify(exc, target) from None
 
@@ -185,14 +204,7 @@ def _connect_plain(target: Target) -> pymysql.connections.Connection:
 def open_session(target: Target) -> Iterator[Session]:
     """Connect with timeouts, a statement cap and a read-only session."""
     _resolve(target)
-    try:
-        conn = _connect(target, _ssl_options(target))
-    except pymysql.OperationalError as exc:
-        if target.tls_mode != TlsMode.PREFERRED or NO_TLS_ON_SERVER not in str(exc):
-            raise classify(exc, target) from None
-        conn = _connect_plain(target)
-    except pymysql.MySQLError as exc:
-        raise classify(exc, target) from None
+    conn = _connect_preferring_tls(target)
     try:
         _check_tls(conn, target)
         with conn.cursor() as cursor:
