@@ -3,8 +3,6 @@ dialect tests. MySQL cannot be installed on the machines partdash is tested on, 
 stand in for a server: column order and spellings follow the MySQL reference manual's
 descriptions of each table (MySQL 8 spells partitions `#p#`, 5.7 `#P#`)."""
 
-from datetime import datetime
-
 from partdash.servers.connection import Session
 
 
@@ -27,7 +25,7 @@ class RecordedSession(Session):
         raise AssertionError(f"unexpected query for a recorded MySQL session: {sql}")
 
 
-UPDATED = datetime(2026, 11, 20, 8, 0, 0)
+UPDATED = 1795161600  # UNIX_TIMESTAMP(last_update): 2026-11-20 08:00:00 UTC
 
 
 def _variables(page_size: int = 16384) -> list[tuple]:

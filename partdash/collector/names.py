@@ -35,7 +35,12 @@ class PartitionName(NamedTuple):
 
     @property
     def key(self) -> PartitionKey:
-        return PartitionKey(*(part.lower() for part in self))
+        return PartitionKey(
+            self.schema.lower(),
+            self.table.lower(),
+            self.partition.lower(),
+            self.subpartition.lower(),
+        )
 
 
 def decode_filename(name: str) -> str:
