@@ -92,6 +92,8 @@ def main() -> None:
     first = poll_server(monitored)
     first_seconds = time.monotonic() - first_started
     assert first.ok, first.error
+    rss_after_first = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    poll_server(monitored)  # the second poll turns unknown rates into 0 once
 
     floors, polls, opened = [], [], []
     for _ in range(5):
@@ -105,10 +107,10 @@ def main() -> None:
 
     growth_polls = 20
     size_before = store_bytes()
-    written = 0
+    written, changed = 0, []
     for round_number in range(growth_polls):
         written += write_to_some_partitions(port, tables, partitions, 0.01, round_number)
-        poll_server(monitored)
+        changed.append(poll_server(monitored).changed)
     size_after = store_bytes()
 
     print(
@@ -124,6 +126,8 @@ def main() -> None:
                 "opened_tables_per_poll": opened,
                 "growth_polls": growth_polls,
                 "rows_written": written,
+                "growth_changed": changed,
+                "rss_after_first_mb": rss_after_first,
                 "store_growth_bytes": size_after - size_before,
                 "bytes_per_partition_per_poll": (size_after - size_before)
                 / (first.partitions_seen * growth_polls),

@@ -17,7 +17,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
-from fleet import connect, create_tables, start_server  # noqa: E402
+from fleet import connect, create_tables, settle, start_server  # noqa: E402
 
 
 def naive_poll(port: int) -> tuple[float, int]:
@@ -102,7 +102,8 @@ def main() -> int:
     with start_server() as server:
         print(f"creating {options.tables} tables x {options.partitions} HASH partitions")
         seconds = create_tables(server.port, options.tables, options.partitions, options.rows)
-        print(f"  done in {seconds:.0f} s")
+        print(f"  done in {seconds:.0f} s; flushing dirty pages so the tables are quiet")
+        print(f"  settled in {settle(server.port):.0f} s")
         print("naive polls of information_schema.PARTITIONS")
         naive = [naive_poll(server.port) for _ in range(3)]
         print("partdash polls, side by side with the floor (in a separate process)")

@@ -175,6 +175,9 @@ PARTDASH_POLL_TIME_LIMIT = env.int("PARTDASH_POLL_TIME_LIMIT", default=300)
 # Tables whose definitions one poll may read (each read opens the table once); the rest
 # follow in the next polls.
 PARTDASH_DEFINITIONS_PER_POLL = env.int("PARTDASH_DEFINITIONS_PER_POLL", default=1000)
+# INNODB_SYS_TABLESTATS (MODIFIED_COUNTER, AUTOINC) makes InnoDB read partition pages on
+# large servers: off unless asked for.
+PARTDASH_READ_TABLESTATS = env.bool("PARTDASH_READ_TABLESTATS", default=False)
 # Retention: every poll for RAW days, hourly until HOURLY days, daily until DAILY days.
 PARTDASH_RETENTION_RAW_DAYS = env.int("PARTDASH_RETENTION_RAW_DAYS", default=7)
 PARTDASH_RETENTION_HOURLY_DAYS = env.int("PARTDASH_RETENTION_HOURLY_DAYS", default=90)

@@ -33,7 +33,8 @@ def test_mysql_caps_statements_in_milliseconds_and_mariadb_in_seconds(settings):
 
 
 @pytest.mark.parametrize("recording", [mysql80, mysql57, lambda: mysql80("8.4.3")])
-def test_a_mysql_poll_reads_every_partition_with_the_right_dialect(recording):
+def test_a_mysql_poll_reads_every_partition_with_the_right_dialect(recording, settings):
+    settings.PARTDASH_READ_TABLESTATS = True
     flavor, version, results = recording()
     session = RecordedSession(flavor, version, results)
     collection = collect(session, known={})
@@ -58,6 +59,13 @@ def test_a_mysql_poll_never_scans_all_partitions_nor_reads_reset_tables(recordin
         if "information_schema.PARTITIONS" in sql:
             assert "TABLE_SCHEMA = %s AND TABLE_NAME = %s" in sql
             assert args == ("shop", "orders")
+
+
+def test_tablestats_are_not_read_unless_asked_for():
+    session = RecordedSession(*mysql80())
+    collection = collect(session, known={})
+    assert not any("TABLESTATS" in sql for sql, _ in session.queries)
+    assert all(f.modified_counter is None for f in collection.partitions.values())
 
 
 def test_mysql8_reads_the_data_dictionary_tables_and_57_the_sys_tables():

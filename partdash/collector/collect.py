@@ -217,7 +217,8 @@ def collect(session: Session, known: dict[TableKey, str]) -> Collection:
     _read(collection, "tablespaces", lambda: tablespaces.read(session, dialect), _merge_files)
     ps_on = facts.is_on("performance_schema")
     _read(collection, "file_io", lambda: file_io.read(session, ps_on), _merge_io)
-    _read(collection, "tablestats", lambda: tablestats.read(session, dialect), _merge_changes)
+    if settings.PARTDASH_READ_TABLESTATS:
+        _read(collection, "tablestats", lambda: tablestats.read(session, dialect), _merge_changes)
     collection.innodb_cmp = _read(collection, "innodb_cmp", lambda: compression.read_cmp(session))
     collection.innodb_cmp = collection.innodb_cmp or []
     if facts.is_on("innodb_cmp_per_index_enabled") or _has_compressed(collection):

@@ -1,7 +1,12 @@
 """Rows changed since the last statistics refresh (MODIFIED_COUNTER, a write signal that
 needs no performance_schema) and AUTO_INCREMENT per partition, from InnoDB's in-memory
 table statistics. Only tables in the dictionary cache appear; only partitions with
-changes are fetched, so an absent partition has a counter of 0."""
+changes are fetched, so an absent partition has a counter of 0.
+
+Off by default (PARTDASH_READ_TABLESTATS): measured on MariaDB 10.11 with 64,000
+partitions, each read of this table made InnoDB read pages of about 14,000 partition
+files, a real cost on the monitored server and noise in the I/O counters.
+"""
 
 from typing import NamedTuple
 

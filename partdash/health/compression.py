@@ -1,0 +1,185 @@
+"""Compression per table and partition: space ratio and compression failure rate.
+
+Two kinds, measured differently:
+- "row": ROW_FORMAT=COMPRESSED (KEY_BLOCK_SIZE). Each 16 KiB logical page is stored in a
+  zip page of KEY_BLOCK_SIZE; when it does not fit, compression fails and InnoDB
+  splits the page. The statistics count pages in zip size, so data_bytes is the true
+  physical size, but the uncompressed size is known nowhere: the only honest ratio is
+  the nominal one, innodb_page_size / zip page size (16K/8K = 2.0), an upper bound that
+  failures and half-empty pages eat into (`ratio_is_nominal`). The failure rate
+  (1 - COMPRESS_OPS_OK / COMPRESS_OPS from INNODB_CMP_PER_INDEX) says how far.
+- "page": page compression (MariaDB PAGE_COMPRESSED, MySQL COMPRESSION=) punches holes
+  in the file: the saving is the apparent file size over the blocks really allocated,
+  both exact. There is no failure counter per table.
+Ratios read "times smaller": 2.0 means half the space; 1.0 is no saving.
+"""
+
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Literal
+
+from partdash.health.partitions import PartitionState
+
+# InnoDB's own alarm: innodb_compression_failure_threshold_pct defaults to 5, the failure
+# rate at which it starts padding pages; the manuals advise reconsidering KEY_BLOCK_SIZE
+# when failures exceed a few percent.
+FAILURE_RATE_LIMIT = 0.05
+# Fewer compression operations than this say nothing about the rate.
+MIN_COMPRESS_OPS = 100
+# Page compression saving under 10%: incompressible data, or a file system that does not
+# punch holes.
+PAGE_RATIO_LIMIT = 1.1
+DEFAULT_PAGE_SIZE = 16384
+
+Kind = Literal["row", "page"]
+
+_PAGE_COMPRESSED = re.compile(r"\bpage_compressed\s*=\s*'?(1|on|yes)'?", re.I)
+_COMPRESSION = re.compile(r"\bcompression\s*=\s*['\"]?(\w+)", re.I)
+_ROW_COMPRESSED = re.compile(r"\brow_format\s*=\s*compressed\b", re.I)
+_KEY_BLOCK_SIZE = re.compile(r"\bkey_block_size\s*=\s*'?(\d+)", re.I)
+
+
+@dataclass(frozen=True, slots=True)
+class Compression:
+    """One table's or partition's compression figures and what to do about them."""
+
+    kind: Kind
+    ratio: float | None
+    failure_rate: float | None
+    verdict: str
+    ratio_is_nominal: bool
+    is_finding: bool = False
+    zip_page_size: int | None = None
+    estimated: bool = False
+
+
+def key_block_size(create_options: str | None) -> int | None:
+    """KEY_BLOCK_SIZE in KiB from CREATE_OPTIONS; None when absent or 0."""
+    match = _KEY_BLOCK_SIZE.search((create_options or "").replace("`", ""))
+    return (int(match[1]) or None) if match else None
+
+
+def compression_kind(row_formats: Iterable[str], create_options: str | None) -> Kind | None:
+    """How a table is compressed, from its partitions' ROW_FORMAT and CREATE_OPTIONS
+    (MariaDB: "`PAGE_COMPRESSED`='1'", MySQL: 'COMPRESSION="zlib"',
+    "row_format=COMPRESSED key_block_size=8"); None when it is not."""
+    options = (create_options or "").replace("`", "")
+    if any((f or "").lower() == "compressed" for f in row_formats):
+        return "row"
+    if _ROW_COMPRESSED.search(options) or key_block_size(options):
+        return "row"
+    algorithm = _COMPRESSION.search(options)
+    if _PAGE_COMPRESSED.search(options) or (algorithm and algorithm[1].lower() != "none"):
+        return "page"
+    return None
+
+
+def failure_rate(ops: int | None, ops_ok: int | None) -> float | None:
+    """1 - COMPRESS_OPS_OK / COMPRESS_OPS, from totals or window deltas; None without ops."""
+    if not ops or ops_ok is None:
+        return None
+    return min(1.0, max(0.0, 1 - ops_ok / ops))
+
+
+def page_compression_ratio(file_bytes: int | None, allocated_bytes: int | None) -> float | None:
+    """Apparent file size over allocated blocks; None when either is unknown or zero."""
+    if not file_bytes or not allocated_bytes:
+        return None
+    return file_bytes / allocated_bytes
+
+
+def zip_page_size(
+    partitions: Sequence[PartitionState], create_options: str | None, page_size: int
+) -> int:
+    """The physical page size of ROW_FORMAT=COMPRESSED: the tablespace's (the collector
+    stores the zip size there), else KEY_BLOCK_SIZE, else InnoDB's default of half a page."""
+    physical = [p.page_size for p in partitions if p.page_size and p.page_size < page_size]
+    if physical:
+        return physical[0]
+    kib = key_block_size(create_options)
+    return kib * 1024 if kib else page_size // 2
+
+
+def _sum(values: Iterable[int | None]) -> int | None:
+    known = [v for v in values if v is not None]
+    return sum(known) if known else None
+
+
+def _row_verdict(rate: float | None, ops: int | None, zip_size: int) -> tuple[bool, str]:
+    kib = zip_size // 1024
+    if rate is None:
+        return False, (
+            "failure rate unknown: SET GLOBAL innodb_cmp_per_index_enabled=ON to measure it"
+        )
+    if (ops or 0) < MIN_COMPRESS_OPS:
+        return False, f"too few compressions ({ops}) to judge the failure rate"
+    if rate > FAILURE_RATE_LIMIT:
+        return True, (
+            f"{rate:.1%} of compressions fail (limit {FAILURE_RATE_LIMIT:.0%}): reconsider "
+            f"KEY_BLOCK_SIZE={kib} (a larger one, or page compression) or the data is "
+            "incompressible"
+        )
+    return False, f"compression works: {rate:.1%} of compressions fail at KEY_BLOCK_SIZE={kib}"
+
+
+def _page_verdict(ratio: float | None) -> tuple[bool, str]:
+    if ratio is None:
+        return False, "file or allocated size unknown"
+    if ratio < PAGE_RATIO_LIMIT:
+        return True, (
+            f"page compression saves little ({ratio:.2f}x): the data is incompressible or "
+            "the file system does not punch holes"
+        )
+    return False, f"page compression saves {1 - 1 / ratio:.0%} of the file"
+
+
+def row_compression(
+    partitions: Sequence[PartitionState], create_options: str | None = None, page_size: int = 0
+) -> Compression:
+    """ROW_FORMAT=COMPRESSED figures over the given partitions (one for a partition's
+    own figures, all for the table's): counters summed, then the rate."""
+    page_size = page_size or DEFAULT_PAGE_SIZE
+    zip_size = zip_page_size(partitions, create_options, page_size)
+    ops = _sum(p.compress_ops for p in partitions)
+    ok = _sum(p.compress_ops_ok for p in partitions if p.compress_ops is not None)
+    rate = failure_rate(ops, ok)
+    is_finding, verdict = _row_verdict(rate, ops, zip_size)
+    return Compression("row", page_size / zip_size, rate, verdict, True, is_finding, zip_size)
+
+
+def page_compression(partitions: Sequence[PartitionState]) -> Compression:
+    """Page-compression figures over the given partitions: sizes summed, then the ratio."""
+    both = [p for p in partitions if p.file_bytes and p.allocated_bytes]
+    ratio = page_compression_ratio(
+        _sum(p.file_bytes for p in both), _sum(p.allocated_bytes for p in both)
+    )
+    is_finding, verdict = _page_verdict(ratio)
+    return Compression("page", ratio, None, verdict, False, is_finding)
+
+
+def table_compression(
+    partitions: Sequence[PartitionState], create_options: str | None = None, page_size: int = 0
+) -> Compression | None:
+    """A table's compression; None when it is not compressed. `page_size`:
+    innodb_page_size (default 16 KiB)."""
+    kind = compression_kind((p.row_format for p in partitions), create_options)
+    if kind == "row":
+        return row_compression(partitions, create_options, page_size)
+    return page_compression(partitions) if kind == "page" else None
+
+
+def partition_compression(
+    partition: PartitionState, create_options: str | None = None, page_size: int = 0
+) -> Compression | None:
+    """One partition's compression (the API's per-partition `compression`)."""
+    return table_compression([partition], create_options, page_size)
+
+
+def server_failure_rates(innodb_cmp: Iterable[dict]) -> dict[int, float | None]:
+    """Server-wide failure rate per zip page size from INNODB_CMP rows (as the collector
+    stores them: page_size, compress_ops, compress_ops_ok, ...), shown beside a table's."""
+    return {
+        int(row["page_size"]): failure_rate(row.get("compress_ops"), row.get("compress_ops_ok"))
+        for row in innodb_cmp
+    }
