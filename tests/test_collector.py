@@ -799,3 +799,67 @@ def test_the_rows_history_ends_at_the_partitions_count_star(
     assert [sum(point[1:]) for point in points] == [0, 50, 80]
     assert admin_client.get(url, {"metric": "bogus"}).status_code == 400
     assert admin_client.get(url, {"metric": "rows", "since": "yesterday"}).status_code == 400
+
+
+class CountingSession(Session):
+    """A real session that remembers how many statistics rows each poll fetched."""
+
+    fetched: list[int] = []
+
+    def rows(self, sql: str, args: tuple = ()) -> list[tuple]:
+        rows = super().rows(sql, args)
+        if "mysql.innodb_table_stats" in sql and "UNIX_TIMESTAMP" in sql:
+            CountingSession.fetched.append(len(rows))
+        return rows
+
+
+def test_steady_polls_read_only_statistics_rows_refreshed_since_the_last_poll(
+    mariadb, make_server, new_schema, monkeypatch
+):
+    schema = new_schema(mariadb)
+    run(
+        mariadb,
+        schema,
+        "CREATE TABLE a (id INT PRIMARY KEY) PARTITION BY HASH(id) PARTITIONS 8",
+        "CREATE TABLE b (id INT PRIMARY KEY) PARTITION BY HASH(id) PARTITIONS 8",
+    )
+    server = make_server(mariadb, name="incremental")
+    assert poll_server(server).ok  # the first poll reads every row
+    snapshot = ServerSnapshot.objects.filter(server=server).latest()
+    assert snapshot.files_cover_partitions and snapshot.stats_watermark
+
+    # As if the last poll saw statistics up to now and every row were a day old; then
+    # refresh one table's statistics.
+    run(
+        mariadb,
+        schema,
+        "UPDATE mysql.innodb_table_stats SET last_update = NOW() - "
+        f"INTERVAL 1 DAY WHERE database_name = '{schema}'",
+    )
+    now = mariadb.execute("SELECT UNIX_TIMESTAMP()")[0][0]
+    ServerSnapshot.objects.filter(pk=snapshot.pk).update(stats_watermark=now)
+    run(mariadb, schema, "INSERT INTO a SELECT seq FROM seq_1_to_40", "ANALYZE TABLE a")
+
+    monkeypatch.setattr("partdash.collector.service.open_session", counting_session)
+    CountingSession.fetched = []
+    assert poll_server(server).ok
+    fetched_after_refresh = CountingSession.fetched[-1]
+    all_rows = mariadb.execute(
+        "SELECT COUNT(*) FROM mysql.innodb_table_stats WHERE table_name LIKE '%#P#%'"
+    )[0][0]
+    assert fetched_after_refresh == 8 < all_rows  # table a's partitions only
+    assert sum(p.rows for p in live(server, schema, "a").values()) == 40
+    assert sum(p.rows for p in live(server, schema, "b").values()) == 0
+
+
+def counting_session(target):
+    from contextlib import contextmanager
+
+    from partdash.servers import connection
+
+    @contextmanager
+    def wrapped():
+        with connection.open_session(target) as session:
+            yield CountingSession(session.conn, session.flavor, session.version)
+
+    return wrapped()

@@ -69,6 +69,13 @@ class Collection:
     definitions: dict[TableKey, TableDefinition] = field(default_factory=dict)
     gone: set[TableKey] = field(default_factory=set)
     deferred: int = 0
+    # Statistics: the newest last_update seen (epoch seconds) and whether only rows
+    # refreshed since the previous poll were read.
+    stats_watermark: int | None = None
+    stats_incremental: bool = False
+    # Every partition has its own tablespace file, so the tablespace list alone tells
+    # which partitions exist (what makes an incremental statistics read safe).
+    files_cover_partitions: bool = False
     innodb_cmp: list[dict] = field(default_factory=list)
     sources: dict[str, bool] = field(default_factory=dict)
     warnings: list[str] = field(default_factory=list)
@@ -208,13 +215,46 @@ def _read_definitions(session: Session, collection: Collection, known: dict[Tabl
         )
 
 
-def collect(session: Session, known: dict[TableKey, str]) -> Collection:
-    """Read every source once; definitions only for tables whose signature changed."""
+STATS_MARGIN_SECONDS = 60  # re-read recent rows: a refresh may commit after we looked
+
+
+def _read_statistics(session: Session, collection: Collection, since: int | None) -> None:
+    """All statistics rows, or only those refreshed since `since` when the tablespace list
+    (read first) already names every partition; unchanged ones keep their stored figures."""
+    incremental = since is not None and collection.sources.get("tablespaces", False)
+    after = since - STATS_MARGIN_SECONDS if incremental else None
+    rows = _read(
+        collection, "innodb_table_stats", lambda: innodb_stats.read(session, after), _merge_stats
+    )
+    collection.stats_incremental = bool(incremental and rows is not None)
+    stamps = [int(row.updated_at.timestamp()) for row in rows or () if row.updated_at]
+    known = [since] if collection.stats_incremental else []
+    collection.stats_watermark = max(stamps + known, default=None)
+    collection.files_cover_partitions = collection.sources.get("tablespaces", False) and all(
+        figures.space_id is not None for figures in collection.partitions.values()
+    )
+
+
+def _tables_changed(collection: Collection, known: dict[TableKey, str]) -> bool:
+    tables = collection.tables()
+    if set(tables) != set(known):
+        return True
+    return any(signature(members) != known[key] for key, members in tables.items())
+
+
+def collect(
+    session: Session, known: dict[TableKey, str], stats_since: int | None = None
+) -> Collection:
+    """Read every source once; definitions only for tables whose signature changed.
+    `stats_since` (the previous poll's statistics watermark) allows reading only the
+    statistics rows refreshed since."""
     facts = server_facts.read(session)
     dialect = dialect_for(session.flavor, session.version)
     collection = Collection(session.flavor, session.version, dialect, facts)
-    _read(collection, "innodb_table_stats", lambda: innodb_stats.read(session), _merge_stats)
     _read(collection, "tablespaces", lambda: tablespaces.read(session, dialect), _merge_files)
+    if stats_since is not None and _tables_changed(collection, known):
+        stats_since = None  # new or changed tables need every statistics row once
+    _read_statistics(session, collection, stats_since)
     ps_on = facts.is_on("performance_schema")
     _read(collection, "file_io", lambda: file_io.read(session, ps_on), _merge_io)
     if settings.PARTDASH_READ_TABLESTATS:

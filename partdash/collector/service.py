@@ -14,7 +14,7 @@ from django.utils import timezone
 from partdash.collector.collect import collect
 from partdash.collector.store import PollStore
 from partdash.lib.secrets import SecretError
-from partdash.metrics.models import PartitionedTable
+from partdash.metrics.models import PartitionedTable, ServerSnapshot
 from partdash.servers.choices import ServerStatus
 from partdash.servers.connection import ConnectionFailure, open_session, target_for
 from partdash.servers.models import Server
@@ -55,6 +55,19 @@ def known_signatures(server: Server) -> dict[tuple[str, str], str]:
     }
 
 
+def statistics_since(server: Server) -> int | None:
+    """The previous poll's statistics watermark, where an incremental read is safe."""
+    previous = (
+        ServerSnapshot.objects.filter(server=server)
+        .order_by("-taken_at")
+        .values_list("stats_watermark", "files_cover_partitions")
+        .first()
+    )
+    if previous and previous[1]:
+        return previous[0]
+    return None
+
+
 def record_failure(server: Server, message: str) -> None:
     Server.objects.filter(pk=server.pk).update(
         status=ServerStatus.UNREACHABLE, last_poll_at=timezone.now(), last_error=message
@@ -81,7 +94,7 @@ def poll_server(server: Server, poll_id: str | None = None) -> PollReport:
     poll_id = poll_id or uuid.uuid4().hex
     try:
         with open_session(target_for(server)) as session:
-            collection = collect(session, known_signatures(server))
+            collection = collect(session, known_signatures(server), statistics_since(server))
     except (ConnectionFailure, SecretError) as failure:
         message = str(failure)
         log.warning("poll of %s failed: %s", server.name, message)

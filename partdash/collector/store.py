@@ -290,6 +290,8 @@ class PollStore:
             partitioned_tables=len(collection.signatures) if collection.sources else len(live),
             partitions=len(collection.partitions),
             definitions_read=len(collection.definitions),
+            stats_watermark=collection.stats_watermark,
+            files_cover_partitions=collection.files_cover_partitions,
             warnings=collection.warnings,
             seconds=self.seconds,
         )
