@@ -23,14 +23,14 @@ TABLE_OPEN_CACHE = {"table_open_cache": 400}
 
 
 @pytest.fixture(scope="module")
-def mariadb_factory() -> Iterator[MariaDBFactory]:
+def own_factory() -> Iterator[MariaDBFactory]:
     """Servers shared by the tests of this module, keyed by their options."""
     with MariaDBFactory() as factory:
         yield factory
 
 
 @pytest.fixture(scope="module")
-def redis_server() -> Iterator[RedisServer]:
+def own_redis() -> Iterator[RedisServer]:
     """One private Redis server for this module."""
     with RedisServer() as server:
         yield server
@@ -62,19 +62,19 @@ def test_option_key_ignores_spelling() -> None:
     assert option_key(TABLE_OPEN_CACHE) != option_key({"table_open_cache": 401})
 
 
-def test_performance_schema_option(mariadb_factory: MariaDBFactory) -> None:
-    db = mariadb_factory.get(PERFORMANCE_SCHEMA)
+def test_performance_schema_option(own_factory: MariaDBFactory) -> None:
+    db = own_factory.get(PERFORMANCE_SCHEMA)
     assert scalar(db, "SELECT @@performance_schema") == 1
 
 
-def test_table_open_cache_option(mariadb_factory: MariaDBFactory) -> None:
-    db = mariadb_factory.get(TABLE_OPEN_CACHE)
+def test_table_open_cache_option(own_factory: MariaDBFactory) -> None:
+    db = own_factory.get(TABLE_OPEN_CACHE)
     assert scalar(db, "SELECT @@table_open_cache") == 400
     assert scalar(db, "SELECT @@performance_schema") == 0
 
 
-def test_several_options_at_once(mariadb_factory: MariaDBFactory) -> None:
-    db = mariadb_factory.get(
+def test_several_options_at_once(own_factory: MariaDBFactory) -> None:
+    db = own_factory.get(
         {"performance_schema": "ON", "table_open_cache": 400, "innodb_cmp_per_index_enabled": "ON"}
     )
     row = db.execute(
@@ -83,10 +83,10 @@ def test_several_options_at_once(mariadb_factory: MariaDBFactory) -> None:
     assert row == ((1, 400, 1),)
 
 
-def test_factory_shares_instances_by_options(mariadb_factory: MariaDBFactory) -> None:
-    first = mariadb_factory.get(PERFORMANCE_SCHEMA)
-    again = mariadb_factory.get({"performance-schema": "ON"})
-    other = mariadb_factory.get(TABLE_OPEN_CACHE)
+def test_factory_shares_instances_by_options(own_factory: MariaDBFactory) -> None:
+    first = own_factory.get(PERFORMANCE_SCHEMA)
+    again = own_factory.get({"performance-schema": "ON"})
+    other = own_factory.get(TABLE_OPEN_CACHE)
     assert again is first
     assert other is not first
     assert other.port != first.port
@@ -95,8 +95,8 @@ def test_factory_shares_instances_by_options(mariadb_factory: MariaDBFactory) ->
     assert scalar(other, "SELECT @@port") == other.port
 
 
-def test_instance_attributes(mariadb_factory: MariaDBFactory) -> None:
-    db = mariadb_factory.get(TABLE_OPEN_CACHE)
+def test_instance_attributes(own_factory: MariaDBFactory) -> None:
+    db = own_factory.get(TABLE_OPEN_CACHE)
     assert db.dsn == f"mysql://root@127.0.0.1:{db.port}/"
     assert db.options == {"table_open_cache": "400"}
     assert db.datadir.is_dir()
@@ -106,15 +106,15 @@ def test_instance_attributes(mariadb_factory: MariaDBFactory) -> None:
         assert cursor.fetchone()[0].rstrip("/") == str(db.datadir)
 
 
-def test_root_has_all_privileges_over_tcp(mariadb_factory: MariaDBFactory) -> None:
-    db = mariadb_factory.get(TABLE_OPEN_CACHE)
+def test_root_has_all_privileges_over_tcp(own_factory: MariaDBFactory) -> None:
+    db = own_factory.get(TABLE_OPEN_CACHE)
     grants = " ".join(row[0] for row in db.execute("SHOW GRANTS"))
     assert "GRANT ALL PRIVILEGES ON *.* TO `root`@" in grants
     assert "WITH GRANT OPTION" in grants
 
 
-def test_partitioned_table_has_per_partition_stats(mariadb_factory: MariaDBFactory) -> None:
-    db = mariadb_factory.get(PERFORMANCE_SCHEMA)
+def test_partitioned_table_has_per_partition_stats(own_factory: MariaDBFactory) -> None:
+    db = own_factory.get(PERFORMANCE_SCHEMA)
     db.execute("CREATE DATABASE IF NOT EXISTS svc_test")
     db.execute("DROP TABLE IF EXISTS svc_test.t")
     db.execute("CREATE TABLE svc_test.t (id INT PRIMARY KEY) PARTITION BY HASH(id) PARTITIONS 4")
@@ -125,8 +125,8 @@ def test_partitioned_table_has_per_partition_stats(mariadb_factory: MariaDBFacto
     assert [name for (name,) in rows] == ["t#P#p0", "t#P#p1", "t#P#p2", "t#P#p3"]
 
 
-def test_connect_with_database(mariadb_factory: MariaDBFactory) -> None:
-    db = mariadb_factory.get(PERFORMANCE_SCHEMA)
+def test_connect_with_database(own_factory: MariaDBFactory) -> None:
+    db = own_factory.get(PERFORMANCE_SCHEMA)
     db.execute("CREATE DATABASE IF NOT EXISTS svc_connect")
     with db.connect(database="svc_connect") as conn, conn.cursor() as cursor:
         cursor.execute("SELECT DATABASE()")
@@ -184,9 +184,9 @@ def test_managed_options_are_rejected() -> None:
         MariaDB({"port": 3306})
 
 
-def test_redis_answers_ping(redis_server: RedisServer) -> None:
-    assert redis_server.url == f"redis://127.0.0.1:{redis_server.port}/0"
-    client = redis.Redis.from_url(redis_server.url)
+def test_redis_answers_ping(own_redis: RedisServer) -> None:
+    assert own_redis.url == f"redis://127.0.0.1:{own_redis.port}/0"
+    client = redis.Redis.from_url(own_redis.url)
     try:
         assert client.ping() is True
         client.set("svc-test", "ok")
