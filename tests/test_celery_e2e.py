@@ -67,7 +67,9 @@ def test_beat_and_worker_poll_a_server_registered_in_the_admin(
         .order_by("taken_at")
         .values_list("taken_at", flat=True)
     )
-    assert (times[1] - times[0]).total_seconds() >= 8
+    # Polls start 10 s apart; the snapshot time is taken when collecting ends, and the
+    # first poll (which reads every definition) takes longer than the second.
+    assert (times[1] - times[0]).total_seconds() >= 5
 
 
 def test_a_disabled_server_is_never_polled(client, admin_user, mariadb, celery_processes):

@@ -37,6 +37,8 @@ class PartitionFigures:
     rows: int | None = None
     clustered_pages: int | None = None
     other_pages: int | None = None
+    data_bytes: int | None = None  # pages x the partition's physical (zip) page size
+    index_bytes: int | None = None
     stats_updated_at: datetime | None = None
     space_id: int | None = None
     file_bytes: int | None = None
@@ -96,10 +98,16 @@ def _figures(collection: Collection, name: PartitionName) -> PartitionFigures:
 
 
 def _merge_stats(collection: Collection, rows: list[innodb_stats.PartitionStats]) -> None:
+    """After the tablespaces, whose page size (the zip size if compressed) turns the
+    statistics' page counts into bytes."""
+    server_page = collection.facts.page_size
     for row in rows:
         figures = _figures(collection, row.name)
         figures.rows, figures.clustered_pages, figures.other_pages = row[1:4]
         figures.stats_updated_at = row.updated_at
+        page = figures.page_size or server_page
+        figures.data_bytes = row.clustered_pages * page
+        figures.index_bytes = row.other_pages * page
 
 
 def _merge_files(collection: Collection, rows: list[tablespaces.PartitionFile]) -> None:
@@ -215,7 +223,7 @@ def _read_definitions(session: Session, collection: Collection, known: dict[Tabl
         )
 
 
-STATS_MARGIN_SECONDS = 60  # re-read recent rows: a refresh may commit after we looked
+STATS_MARGIN_SECONDS = 10  # re-read recent rows: a refresh may commit after we looked
 
 
 def _read_statistics(session: Session, collection: Collection, since: int | None) -> None:

@@ -3,11 +3,13 @@ partition, and a sample row only where a partition's figures changed."""
 
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from operator import attrgetter
 
+from django.conf import settings
 from django.db import connection, transaction
 from django.utils import timezone
 
-from partdash.collector.collect import Collection, PartitionFigures, TableKey
+from partdash.collector.collect import Collection, TableKey
 from partdash.collector.sources.definitions import TableDefinition
 from partdash.metrics.models import (
     SAMPLED_FIGURES as SAMPLED,
@@ -28,6 +30,7 @@ _N = len(FIGURES)
 _N_SAMPLED = len(SAMPLED)
 _READ_BYTES, _WRITE_BYTES = FIGURES.index("read_bytes"), FIGURES.index("write_bytes")
 _STATS_UPDATED = FIGURES.index("stats_updated_at")
+_READ_OPS = FIGURES.index("read_ops")
 
 
 SPEC_FIELDS = (
@@ -62,19 +65,22 @@ def counter_rate(new: int | None, old: int | None, seconds: float | None) -> flo
     return delta / seconds
 
 
-_DATA_BYTES, _INDEX_BYTES = FIGURES.index("data_bytes"), FIGURES.index("index_bytes")
+figure_values = attrgetter(*FIGURES)  # a partition's figures in FIGURES order
 
 
-def figure_values(figures: PartitionFigures, server_page_size: int) -> tuple:
-    """The collected figures as Partition column values, in FIGURES order. Page counts
-    become bytes with the partition's physical page size (the zip size if compressed)."""
-    values = [getattr(figures, name, None) for name in FIGURES]
-    page = figures.page_size or server_page_size
-    if figures.clustered_pages is not None:
-        values[_DATA_BYTES] = figures.clustered_pages * page
-    if figures.other_pages is not None:
-        values[_INDEX_BYTES] = figures.other_pages * page
-    return tuple(values)
+def _few_reads(new: int | None, old: int | None) -> bool:
+    """A handful of page reads is what opening a table costs each of its partitions (the
+    header pages); it is not a partition being read. Such deltas are left to accumulate
+    in the counter until they matter, so they need no sample."""
+    if new is None or old is None or new <= old:
+        return False
+    return new - old < settings.PARTDASH_MIN_SAMPLED_READS
+
+
+def _keep_reads(values: tuple, before: tuple) -> tuple:
+    changed = list(values)
+    changed[_READ_OPS], changed[_READ_BYTES] = before[_READ_OPS], before[_READ_BYTES]
+    return tuple(changed)
 
 
 def _insert_samples(samples: list[tuple]) -> int:
@@ -210,7 +216,7 @@ class PollStore:
                     (table.pk, f"{figures.key.partition}#{figures.key.subpartition}")
                 )
                 if old is not None:
-                    values = figure_values(figures, self.page_size)
+                    values = figure_values(figures)
                     self._compare(old, values, seconds, snapshot, samples, updates)
             if len(samples) >= SAMPLE_BATCH:
                 stored += _insert_samples(samples)
@@ -224,6 +230,8 @@ class PollStore:
         partition_id, before, before_rates = old[0], old[1 : _N + 1], old[_N + 1 : _N + 3]
         if None in values:  # a source that could not be read keeps the last known value
             values = tuple(b if v is None else v for v, b in zip(values, before, strict=True))
+        if _few_reads(values[_READ_OPS], before[_READ_OPS]):
+            values = _keep_reads(values, before)
         rates = (
             counter_rate(values[_READ_BYTES], before[_READ_BYTES], seconds),
             counter_rate(values[_WRITE_BYTES], before[_WRITE_BYTES], seconds),
