@@ -91,6 +91,14 @@ def test_time_limits_stay_below_the_poll_interval():
     assert scheduling.time_limits(3600)[1] <= 300
 
 
+def reset_broker_pools(app) -> None:
+    from kombu import pools
+
+    pools.reset()  # kombu keeps producer pools per broker URL, process-wide
+    app._pool = None
+    app.amqp._producer_pool = None
+
+
 def test_a_broker_outage_leaves_the_server_due(settings):
     from partdash.celery import app
     from tests.services import free_port
@@ -98,12 +106,12 @@ def test_a_broker_outage_leaves_the_server_due(settings):
     server = make("a")
     old = app.conf.broker_url
     app.conf.broker_url = f"redis://127.0.0.1:{free_port()}/0"
-    app.pool.force_close_all()
+    reset_broker_pools(app)  # fresh connections, to the dead broker
     try:
         assert scheduling.request_poll(server.pk) is False
     finally:
         app.conf.broker_url = old
-        app.pool.force_close_all()
+        reset_broker_pools(app)  # and back to the live one for the tests that follow
     server.refresh_from_db()
     assert server.next_poll_at is None
 

@@ -45,6 +45,18 @@ SAMPLE_BATCH = 5000
 
 
 @dataclass
+class _Remembered:
+    """A server's partition figures as of its latest stored poll, kept in this process
+    so the next poll need not read them back (the longest step of a quiet poll)."""
+
+    snapshot_id: int
+    figures: dict[tuple[int, str], tuple]
+
+
+_REMEMBERED: dict[int, _Remembered] = {}
+
+
+@dataclass
 class StoreResult:
     snapshot: ServerSnapshot | None
     partitions_seen: int
@@ -114,6 +126,8 @@ class PollStore:
         self.page_size = collection.facts.page_size
         self.tables: dict[TableKey, PartitionedTable] = {}
         self.previous_poll_at: datetime | None = None
+        # Partitions were added or dropped this poll: what is remembered is stale.
+        self.reshaped = bool(collection.definitions)
 
     # -- tables and definitions --------------------------------------------------------
 
@@ -174,6 +188,7 @@ class PollStore:
             return  # no source listed partitions: absence proves nothing
         seen = set(self.collection.signatures) - self.collection.gone
         dropped = [t.pk for k, t in self.tables.items() if k not in seen and not t.dropped_at]
+        self.reshaped = self.reshaped or bool(dropped)
         PartitionedTable.objects.filter(pk__in=dropped).update(dropped_at=self.now)
         Partition.objects.filter(table_id__in=dropped, dropped_at=None).update(dropped_at=self.now)
 
@@ -198,33 +213,50 @@ class PollStore:
             previous[(row[1], row[2])] = (row[0], *values)
         return previous
 
-    def _store_figures(self, snapshot: ServerSnapshot) -> tuple[int, int]:
+    def _figures_before(self, last: ServerSnapshot | None) -> dict[tuple[int, str], tuple]:
+        """What this process remembers of the last poll, if that poll was its own and the
+        partitions did not change since; otherwise read from the database."""
+        remembered = _REMEMBERED.pop(self.server.pk, None)
+        if remembered and last and remembered.snapshot_id == last.pk and not self.reshaped:
+            return remembered.figures
+        return self._previous_figures()
+
+    def _remember(self, snapshot: ServerSnapshot, previous: dict, updated: list) -> None:
+        for key, update in updated:
+            previous[key] = (update[-1], *update[:-1])
+        if not self.reshaped:
+            figures = _Remembered(snapshot.pk, previous)
+            transaction.on_commit(lambda: _REMEMBERED.__setitem__(self.server.pk, figures))
+
+    def _store_figures(self, snapshot: ServerSnapshot, last) -> tuple[int, int]:
         """Returns (partitions changed, sample rows stored)."""
-        previous = self._previous_figures()
+        previous = self._figures_before(last)
         seconds = (
             (self.now - self.previous_poll_at).total_seconds() if self.previous_poll_at else None
         )
         samples: list[tuple] = []
         updates: list[tuple] = []
+        updated_keys: list[tuple[int, str]] = []
         stored = 0
         for table_key, members in self.collection.tables().items():
             table = self.tables.get(table_key)
             if table is None or table.dropped_at:
                 continue
             for figures in members:
-                old = previous.get(
-                    (table.pk, f"{figures.key.partition}#{figures.key.subpartition}")
-                )
-                if old is not None:
-                    values = figure_values(figures)
-                    self._compare(old, values, seconds, snapshot, samples, updates)
+                key = (table.pk, f"{figures.key.partition}#{figures.key.subpartition}")
+                old = previous.get(key)
+                if old is not None and self._compare(
+                    old, figure_values(figures), seconds, snapshot, samples, updates
+                ):
+                    updated_keys.append(key)
             if len(samples) >= SAMPLE_BATCH:
                 stored += _insert_samples(samples)
         stored += _insert_samples(samples)
         self._write_updates(updates)
+        self._remember(snapshot, previous, list(zip(updated_keys, updates, strict=True)))
         return len(updates), stored
 
-    def _compare(self, old: tuple, values: tuple, seconds, snapshot, samples, updates) -> None:
+    def _compare(self, old: tuple, values: tuple, seconds, snapshot, samples, updates) -> bool:
         """Sample the figures that changed and queue the partition's update. A new
         partition's previous figures are all None, so its first figures are a change."""
         partition_id, before, before_rates = old[0], old[1 : _N + 1], old[_N + 1 : _N + 3]
@@ -237,7 +269,7 @@ class PollStore:
             counter_rate(values[_WRITE_BYTES], before[_WRITE_BYTES], seconds),
         )
         if values == before and rates == before_rates:
-            return
+            return False
         delta = [
             v if v is not None and v != b else None
             for v, b in zip(values[:_N_SAMPLED], before[:_N_SAMPLED], strict=True)
@@ -247,6 +279,7 @@ class PollStore:
             samples.append((partition_id, snapshot.pk, *delta))
         changed_at = self.now if sampled else old[-1]
         updates.append((*values, *rates, changed_at, partition_id))
+        return True
 
     def _write_updates(self, updates: list[tuple]) -> None:
         if not updates:
@@ -278,7 +311,7 @@ class PollStore:
                 self._apply_definition(key, definition)
             self._mark_dropped()
             snapshot = self._snapshot()
-            changed, stored = self._store_figures(snapshot)
+            changed, stored = self._store_figures(snapshot, last)
             ServerSnapshot.objects.filter(pk=snapshot.pk).update(changed=changed)
         return StoreResult(snapshot, len(collection.partitions), changed, stored)
 
