@@ -10,7 +10,7 @@ from datetime import datetime
 from django.conf import settings
 
 from partdash.collector.dialects import Dialect, dialect_for
-from partdash.collector.names import PartitionKey, PartitionName
+from partdash.collector.names import PartitionKey, PartitionName, path_key
 from partdash.collector.sources import (
     SourceUnavailable,
     compression,
@@ -78,6 +78,7 @@ class Collection:
     # Every partition has its own tablespace file, so the tablespace list alone tells
     # which partitions exist (what makes an incremental statistics read safe).
     files_cover_partitions: bool = False
+    by_path: dict[str, PartitionFigures] = field(default_factory=dict)  # names.path_key
     innodb_cmp: list[dict] = field(default_factory=list)
     sources: dict[str, bool] = field(default_factory=dict)
     warnings: list[str] = field(default_factory=list)
@@ -94,6 +95,7 @@ def _figures(collection: Collection, name: PartitionName) -> PartitionFigures:
     figures = collection.partitions.get(key)
     if figures is None:
         figures = collection.partitions[key] = PartitionFigures(name, key)
+        collection.by_path[path_key(key)] = figures
     return figures
 
 
@@ -121,7 +123,7 @@ def _merge_io(collection: Collection, rows: list[file_io.PartitionIO]) -> None:
     for figures in collection.partitions.values():
         figures.read_ops = figures.write_ops = figures.read_bytes = figures.write_bytes = 0
     for row in rows:
-        figures = collection.partitions.get(row.name.key)
+        figures = collection.by_path.get(row.path_key)
         if figures is not None:  # a file without statistics or tablespace is ignored
             figures.read_ops, figures.write_ops, figures.read_bytes, figures.write_bytes = row[1:]
 

@@ -64,9 +64,18 @@ def split_tablespace(name: str) -> PartitionName | None:
     return split_partition(schema, table) if slash else None
 
 
-def split_file_path(path: str) -> PartitionName | None:
-    """`/var/lib/mysql/shop/orders#P#p3.ibd` -> its names; None for other files."""
+def path_key(key: PartitionKey) -> str:
+    """`shop/orders#p#p3` (lower-cased): how a partition's file is named, decoded."""
+    base = f"{key.schema}/{key.table}#p#{key.partition}"
+    return f"{base}#sp#{key.subpartition}" if key.subpartition else base
+
+
+def file_path_key(path: str) -> str | None:
+    """`/var/lib/mysql/shop/orders#P#p3.ibd` -> `shop/orders#p#p3`, with string work only:
+    per-partition files are matched to partitions by this key, not parsed."""
     if path[-4:].lower() != ".ibd":
         return None
-    parts = path[:-4].replace("\\", "/").rsplit("/", 2)  # string work: a regex is 10x slower
-    return split_tablespace(f"{parts[-2]}/{parts[-1]}") if len(parts) >= 2 else None
+    parts = path[:-4].replace("\\", "/").rsplit("/", 2)
+    if len(parts) < 2:
+        return None
+    return decode_filename(f"{parts[-2]}/{parts[-1]}").lower()

@@ -9,7 +9,7 @@ from typing import NamedTuple
 
 import pymysql
 
-from partdash.collector.names import PartitionName, split_file_path
+from partdash.collector.names import file_path_key
 from partdash.collector.sources import SourceUnavailable, unavailable
 from partdash.servers.connection import Session
 
@@ -27,7 +27,7 @@ OFF = (
 
 
 class PartitionIO(NamedTuple):
-    name: PartitionName
+    path_key: str  # names.file_path_key: matched to a partition, never parsed
     read_ops: int
     write_ops: int
     read_bytes: int
@@ -37,9 +37,9 @@ class PartitionIO(NamedTuple):
 def parse(rows) -> list[PartitionIO]:
     io = []
     for path, reads, writes, read_bytes, write_bytes in rows:
-        name = split_file_path(path)
-        if name is not None:
-            io.append(PartitionIO(name, reads, writes, read_bytes, write_bytes))
+        key = file_path_key(path)
+        if key is not None and "#p#" in key:
+            io.append(PartitionIO(key, reads, writes, read_bytes, write_bytes))
     return io
 
 
