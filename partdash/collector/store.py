@@ -11,6 +11,7 @@ from django.utils import timezone
 
 from partdash.collector.collect import Collection, TableKey
 from partdash.collector.sources.definitions import TableDefinition
+from partdash.health.counters import counter_delta
 from partdash.metrics.models import (
     SAMPLED_FIGURES as SAMPLED,
 )
@@ -71,9 +72,9 @@ def partition_key(partition: str, subpartition: str) -> str:
 def counter_rate(new: int | None, old: int | None, seconds: float | None) -> float | None:
     """Per-second rate of a cumulative counter; a decrease means it was reset (TRUNCATE,
     restart), so the new value is what accumulated since."""
-    if new is None or old is None or not seconds or seconds <= 0:
+    delta = counter_delta(new, old)
+    if delta is None or not seconds or seconds <= 0:
         return None
-    delta = new - old if new >= old else new
     return delta / seconds
 
 
