@@ -124,7 +124,6 @@ class PollStore:
         self.poll_id = poll_id
         self.seconds = seconds
         self.now = timezone.now()
-        self.page_size = collection.facts.page_size
         self.tables: dict[TableKey, PartitionedTable] = {}
         self.previous_poll_at: datetime | None = None
         # Partitions were added or dropped this poll: what is remembered is stale.
