@@ -7,6 +7,7 @@ Every test works in its own schema on the shared servers and compares only its o
 """
 
 import os
+import time
 from contextlib import closing
 from datetime import UTC, datetime, timedelta
 from uuid import uuid4
@@ -850,6 +851,16 @@ def test_steady_polls_read_only_statistics_rows_refreshed_since_the_last_poll(
     assert fetched_after_refresh == 8 < all_rows  # table a's partitions only
     assert sum(p.rows for p in live(server, schema, "a").values()) == 40
     assert sum(p.rows for p in live(server, schema, "b").values()) == 0
+
+    # Once nothing is refreshed, a poll reads no statistics rows at all: the watermark
+    # is the server's clock, not the newest refresh (which would re-read its last
+    # seconds on every poll).
+    monkeypatch.setattr("partdash.collector.collect.STATS_MARGIN_SECONDS", 0)
+    time.sleep(1.1)  # past the second of the refresh
+    assert poll_server(server).ok
+    assert poll_server(server).ok
+    assert CountingSession.fetched[-1] == 0
+    assert sum(p.rows for p in live(server, schema, "a").values()) == 40
 
 
 def counting_session(target):

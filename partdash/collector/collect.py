@@ -10,7 +10,7 @@ from datetime import datetime
 from django.conf import settings
 
 from partdash.collector.dialects import Dialect, dialect_for
-from partdash.collector.names import PartitionKey, PartitionName, path_key
+from partdash.collector.names import PartitionKey, PartitionName, identity
 from partdash.collector.sources import (
     SourceUnavailable,
     compression,
@@ -34,6 +34,7 @@ class PartitionFigures:
 
     name: PartitionName
     key: PartitionKey
+    slot: str  # `partition#subpartition`, lower-cased: the partition within its table
     rows: int | None = None
     clustered_pages: int | None = None
     other_pages: int | None = None
@@ -71,8 +72,8 @@ class Collection:
     definitions: dict[TableKey, TableDefinition] = field(default_factory=dict)
     gone: set[TableKey] = field(default_factory=set)
     deferred: int = 0
-    # Statistics: the newest last_update seen (epoch seconds) and whether only rows
-    # refreshed since the previous poll were read.
+    # Statistics: the server clock (epoch seconds) as of which every refresh was read,
+    # and whether only rows refreshed since the previous poll were read.
     stats_watermark: int | None = None
     stats_incremental: bool = False
     # Every partition has its own tablespace file, so the tablespace list alone tells
@@ -82,20 +83,34 @@ class Collection:
     innodb_cmp: list[dict] = field(default_factory=list)
     sources: dict[str, bool] = field(default_factory=dict)
     warnings: list[str] = field(default_factory=list)
+    # Partitions are only ever added during a poll, so their count tells whether the
+    # grouping and signatures computed earlier in the poll still hold.
+    _grouped: tuple[int, dict] = (-1, {})
+    _signed: int = -1
 
     def tables(self) -> dict[TableKey, list[PartitionFigures]]:
-        grouped: dict[TableKey, list[PartitionFigures]] = defaultdict(list)
-        for key, figures in self.partitions.items():
-            grouped[key.table_key].append(figures)
+        count, grouped = self._grouped
+        if count != len(self.partitions):
+            grouped = defaultdict(list)
+            for key, figures in self.partitions.items():
+                grouped[key.table_key].append(figures)
+            self._grouped = (len(self.partitions), grouped)
         return grouped
+
+    def sign(self) -> dict[TableKey, str]:
+        """Every table's signature (see `signature`)."""
+        if self._signed != len(self.partitions):
+            self.signatures = {key: signature(m) for key, m in self.tables().items()}
+            self._signed = len(self.partitions)
+        return self.signatures
 
 
 def _figures(collection: Collection, name: PartitionName) -> PartitionFigures:
-    key = name.key
+    key, path, slot = identity(name)
     figures = collection.partitions.get(key)
     if figures is None:
-        figures = collection.partitions[key] = PartitionFigures(name, key)
-        collection.by_path[path_key(key)] = figures
+        figures = collection.partitions[key] = PartitionFigures(name, key, slot)
+        collection.by_path[path] = figures
     return figures
 
 
@@ -202,9 +217,9 @@ def _explain_vanished(
 def _read_definitions(session: Session, collection: Collection, known: dict[TableKey, str]) -> None:
     budget = settings.PARTDASH_DEFINITIONS_PER_POLL
     vanished: dict[TableKey, PartitionName] = {}
+    signatures = collection.sign()
     for table_key, members in collection.tables().items():
-        collection.signatures[table_key] = signature(members)
-        if known.get(table_key) == collection.signatures[table_key]:
+        if known.get(table_key) == signatures[table_key]:
             continue
         if len(collection.definitions) >= budget:
             collection.deferred += 1
@@ -237,19 +252,16 @@ def _read_statistics(session: Session, collection: Collection, since: int | None
         collection, "innodb_table_stats", lambda: innodb_stats.read(session, after), _merge_stats
     )
     collection.stats_incremental = bool(incremental and rows is not None)
-    stamps = [int(row.updated_at.timestamp()) for row in rows or () if row.updated_at]
-    known = [since] if collection.stats_incremental else []
-    collection.stats_watermark = max(stamps + known, default=None)
+    # The server's clock before the read, not the newest refresh seen: on a quiet server
+    # the next poll then reads only the last few seconds' refreshes, usually none.
+    collection.stats_watermark = collection.facts.clock if rows is not None else None
     collection.files_cover_partitions = collection.sources.get("tablespaces", False) and all(
         figures.space_id is not None for figures in collection.partitions.values()
     )
 
 
 def _tables_changed(collection: Collection, known: dict[TableKey, str]) -> bool:
-    tables = collection.tables()
-    if set(tables) != set(known):
-        return True
-    return any(signature(members) != known[key] for key, members in tables.items())
+    return collection.sign() != known
 
 
 def collect(

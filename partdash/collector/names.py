@@ -64,6 +64,13 @@ def split_tablespace(name: str) -> PartitionName | None:
     return split_partition(schema, table) if slash else None
 
 
+def identity(name: PartitionName) -> tuple[PartitionKey, str, str]:
+    """A partition's key, file path key and `partition#subpartition` slot (how the store
+    names it within its table)."""
+    key = name.key
+    return key, path_key(key), f"{key.partition}#{key.subpartition}"
+
+
 def path_key(key: PartitionKey) -> str:
     """`shop/orders#p#p3` (lower-cased): how a partition's file is named, decoded."""
     base = f"{key.schema}/{key.table}#p#{key.partition}"

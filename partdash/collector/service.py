@@ -4,9 +4,11 @@ The Celery task and `manage.py poll` both call `poll_server`, so a poll behaves 
 same whichever way it was started.
 """
 
+import gc
 import logging
 import time
 import uuid
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 from django.utils import timezone
@@ -87,9 +89,29 @@ def _record_success(server: Server, collection, snapshot_at) -> None:
     )
 
 
+@contextmanager
+def cyclic_gc_paused():
+    """A poll builds about ten objects per partition and frees them all at its end. The
+    cyclic collector would rescan that growing heap many times meanwhile (a fifth of a
+    64,000-partition poll, measured); reference counting frees them anyway, and any
+    cycles wait for the collector to resume."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
+
+
 def poll_server(server: Server, poll_id: str | None = None) -> PollReport:
     """Poll one server now. Never raises for a server-side problem: the report and the
     server's status say what went wrong."""
+    with cyclic_gc_paused():
+        return _poll(server, poll_id)
+
+
+def _poll(server: Server, poll_id: str | None) -> PollReport:
     started = time.monotonic()
     poll_id = poll_id or uuid.uuid4().hex
     try:

@@ -79,6 +79,7 @@ def counter_rate(new: int | None, old: int | None, seconds: float | None) -> flo
 
 
 figure_values = attrgetter(*FIGURES)  # a partition's figures in FIGURES order
+_zero_rates, _no_rates = (0.0, 0.0), (None, None)  # of counters that did not move
 
 
 def _few_reads(new: int | None, old: int | None) -> bool:
@@ -243,7 +244,7 @@ class PollStore:
             if table is None or table.dropped_at:
                 continue
             for figures in members:
-                key = (table.pk, f"{figures.key.partition}#{figures.key.subpartition}")
+                key = (table.pk, figures.slot)
                 old = previous.get(key)
                 if old is not None and self._compare(
                     old, figure_values(figures), seconds, snapshot, samples, updates
@@ -260,10 +261,12 @@ class PollStore:
         """Sample the figures that changed and queue the partition's update. A new
         partition's previous figures are all None, so its first figures are a change."""
         partition_id, before, before_rates = old[0], old[1 : _N + 1], old[_N + 1 : _N + 3]
-        if None in values:  # a source that could not be read keeps the last known value
-            values = tuple(b if v is None else v for v, b in zip(values, before, strict=True))
         if _few_reads(values[_READ_OPS], before[_READ_OPS]):
             values = _keep_reads(values, before)
+        if values == before and before_rates == (_zero_rates if seconds else _no_rates):
+            return False  # the common case, decided by one tuple comparison
+        if None in values:  # a source that could not be read keeps the last known value
+            values = tuple(b if v is None else v for v, b in zip(values, before, strict=True))
         rates = (
             counter_rate(values[_READ_BYTES], before[_READ_BYTES], seconds),
             counter_rate(values[_WRITE_BYTES], before[_WRITE_BYTES], seconds),

@@ -43,7 +43,8 @@ class ServerSnapshot(models.Model):
     partitions = models.PositiveIntegerField(null=True)
     changed = models.PositiveIntegerField(default=0)
     definitions_read = models.PositiveIntegerField(default=0)
-    stats_watermark = models.BigIntegerField(null=True)  # newest statistics refresh, epoch s
+    # The server clock (epoch s) as of which every statistics refresh was read.
+    stats_watermark = models.BigIntegerField(null=True)
     files_cover_partitions = models.BooleanField(default=False)
     warnings = models.JSONField(default=list)
     seconds = models.FloatField(default=0)

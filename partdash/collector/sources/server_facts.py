@@ -30,6 +30,7 @@ class ServerFacts:
 
     variables: dict[str, str] = field(default_factory=dict)
     status: dict[str, str] = field(default_factory=dict)
+    clock: int | None = None  # the server's UNIX_TIMESTAMP() when the poll began
 
     def is_on(self, name: str) -> bool:
         return self.variables.get(name, "").upper() in ("ON", "1")
@@ -51,4 +52,7 @@ def _show(session: Session, what: str, names: tuple[str, ...]) -> dict[str, str]
 
 def read(session: Session) -> ServerFacts:
     status = _show(session, "STATUS", STATUS)
-    return ServerFacts(variables=_show(session, "VARIABLES", VARIABLES), status=status)
+    clock = session.scalar("SELECT UNIX_TIMESTAMP()")
+    return ServerFacts(
+        variables=_show(session, "VARIABLES", VARIABLES), status=status, clock=int(clock)
+    )
