@@ -181,6 +181,8 @@ PARTDASH_READ_TABLESTATS = env.bool("PARTDASH_READ_TABLESTATS", default=False)
 # Read counters grow by a few pages for every partition of a table that is opened; a
 # partition's reads are sampled once they grew by this many page reads.
 PARTDASH_MIN_SAMPLED_READS = env.int("PARTDASH_MIN_SAMPLED_READS", default=16)
+# Hotspots and compression failure rates look at this much recent activity.
+PARTDASH_HOTSPOT_WINDOW_SECONDS = env.int("PARTDASH_HOTSPOT_WINDOW_SECONDS", default=3600)
 # Retention: every poll for RAW days, hourly until HOURLY days, daily until DAILY days.
 PARTDASH_RETENTION_RAW_DAYS = env.int("PARTDASH_RETENTION_RAW_DAYS", default=7)
 PARTDASH_RETENTION_HOURLY_DAYS = env.int("PARTDASH_RETENTION_HOURLY_DAYS", default=90)

@@ -3,9 +3,12 @@
 from copy import copy
 
 from django.core.exceptions import ValidationError as DjangoValidationError
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from partdash.health.sizes import estimated_data_free, row_share
+from partdash.metrics.analysis import partition_figures
 from partdash.metrics.history import METRICS
 from partdash.metrics.models import Partition, PartitionedTable
 from partdash.servers.models import LATEST_POLL_FIELDS, Server
@@ -36,8 +39,18 @@ class ServerSerializer(serializers.ModelSerializer):
             "enabled",
             "tags",
             *LATEST_POLL_FIELDS,
+            "findings",
         ]
         read_only_fields = LATEST_POLL_FIELDS
+
+    findings = serializers.SerializerMethodField()
+
+    @extend_schema_field(serializers.ListField(child=serializers.DictField()))
+    def get_findings(self, server: Server) -> list[dict]:
+        """The server's worst findings (up to three), worst first."""
+        if not server.pk:
+            return []
+        return worst_findings(PartitionedTable.objects.filter(server=server), 3)
 
     def validate(self, attrs: dict) -> dict:
         server = copy(self.instance) if self.instance else Server()
@@ -68,19 +81,48 @@ class ServerSerializer(serializers.ModelSerializer):
         return self._save(instance, validated_data)
 
 
+def _health(name: str):
+    return lambda table: (table.health or {}).get(name)
+
+
+def worst_findings(tables, limit: int) -> list[dict]:
+    """The worst findings among `tables` (a queryset), each with its table and server."""
+    ranked = (
+        tables.filter(dropped_at=None, score__gt=0)
+        .select_related("server")
+        .order_by("-score", "schema", "name")
+    )
+    found: list[dict] = []
+    for table in ranked[:limit]:
+        for finding in (table.health or {}).get("findings", []):
+            found.append(
+                {
+                    **finding,
+                    "server_id": table.server_id,
+                    "server": table.server.name,
+                    "table_id": table.pk,
+                    "schema": table.schema,
+                    "table": table.name,
+                }
+            )
+    found.sort(key=lambda f: -f["score"])
+    return found[:limit]
+
+
 class TableSerializer(serializers.ModelSerializer):
-    """A partitioned table with totals over its live partitions. Health fields are filled
-    by the analytics (null until then)."""
+    """A partitioned table with totals over its live partitions and its health, as the
+    analysis stored them after the latest poll (`partdash.metrics.analysis`)."""
 
     schema = serializers.CharField()
     rows = serializers.IntegerField(source="total_rows", allow_null=True)
     data_bytes = serializers.IntegerField(source="total_data_bytes", allow_null=True)
     index_bytes = serializers.IntegerField(source="total_index_bytes", allow_null=True)
     file_bytes = serializers.IntegerField(source="total_file_bytes", allow_null=True)
-    skew = serializers.JSONField(default=None, read_only=True)
-    hotspots = serializers.JSONField(default=None, read_only=True)
-    compression = serializers.JSONField(default=None, read_only=True)
-    runway = serializers.JSONField(default=None, read_only=True)
+    skew = serializers.SerializerMethodField()
+    hotspots = serializers.SerializerMethodField()
+    compression = serializers.SerializerMethodField()
+    runway = serializers.SerializerMethodField()
+    findings = serializers.SerializerMethodField()
 
     class Meta:
         model = PartitionedTable
@@ -100,9 +142,58 @@ class TableSerializer(serializers.ModelSerializer):
             "hotspots",
             "compression",
             "runway",
+            "findings",
+            "score",
+            "analysed_at",
             "first_seen_at",
             "definitions_read_at",
         ]
+
+    @extend_schema_field(OpenApiTypes.OBJECT)
+    def get_skew(self, table) -> dict | None:
+        return _health("skew")(table)
+
+    def get_hotspots(self, table) -> list[str]:
+        return _health("hotspots")(table) or []
+
+    @extend_schema_field(OpenApiTypes.OBJECT)
+    def get_compression(self, table) -> dict | None:
+        return _health("compression")(table)
+
+    @extend_schema_field(OpenApiTypes.OBJECT)
+    def get_runway(self, table) -> dict | None:
+        return _health("runway")(table)
+
+    @extend_schema_field(serializers.ListField(child=serializers.DictField()))
+    def get_findings(self, table) -> list[dict]:
+        return _health("findings")(table) or []
+
+
+class TableDetailSerializer(TableSerializer):
+    """One table: its row in the list plus its server and the activity shares."""
+
+    server_id = serializers.IntegerField()
+    server_name = serializers.CharField(source="server.name")
+    activity = serializers.SerializerMethodField()
+    skew_bytes = serializers.SerializerMethodField()
+
+    class Meta(TableSerializer.Meta):
+        fields = [
+            *TableSerializer.Meta.fields,
+            "server_id",
+            "server_name",
+            "activity",
+            "skew_bytes",
+            "create_options",
+        ]
+
+    @extend_schema_field(OpenApiTypes.OBJECT)
+    def get_activity(self, table) -> dict | None:
+        return _health("activity")(table)
+
+    @extend_schema_field(OpenApiTypes.OBJECT)
+    def get_skew_bytes(self, table) -> dict | None:
+        return _health("skew_bytes")(table)
 
 
 class PartitionSerializer(serializers.ModelSerializer):
@@ -111,8 +202,10 @@ class PartitionSerializer(serializers.ModelSerializer):
 
     data_free = serializers.SerializerMethodField()
     row_share = serializers.SerializerMethodField()
-    is_hotspot = serializers.BooleanField(default=None, read_only=True, allow_null=True)
-    compression = serializers.JSONField(default=None, read_only=True)
+    is_hotspot = serializers.SerializerMethodField()
+    compression = serializers.SerializerMethodField()
+    write_share = serializers.SerializerMethodField()
+    read_share = serializers.SerializerMethodField()
 
     class Meta:
         model = Partition
@@ -133,6 +226,8 @@ class PartitionSerializer(serializers.ModelSerializer):
             "row_share",
             "is_hotspot",
             "compression",
+            "write_share",
+            "read_share",
             "stats_updated_at",
             "modified_counter",
             "autoinc",
@@ -151,6 +246,26 @@ class PartitionSerializer(serializers.ModelSerializer):
 
     def get_row_share(self, partition: Partition) -> float | None:
         return row_share(partition.rows, self.context.get("table_rows"))
+
+    def _health(self, partition: Partition) -> dict:
+        figures = getattr(partition, "_health_figures", None)
+        if figures is None:
+            table, page_size = self.context["table"], self.context.get("page_size", 16384)
+            figures = partition._health_figures = partition_figures(partition, table, page_size)
+        return figures
+
+    def get_is_hotspot(self, partition: Partition) -> bool:
+        return self._health(partition)["is_hotspot"]
+
+    @extend_schema_field(OpenApiTypes.OBJECT)
+    def get_compression(self, partition: Partition) -> dict | None:
+        return self._health(partition)["compression"]
+
+    def get_write_share(self, partition: Partition) -> float | None:
+        return self._health(partition)["write_share"]
+
+    def get_read_share(self, partition: Partition) -> float | None:
+        return self._health(partition)["read_share"]
 
 
 class HistoryQuery(serializers.Serializer):

@@ -1,9 +1,10 @@
+from django.urls import path
 from rest_framework.routers import DefaultRouter
 
-from partdash.api.views import ServerViewSet, TableViewSet
+from partdash.api.views import FindingsView, ServerViewSet, TableViewSet
 
 router = DefaultRouter()
 router.register("servers", ServerViewSet)
 router.register("tables", TableViewSet, basename="table")
 
-urlpatterns = router.urls
+urlpatterns = [path("findings/", FindingsView.as_view(), name="findings"), *router.urls]

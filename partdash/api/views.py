@@ -2,27 +2,57 @@
 
 from datetime import timedelta
 
-from django.db.models import Q, Sum
 from django.shortcuts import get_object_or_404
 from django.utils import timezone
 from drf_spectacular.utils import OpenApiParameter, extend_schema, inline_serializer
 from rest_framework import mixins, serializers, status, viewsets
 from rest_framework.decorators import action
 from rest_framework.response import Response
+from rest_framework.views import APIView
 
 from partdash.api.serializers import (
     HistoryQuery,
     PartitionSerializer,
     ServerSerializer,
+    TableDetailSerializer,
     TableSerializer,
+    worst_findings,
 )
 from partdash.collector.scheduling import request_poll
+from partdash.health.compression import failure_rate
+from partdash.health.pressure import as_number
+from partdash.metrics.analysis import capabilities, latest_snapshot
 from partdash.metrics.history import METRICS, table_history
 from partdash.metrics.models import PartitionedTable
 from partdash.servers.models import Server
 
 QUEUED = inline_serializer(
     "PollQueued", {"queued": serializers.BooleanField(), "detail": serializers.CharField()}
+)
+SERVER_HEALTH = inline_serializer(
+    "ServerHealth",
+    {
+        "snapshot_at": serializers.DateTimeField(allow_null=True),
+        "capabilities": serializers.ListField(child=serializers.DictField()),
+        "pressure": serializers.DictField(allow_null=True),
+        "innodb_cmp": serializers.ListField(child=serializers.DictField()),
+        "warnings": serializers.ListField(child=serializers.CharField()),
+    },
+)
+FINDINGS = inline_serializer(
+    "Finding",
+    {
+        "server_id": serializers.IntegerField(),
+        "server": serializers.CharField(),
+        "table_id": serializers.IntegerField(),
+        "schema": serializers.CharField(),
+        "table": serializers.CharField(),
+        "kind": serializers.CharField(),
+        "severity": serializers.CharField(),
+        "score": serializers.FloatField(),
+        "message": serializers.CharField(),
+    },
+    many=True,
 )
 HISTORY = inline_serializer(
     "History",
@@ -32,17 +62,10 @@ HISTORY = inline_serializer(
         "points": serializers.ListField(child=serializers.ListField()),
     },
 )
-LIVE = Q(partitions__dropped_at=None)
 
 
-def tables_with_totals(queryset):
-    """Live tables, each annotated with sums over its live partitions."""
-    return queryset.filter(dropped_at=None).annotate(
-        total_rows=Sum("partitions__rows", filter=LIVE),
-        total_data_bytes=Sum("partitions__data_bytes", filter=LIVE),
-        total_index_bytes=Sum("partitions__index_bytes", filter=LIVE),
-        total_file_bytes=Sum("partitions__file_bytes", filter=LIVE),
-    )
+def live_tables(queryset):
+    return queryset.filter(dropped_at=None).select_related("server")
 
 
 class ServerViewSet(viewsets.ModelViewSet):
@@ -70,22 +93,48 @@ class ServerViewSet(viewsets.ModelViewSet):
     @action(detail=True, methods=["get"])
     def tables(self, request, pk=None) -> Response:
         server = self.get_object()
-        tables = tables_with_totals(PartitionedTable.objects.filter(server=server))
+        tables = live_tables(PartitionedTable.objects.filter(server=server))
         return Response(TableSerializer(tables, many=True).data)
+
+    @extend_schema(responses=SERVER_HEALTH)
+    @action(detail=True, methods=["get"])
+    def health(self, request, pk=None) -> Response:
+        """Capabilities, pressure and server-wide compression as of the latest poll."""
+        server = self.get_object()
+        snapshot = latest_snapshot(server.pk)
+        health = (snapshot.health if snapshot else None) or {}
+        cmp_rows = [
+            {
+                **row,
+                "failure_rate": failure_rate(row.get("compress_ops"), row.get("compress_ops_ok")),
+            }
+            for row in (snapshot.innodb_cmp if snapshot else [])
+        ]
+        return Response(
+            {
+                "snapshot_at": snapshot.taken_at if snapshot else None,
+                "capabilities": capabilities(snapshot),
+                "pressure": health or None,
+                "innodb_cmp": cmp_rows,
+                "warnings": snapshot.warnings if snapshot else [],
+            }
+        )
 
 
 class TableViewSet(mixins.RetrieveModelMixin, viewsets.GenericViewSet):
-    serializer_class = TableSerializer
+    serializer_class = TableDetailSerializer
 
     def get_queryset(self):
-        return tables_with_totals(PartitionedTable.objects.all())
+        return live_tables(PartitionedTable.objects.all())
 
     @extend_schema(responses=PartitionSerializer(many=True))
     @action(detail=True, methods=["get"])
     def partitions(self, request, pk=None) -> Response:
         table = self.get_object()
         partitions = table.partitions.filter(dropped_at=None)
-        context = {"table_rows": table.total_rows}
+        snapshot = latest_snapshot(table.server_id)
+        page_size = as_number((snapshot.variables if snapshot else {}).get("innodb_page_size"))
+        context = {"table_rows": table.total_rows, "table": table, "page_size": page_size or 16384}
         return Response(PartitionSerializer(partitions, many=True, context=context).data)
 
     @extend_schema(
@@ -102,3 +151,20 @@ class TableViewSet(mixins.RetrieveModelMixin, viewsets.GenericViewSet):
         table = get_object_or_404(PartitionedTable, pk=pk)
         since = query.validated_data.get("since") or timezone.now() - timedelta(hours=24)
         return Response(table_history(table, query.validated_data["metric"], since))
+
+
+class FindingsView(APIView):
+    """The worst findings across the fleet, worst first (`?limit=`, default 50)."""
+
+    @extend_schema(
+        parameters=[OpenApiParameter("limit", int, description="at most this many (1-500)")],
+        responses=FINDINGS,
+    )
+    def get(self, request) -> Response:
+        try:
+            limit = int(request.query_params.get("limit", 50))
+        except ValueError:
+            return Response({"limit": ["a whole number is required"]}, status.HTTP_400_BAD_REQUEST)
+        if not 1 <= limit <= 500:
+            return Response({"limit": ["must be between 1 and 500"]}, status.HTTP_400_BAD_REQUEST)
+        return Response(worst_findings(PartitionedTable.objects.all(), limit))

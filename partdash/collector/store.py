@@ -12,6 +12,7 @@ from django.utils import timezone
 from partdash.collector.collect import Collection, TableKey
 from partdash.collector.sources.definitions import TableDefinition
 from partdash.health.counters import counter_delta
+from partdash.metrics.analysis import analyse_server
 from partdash.metrics.models import (
     SAMPLED_FIGURES as SAMPLED,
 )
@@ -127,6 +128,7 @@ class PollStore:
         self.now = timezone.now()
         self.tables: dict[TableKey, PartitionedTable] = {}
         self.previous_poll_at: datetime | None = None
+        self.changed_tables: set[int] = set()
         # Partitions were added or dropped this poll: what is remembered is stale.
         self.reshaped = bool(collection.definitions)
 
@@ -254,6 +256,7 @@ class PollStore:
                 stored += _insert_samples(samples)
         stored += _insert_samples(samples)
         self._write_updates(updates)
+        self.changed_tables = {table_id for table_id, _ in updated_keys}
         self._remember(snapshot, previous, list(zip(updated_keys, updates, strict=True)))
         return len(updates), stored
 
@@ -316,6 +319,8 @@ class PollStore:
             snapshot = self._snapshot()
             changed, stored = self._store_figures(snapshot, last)
             ServerSnapshot.objects.filter(pk=snapshot.pk).update(changed=changed)
+            touched = self.changed_tables | {self.tables[k].pk for k in collection.definitions}
+            analyse_server(self.server, snapshot, None if self.reshaped else touched)
         return StoreResult(snapshot, len(collection.partitions), changed, stored)
 
     def _snapshot(self) -> ServerSnapshot:

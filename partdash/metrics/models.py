@@ -48,6 +48,7 @@ class ServerSnapshot(models.Model):
     files_cover_partitions = models.BooleanField(default=False)
     warnings = models.JSONField(default=list)
     seconds = models.FloatField(default=0)
+    health = models.JSONField(default=dict)  # server pressure, by partdash.metrics.analysis
 
     class Meta:
         ordering = ["-taken_at"]
@@ -74,6 +75,15 @@ class PartitionedTable(models.Model):
     first_seen_at = models.DateTimeField()
     definitions_read_at = models.DateTimeField(null=True)
     dropped_at = models.DateTimeField(null=True, blank=True)
+    # Written by `partdash.metrics.analysis` after each poll, so lists read one row per
+    # table: totals over live partitions, the health figures and findings, their score.
+    total_rows = models.BigIntegerField(null=True)
+    total_data_bytes = models.BigIntegerField(null=True)
+    total_index_bytes = models.BigIntegerField(null=True)
+    total_file_bytes = models.BigIntegerField(null=True)
+    health = models.JSONField(default=dict)
+    score = models.FloatField(default=0, db_index=True)
+    analysed_at = models.DateTimeField(null=True)
 
     class Meta:
         ordering = ["schema", "name"]

@@ -1,0 +1,126 @@
+"""What a DBA should look at first: each table's health turned into findings with a
+severity and a score, so tables rank across a fleet (the higher the score, the worse).
+
+Scores: a critical finding is worth 100 plus its excess, a warning 10 plus its excess,
+where the excess says how far past its limit the figure is (capped at 50). Runway that
+has run out (rows already in the catch-all, or the last bound in the past) is critical;
+less than `RUNWAY_CRITICAL_DAYS` days is critical, less than `RUNWAY_WARNING_DAYS` a
+warning.
+"""
+
+from dataclasses import dataclass
+from typing import Literal
+
+from partdash.health.compression import Compression
+from partdash.health.hotspots import Hotspots
+from partdash.health.runway import Runway
+from partdash.health.skew import SkewFinding
+
+RUNWAY_WARNING_DAYS = 14
+RUNWAY_CRITICAL_DAYS = 3
+# Skew this many times past its limit is critical (a HASH table at 3x the mean).
+SKEW_CRITICAL_FACTOR = 2.0
+
+Severity = Literal["warning", "critical"]
+Kind = Literal["skew", "hotspot", "runway", "compression", "fragmentation", "staleness"]
+
+
+@dataclass(frozen=True, slots=True)
+class Finding:
+    kind: Kind
+    severity: Severity
+    score: float
+    message: str
+
+
+def _score(severity: Severity, excess: float) -> float:
+    return (100.0 if severity == "critical" else 10.0) + min(max(excess, 0.0), 50.0)
+
+
+def skew_finding(finding: SkewFinding | None) -> Finding | None:
+    if finding is None or not finding.is_finding or finding.skew is None:
+        return None
+    ratio = finding.skew.max_mean_ratio / (finding.threshold or 1.0)
+    severity: Severity = "critical" if ratio >= SKEW_CRITICAL_FACTOR else "warning"
+    largest = f" ({finding.largest} is the largest)" if finding.largest else ""
+    return Finding("skew", severity, _score(severity, ratio - 1), finding.reason + largest)
+
+
+def hotspot_finding(hotspots: Hotspots | None, method: str) -> Finding | None:
+    """Hot partitions are a finding where the method promises even load (HASH, KEY,
+    LIST); all writes going to the newest RANGE partition is how time ranges work, and
+    is shown but not raised."""
+    if hotspots is None or not hotspots.hot:
+        return None
+    if (method or "").upper().startswith("RANGE"):
+        return None
+    share = max(hotspots.shares.get(name, 0.0) for name in hotspots.hot)
+    read_share = max(hotspots.read_shares.get(name, 0.0) for name in hotspots.hot)
+    names = ", ".join(hotspots.hot[:5])
+    return Finding(
+        "hotspot",
+        "warning",
+        _score("warning", max(share, read_share) * 10),
+        f"hot partitions {names}: up to {max(share, read_share):.0%} of the table's "
+        f"{'I/O' if hotspots.source == 'io' else hotspots.source + ' growth'} in the window",
+    )
+
+
+def runway_finding(runway: Runway | None) -> Finding | None:
+    if runway is None or runway.days_left is None:
+        return None
+    days = runway.days_left
+    if runway.catchall_rows:
+        message = (
+            f"{runway.catchall_rows:,} rows already in the catch-all partition: add "
+            "partitions (REORGANIZE PARTITION the catch-all) now"
+        )
+        return Finding("runway", "critical", _score("critical", 50), message)
+    if days <= RUNWAY_CRITICAL_DAYS:
+        severity: Severity = "critical"
+    elif days <= RUNWAY_WARNING_DAYS:
+        severity = "warning"
+    else:
+        return None
+    left = "the last bounded partition is already past" if days <= 0 else f"{days:g} days left"
+    return Finding(
+        "runway",
+        severity,
+        _score(severity, RUNWAY_WARNING_DAYS - days),
+        f"{left} before rows reach the catch-all partition (or inserts fail without one)",
+    )
+
+
+def compression_finding(compression: Compression | None) -> Finding | None:
+    if compression is None or not compression.is_finding:
+        return None
+    excess = (compression.failure_rate or 0) * 100
+    return Finding("compression", "warning", _score("warning", excess), compression.verdict)
+
+
+def fragmentation_finding(fragmented: int, free_bytes: int) -> Finding | None:
+    if not fragmented:
+        return None
+    return Finding(
+        "fragmentation",
+        "warning",
+        _score("warning", free_bytes / (1 << 30)),
+        f"{fragmented} partition(s) with over a quarter of their file free "
+        f"(~{free_bytes / (1 << 20):,.0f} MiB estimated): OPTIMIZE or REBUILD PARTITION",
+    )
+
+
+def staleness_finding(stale: int) -> Finding | None:
+    if not stale:
+        return None
+    return Finding(
+        "staleness",
+        "warning",
+        _score("warning", stale / 10),
+        f"{stale} partition(s) changed by over 20% since their statistics were computed: "
+        "ANALYZE TABLE ... ANALYZE PARTITION",
+    )
+
+
+def table_score(findings: list[Finding]) -> float:
+    return sum(f.score for f in findings)
