@@ -1,6 +1,9 @@
-// Fetching the JSON API with the session cookie, and small formatting helpers.
+// Fetching the JSON API with the session cookie.
 
-export async function getJSON(url) {
+export const API = "/api/v1";
+
+export async function getJSON(path) {
+  const url = path.startsWith("/") ? path : `${API}/${path}`;
   const response = await fetch(url, { credentials: "same-origin", headers: { Accept: "application/json" } });
   if (!response.ok) {
     throw new Error(`${url}: HTTP ${response.status}`);
@@ -8,13 +11,8 @@ export async function getJSON(url) {
   return response.json();
 }
 
-export function localTime(iso) {
-  return iso ? new Date(iso).toLocaleString() : "never";
-}
-
-export function cell(text, className = "") {
-  const td = document.createElement("td");
-  td.textContent = text ?? "—";
-  if (className) td.className = className;
-  return td;
-}
+export const urls = {
+  serverPage: (id) => `/servers/${id}/`,
+  tablePage: (id) => `/tables/${id}/`,
+  serverAdmin: (id) => `/admin/servers/server/${id}/change/`,
+};

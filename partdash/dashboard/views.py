@@ -1,18 +1,45 @@
 """Server-rendered pages; each loads one small JS module that reads the JSON API."""
 
 from django.contrib.auth.decorators import login_required
-from django.shortcuts import redirect, render
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import get_object_or_404, redirect, render
 from django.templatetags.static import static
 
+from partdash.metrics.models import PartitionedTable
 from partdash.servers.models import Server
+
+TABLES_PER_PAGE = 50
+
+
+def page_size(request: HttpRequest) -> int:
+    """Rows per page of a client-side table: `?page_size=N` (1 to 1000), else 50."""
+    try:
+        size = int(request.GET.get("page_size", TABLES_PER_PAGE))
+    except ValueError:
+        return TABLES_PER_PAGE
+    return size if 1 <= size <= 1000 else TABLES_PER_PAGE
 
 
 @login_required
-def fleet(request):
-    """Every monitored server at a glance."""
+def fleet(request: HttpRequest) -> HttpResponse:
+    """Every monitored server at a glance, then the worst tables across the fleet."""
     return render(request, "dashboard/fleet.html", {"server_count": Server.objects.count()})
 
 
-def favicon(request):
+@login_required
+def server(request: HttpRequest, server_id: int) -> HttpResponse:
+    """One server: capabilities, pressure and its partitioned tables."""
+    context = {"server": get_object_or_404(Server, pk=server_id), "page_size": page_size(request)}
+    return render(request, "dashboard/server.html", context)
+
+
+@login_required
+def table(request: HttpRequest, table_id: int) -> HttpResponse:
+    """One partitioned table: skew, per-partition sizes and activity, compression, runway."""
+    partitioned = get_object_or_404(PartitionedTable.objects.select_related("server"), pk=table_id)
+    return render(request, "dashboard/table.html", {"table": partitioned})
+
+
+def favicon(request: HttpRequest) -> HttpResponse:
     """Browsers ask for /favicon.ico on every page, the admin's included."""
     return redirect(static("favicon.svg"), permanent=True)

@@ -1,38 +1,88 @@
-// Fleet page: one row per server from /api/v1/servers/.
-import { cell, getJSON, localTime } from "../api.js";
+// Fleet page: one row per server from /api/v1/servers/, then the worst tables fleet-wide.
+import { getJSON, urls } from "../api.js";
+import { cell, code, el, link } from "../dom.js";
+import { findingList, severityBadge } from "../findings.js";
+import { age, count, localTime, number } from "../format.js";
 
-function serverRow(server) {
-  const row = document.createElement("tr");
-  row.dataset.server = server.name;
-  const name = cell("");
-  const link = document.createElement("a");
-  link.href = `/admin/servers/server/${server.id}/change/`;
-  link.textContent = server.name;
-  name.append(link);
-  row.append(
-    name,
-    cell(`${server.host}:${server.port}`),
-    cell(server.version || "—"),
-    cell(server.status, `status status-${server.status}`),
-    cell(localTime(server.last_poll_at)),
-    cell(server.partitioned_tables),
-    cell(server.partitions),
-    cell(server.last_error || ""),
-  );
-  return row;
+const REFRESH_MS = 15000;
+
+function problems(server) {
+  if (!server.enabled) return el("span", { className: "empty" }, "Disabled: never polled.");
+  if (server.status === "never") {
+    return el(
+      "span",
+      { className: "empty never-polled" },
+      "Not polled yet. It is polled within its interval; to poll now run ",
+      code(`manage.py poll ${server.name}`),
+      ".",
+    );
+  }
+  const findings = findingList(server.findings, "No findings.");
+  if (!server.last_error) return findings;
+  return [el("div", { className: "last-error" }, server.last_error), findings];
 }
 
-async function refresh(table) {
-  const servers = await getJSON(table.dataset.api);
-  const body = table.querySelector("tbody");
+function serverRow(server) {
+  const name = [
+    link(urls.serverPage(server.id), server.name, { className: "server-link" }),
+    " ",
+    link(urls.serverAdmin(server.id), "admin", { className: "admin-link small" }),
+  ];
+  return el(
+    "tr",
+    { dataset: { server: server.name, id: server.id } },
+    cell(name),
+    cell(`${server.host}:${server.port}`),
+    cell(server.version ? `${server.flavor} ${server.version}` : "—"),
+    cell(server.status, `status status-${server.status}`),
+    el("td", { title: age(server.last_poll_at) }, localTime(server.last_poll_at)),
+    cell(count(server.partitioned_tables), "num"),
+    cell(count(server.partitions), "num"),
+    el("td", {}, problems(server)),
+  );
+}
+
+function worstTable(finding) {
+  return el(
+    "li",
+    { dataset: { tableId: finding.table_id, kind: finding.kind } },
+    severityBadge(finding.severity),
+    " ",
+    link(urls.tablePage(finding.table_id), `${finding.schema}.${finding.table}`, { className: "table-link" }),
+    " on ",
+    link(urls.serverPage(finding.server_id), finding.server),
+    " ",
+    el("strong", {}, finding.kind),
+    el("span", { className: "score", title: "score" }, ` (${number(finding.score)})`),
+    ": ",
+    finding.message,
+  );
+}
+
+async function refreshServers(body) {
+  const servers = await getJSON("servers/");
   body.replaceChildren(...servers.map(serverRow));
 }
 
-const table = document.getElementById("servers");
-if (table) {
-  const load = () => refresh(table).catch((error) => {
-    table.querySelector("tbody").replaceChildren(cell(`Cannot load servers: ${error.message}`));
-  });
+async function refreshWorst(list) {
+  const findings = await getJSON("findings/?limit=50");
+  const empty = el("li", { className: "empty" }, "No findings: every polled table looks healthy.");
+  list.replaceChildren(...(findings.length ? findings.map(worstTable) : [empty]));
+}
+
+function keepFresh(node, refresh, what) {
+  const load = () =>
+    refresh(node).catch((error) => {
+      const message = el("span", { className: "error" }, `Cannot load ${what}: ${error.message}`);
+      const item = node.tagName === "TBODY" ? el("tr", {}, el("td", { colSpan: 8 }, message)) : el("li", {}, message);
+      node.replaceChildren(item);
+    });
   load();
-  setInterval(load, 15000);
+  setInterval(load, REFRESH_MS);
+}
+
+const servers = document.getElementById("servers");
+if (servers) {
+  keepFresh(servers.querySelector("tbody"), refreshServers, "servers");
+  keepFresh(document.getElementById("worst-tables"), refreshWorst, "findings");
 }

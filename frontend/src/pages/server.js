@@ -1,0 +1,103 @@
+// Server page: header, capability and pressure panels, and its tables (sort, filter, pages).
+import { getJSON, urls } from "../api.js";
+import { code, el, estimate, link, show } from "../dom.js";
+import { severityBadge } from "../findings.js";
+import { age, bytes, count, localTime, number } from "../format.js";
+import { Grid } from "../grid.js";
+import { capabilityPanel, PERFORMANCE_SCHEMA, pressurePanel } from "../health.js";
+
+const root = document.getElementById("server-page");
+const serverId = root.dataset.serverId;
+
+const asOf = (table) => table.skew?.as_of ?? table.runway?.as_of ?? table.analysed_at;
+const worst = (table) => table.findings?.[0];
+
+const COLUMNS = [
+  { key: "table", label: "Table", value: (t) => `${t.schema}.${t.name}`,
+    render: (t) => link(urls.tablePage(t.id), `${t.schema}.${t.name}`, { className: "table-link" }) },
+  { key: "method", label: "Method", value: (t) => t.method, render: (t) => t.method },
+  { key: "partitions", label: "Partitions", className: "num", value: (t) => t.partition_count, render: (t) => count(t.partition_count) },
+  { key: "rows", label: "Rows", className: "num", value: (t) => t.rows, render: (t) => estimate(count(t.rows), asOf(t)) },
+  { key: "data", label: "Data", className: "num", value: (t) => t.data_bytes, render: (t) => estimate(bytes(t.data_bytes), asOf(t)) },
+  { key: "index", label: "Index", className: "num", value: (t) => t.index_bytes, render: (t) => bytes(t.index_bytes) },
+  { key: "file", label: "On disk", className: "num", value: (t) => t.file_bytes, render: (t) => bytes(t.file_bytes) },
+  { key: "skew", label: "Skew (max/mean)", className: "num", value: (t) => t.skew?.max_mean_ratio, render: (t) => number(t.skew?.max_mean_ratio) },
+  { key: "hotspots", label: "Hot partitions", value: (t) => t.hotspots?.length ?? 0, render: (t) => t.hotspots?.join(", ") || "—" },
+  { key: "runway", label: "Runway (days)", className: "num", value: (t) => t.runway?.days_left, render: (t) => number(t.runway?.days_left) },
+  { key: "score", label: "Findings", value: (t) => t.score ?? 0,
+    render: (t) => (worst(t) ? [severityBadge(worst(t).severity), " ", t.findings.map((f) => f.kind).join(", ")] : "") },
+];
+
+function renderHeader(server) {
+  const status = document.getElementById("server-status");
+  status.textContent = server.status;
+  status.className = `status status-${server.status}`;
+  const fact = (term, value, title) => [el("dt", {}, term), el("dd", { title }, value)];
+  show("server-facts",
+    ...fact("Address", `${server.host}:${server.port}`),
+    ...fact("Flavour", server.flavor || "—"),
+    ...fact("Version", server.version || "—"),
+    ...fact("Last poll", localTime(server.last_poll_at), age(server.last_poll_at)),
+    ...fact("Poll interval", `${count(server.poll_interval)} s${server.enabled ? "" : " (disabled)"}`),
+  );
+}
+
+function notices(server, health) {
+  const items = [];
+  if (!server.last_poll_at) {
+    items.push(el("p", { className: "notice never-polled" },
+      "This server has not been polled yet, so there is nothing to show. It is polled within its interval; to poll now run ",
+      code(`manage.py poll ${server.name}`), " or use Poll now in the admin."));
+  }
+  if (server.last_error) items.push(el("p", { className: "notice last-error" }, server.last_error));
+  const ps = health?.capabilities?.find((item) => item.name === PERFORMANCE_SCHEMA);
+  if (ps && !ps.ok) {
+    items.push(el("p", { className: "notice ps-off" },
+      "performance_schema is off: per-partition read and write rates are not available, so hot partitions are ",
+      "found from row growth between polls instead. To measure I/O, set ", code(ps.fix || "performance_schema=ON"), "."));
+  }
+  show("notices", ...items);
+}
+
+function setupFilters(grid, tables) {
+  const text = document.getElementById("table-filter");
+  const method = document.getElementById("method-filter");
+  const findingsOnly = document.getElementById("findings-only");
+  const methods = [...new Set(tables.map((t) => t.method))].sort();
+  method.append(...methods.map((m) => el("option", { value: m }, m)));
+  const apply = () => {
+    const needle = text.value.trim().toLowerCase();
+    grid.filter((t) =>
+      `${t.schema}.${t.name}`.toLowerCase().includes(needle) &&
+      (!method.value || t.method === method.value) &&
+      (!findingsOnly.checked || t.findings?.length > 0));
+  };
+  for (const input of [text, method, findingsOnly]) input.addEventListener("input", apply);
+}
+
+function emptyTables(server) {
+  const text = server.last_poll_at
+    ? "No partitioned tables on this server (or none the monitoring user can see)."
+    : "No tables yet: the server has not been polled.";
+  show("tables", el("tbody", {}, el("tr", {}, el("td", { className: "empty" }, text))));
+}
+
+async function load() {
+  const [server, health, tables] = await Promise.all([
+    getJSON(`servers/${serverId}/`),
+    getJSON(`servers/${serverId}/health/`),
+    getJSON(`servers/${serverId}/tables/`),
+  ]);
+  renderHeader(server);
+  notices(server, health);
+  show("capabilities", capabilityPanel(health.capabilities));
+  show("pressure", pressurePanel(health));
+  if (!tables.length) return emptyTables(server);
+  const table = document.getElementById("tables");
+  const grid = new Grid(table, document.getElementById("pager"), COLUMNS, Number(root.dataset.pageSize) || 50);
+  setupFilters(grid, tables);
+  grid.sortBy("score", -1); // worst first
+  grid.setRows(tables);
+}
+
+load().catch((error) => show("notices", el("p", { className: "error" }, `Cannot load this server: ${error.message}`)));
