@@ -93,6 +93,28 @@ def report(figures: dict, naive: list[tuple[float, int]]) -> bool:
     return all("FAIL" not in note for _, _, note in checks)
 
 
+WEB_TARGETS_MS = {"list": 150, "history": 300, "page": 150}
+
+
+def report_web(results: dict) -> bool:
+    """Median and p95 per endpoint; list endpoints and pages p95 < 150 ms, a table's
+    history p95 < 300 ms."""
+    ok = True
+    for label, figures in results.items():
+        if "error" in figures:
+            print(f"{label:<66} FAIL: {figures['error']}")
+            ok = False
+            continue
+        target = WEB_TARGETS_MS[label.split(":")[0]]
+        passed = figures["p95_ms"] < target
+        ok = ok and passed
+        print(
+            f"{label:<66} median {figures['median_ms']:6.1f} ms, p95 {figures['p95_ms']:6.1f} ms"
+            f"  [target p95 < {target} ms: {verdict(passed)}]"
+        )
+    return ok
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--tables", type=int, default=500)
@@ -120,11 +142,22 @@ def main() -> int:
                 capture_output=True,
                 text=True,
             )
-        if result.returncode != 0:
-            print(result.stdout, result.stderr, sep="\n")
+            if result.returncode != 0:
+                print(result.stdout, result.stderr, sep="\n")
+                return 1
+            figures = json.loads(result.stdout.strip().splitlines()[-1])
+            polls_ok = report(figures, [tuple(n) for n in figures["naive"]])
+            print("\nAPI and pages on that store: gunicorn (2 workers x 4 threads), 8 clients")
+            web = subprocess.run(
+                [sys.executable, str(HERE / "api_bench.py"), var_dir],
+                capture_output=True,
+                text=True,
+            )
+        if web.returncode != 0:
+            print(web.stdout, web.stderr, sep="\n")
             return 1
-        figures = json.loads(result.stdout.strip().splitlines()[-1])
-        return 0 if report(figures, [tuple(n) for n in figures["naive"]]) else 1
+        web_ok = report_web(json.loads(web.stdout.strip().splitlines()[-1]))
+        return 0 if polls_ok and web_ok else 1
 
 
 if __name__ == "__main__":

@@ -325,3 +325,29 @@ def test_tags_longer_than_the_column_are_rejected(staff_api, mariadb):
     response = staff_api.post(SERVERS, new_server_body(mariadb, tags="x" * 501), format="json")
     assert response.status_code == 400
     assert "tags" in response.json()
+
+
+def test_the_fast_tables_list_matches_the_table_serializer(
+    viewer_api, make_server, mariadb, scratch_schema
+):
+    """The tables list is built from one values() query for speed; it must say exactly
+    what the serializer (and so the OpenAPI schema and the table detail) says."""
+    from partdash.api.serializers import TableSerializer
+    from partdash.metrics.models import PartitionedTable
+
+    mariadb.execute(
+        f"CREATE TABLE {scratch_schema}.h (id INT PRIMARY KEY) PARTITION BY HASH(id) PARTITIONS 4"
+    )
+    mariadb.execute(f"INSERT INTO {scratch_schema}.h SELECT seq FROM {scratch_schema}.seq_1_to_3000")
+    mariadb.execute(f"ANALYZE TABLE {scratch_schema}.h")
+    server = make_server(mariadb)
+    assert poll_server(server).ok
+    listed = viewer_api.get(f"{SERVERS}{server.pk}/tables/").json()
+    tables = PartitionedTable.objects.filter(server=server, dropped_at=None)
+    assert listed == [dict(row) for row in TableSerializer(tables, many=True).data]
+    (row,) = [r for r in listed if r["schema"] == scratch_schema]
+    assert row["rows"] == 3000 and row["partition_count"] == 4
+    assert row["skew"]["max_mean_ratio"] == pytest.approx(1.0, abs=0.01)
+    assert row["findings"] == [] and row["hotspots"] == []
+    detail = viewer_api.get(f"/api/v1/tables/{row['id']}/").json()
+    assert {k: detail[k] for k in row} == row

@@ -169,6 +169,45 @@ class TableSerializer(serializers.ModelSerializer):
         return _health("findings")(table) or []
 
 
+TABLE_COLUMNS = (
+    "id",
+    "schema",
+    "name",
+    "method",
+    "expression",
+    "subpartition_method",
+    "partition_count",
+    "total_rows",
+    "total_data_bytes",
+    "total_index_bytes",
+    "total_file_bytes",
+    "health",
+    "score",
+    "analysed_at",
+    "first_seen_at",
+    "definitions_read_at",
+)
+_RENAMED = {f"total_{name}": name for name in ("rows", "data_bytes", "index_bytes", "file_bytes")}
+
+
+def table_rows(tables) -> list[dict]:
+    """`TableSerializer`'s representation of many tables, built from one `values()`
+    query: a 500-table server's list stays well under the API's latency target."""
+    rows = []
+    for values in tables.values(*TABLE_COLUMNS):
+        health = values.pop("health") or {}
+        row = {_RENAMED.get(k, k): v for k, v in values.items()}
+        for moment in ("analysed_at", "first_seen_at", "definitions_read_at"):
+            row[moment] = row[moment].isoformat().replace("+00:00", "Z") if row[moment] else None
+        row["skew"] = health.get("skew")
+        row["hotspots"] = health.get("hotspots") or []
+        row["compression"] = health.get("compression")
+        row["runway"] = health.get("runway")
+        row["findings"] = health.get("findings") or []
+        rows.append({field: row[field] for field in TableSerializer.Meta.fields})
+    return rows
+
+
 class TableDetailSerializer(TableSerializer):
     """One table: its row in the list plus its server and the activity shares."""
 
@@ -189,7 +228,7 @@ class TableDetailSerializer(TableSerializer):
 
     @extend_schema_field(OpenApiTypes.OBJECT)
     def get_activity(self, table) -> dict | None:
-        return _health("activity")(table)
+        return table.activity
 
     @extend_schema_field(OpenApiTypes.OBJECT)
     def get_skew_bytes(self, table) -> dict | None:

@@ -16,6 +16,7 @@ from partdash.api.serializers import (
     ServerSerializer,
     TableDetailSerializer,
     TableSerializer,
+    table_rows,
     worst_findings,
 )
 from partdash.collector.scheduling import request_poll
@@ -93,8 +94,8 @@ class ServerViewSet(viewsets.ModelViewSet):
     @action(detail=True, methods=["get"])
     def tables(self, request, pk=None) -> Response:
         server = self.get_object()
-        tables = live_tables(PartitionedTable.objects.filter(server=server))
-        return Response(TableSerializer(tables, many=True).data)
+        tables = PartitionedTable.objects.filter(server=server, dropped_at=None)
+        return Response(table_rows(tables))
 
     @extend_schema(responses=SERVER_HEALTH)
     @action(detail=True, methods=["get"])

@@ -201,6 +201,7 @@ def table_health(
         "skew": _skew(skew_rows),
         "skew_bytes": _skew(skew_bytes),
         "hotspots": hotspots.hot if hotspots else [],
+        "active": hotspots is not None,
         "activity": None
         if hotspots is None
         else {
@@ -224,13 +225,13 @@ def table_health(
 
 
 def _tables_to_analyse(server, changed_tables: set[int] | None) -> list[PartitionedTable]:
-    tables = PartitionedTable.objects.filter(server=server, dropped_at=None)
+    tables = PartitionedTable.objects.filter(server=server, dropped_at=None).defer("activity")
     if changed_tables is None:
         return list(tables)
     return [
         t
         for t in tables
-        if t.pk in changed_tables or t.analysed_at is None or (t.health or {}).get("activity")
+        if t.pk in changed_tables or t.analysed_at is None or (t.health or {}).get("active")
     ]
 
 
@@ -269,6 +270,7 @@ def analyse_server(server, snapshot: ServerSnapshot, changed_tables: set[int] | 
         states = in_order(s for _, s in members)
         ids = [ordered[id(s)] for s in states]
         table.health = table_health(table, states, ids, readings, now, page_size, buffer_pool)
+        table.activity = table.health.pop("activity")
         table.score = table.health["score"]
         table.total_rows = _total(states, "rows")
         table.total_data_bytes = _total(states, "data_bytes")
@@ -279,6 +281,7 @@ def analyse_server(server, snapshot: ServerSnapshot, changed_tables: set[int] | 
         tables,
         [
             "health",
+            "activity",
             "score",
             "total_rows",
             "total_data_bytes",
@@ -394,7 +397,7 @@ def partition_figures(partition: Partition, table: PartitionedTable, page_size: 
     """Per-partition health for the API: compression, and its shares of the table's
     activity in the window."""
     state = PartitionState.from_object(partition)
-    activity = (table.health or {}).get("activity") or {}
+    activity = table.activity or {}
     label = state.label
     compression = partition_compression(state, table.create_options, page_size)
     return {

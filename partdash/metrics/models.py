@@ -82,6 +82,7 @@ class PartitionedTable(models.Model):
     total_index_bytes = models.BigIntegerField(null=True)
     total_file_bytes = models.BigIntegerField(null=True)
     health = models.JSONField(default=dict)
+    activity = models.JSONField(null=True)  # shares of the window's I/O, per partition
     score = models.FloatField(default=0, db_index=True)
     analysed_at = models.DateTimeField(null=True)
 

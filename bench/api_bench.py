@@ -1,0 +1,162 @@
+"""The API and page side of `make bench`: response times on the metadata store the poll
+benchmark filled (64,000 partitions), served by gunicorn as `make up` runs it, under a
+concurrent client. Prints one JSON object: per endpoint, median and p95 in ms.
+
+Usage: api_bench.py VAR_DIR
+"""
+
+import json
+import os
+import secrets
+import socket
+import statistics
+import subprocess
+import sys
+import time
+import urllib.request
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+CLIENTS = 8  # concurrent requests in flight
+REQUESTS = 200  # per endpoint
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def production_env(var_dir: Path) -> dict:
+    from cryptography.fernet import Fernet
+
+    return {
+        **os.environ,
+        "DEBUG": "0",
+        "PARTDASH_HTTPS": "0",  # plain HTTP on 127.0.0.1, as `make up` serves it
+        "SECRET_KEY": secrets.token_urlsafe(50),
+        "PARTDASH_ENCRYPTION_KEYS": Fernet.generate_key().decode(),
+        "PARTDASH_VAR_DIR": str(var_dir),
+        "DJANGO_SETTINGS_MODULE": "partdash.settings",
+    }
+
+
+def credentials(env: dict) -> tuple[str, str, int, int]:
+    """A staff user's API token and session cookie, and the server and a table to ask for."""
+    os.environ.update(env)
+    import django
+
+    django.setup()
+    from django.contrib.auth import get_user_model
+    from django.core.management import call_command
+
+    call_command("collectstatic", "--noinput", verbosity=0)  # DEBUG=0 serves the manifest
+    from django.test import Client
+    from rest_framework.authtoken.models import Token
+
+    from partdash.metrics.models import PartitionedTable
+    from partdash.servers.models import Server
+
+    user, _ = get_user_model().objects.get_or_create(
+        username="bench", defaults={"is_staff": True, "is_superuser": True}
+    )
+    token, _ = Token.objects.get_or_create(user=user)
+    client = Client()
+    client.force_login(user)
+    server = Server.objects.get(name="bench")
+    table = PartitionedTable.objects.filter(server=server).order_by("name").first()
+    return token.key, client.cookies["sessionid"].value, server.pk, table.pk
+
+
+def timed_get(url: str, headers: dict) -> float:
+    started = time.monotonic()
+    with urllib.request.urlopen(urllib.request.Request(url, headers=headers), timeout=60) as r:
+        r.read()
+        if r.status != 200:
+            raise RuntimeError(f"{url}: HTTP {r.status}")
+    return (time.monotonic() - started) * 1000
+
+
+def measure(url: str, headers: dict) -> dict:
+    timed_get(url, headers)  # warm: the first request loads code and fills caches
+    with ThreadPoolExecutor(CLIENTS) as pool:
+        times = sorted(pool.map(lambda _: timed_get(url, headers), range(REQUESTS)))
+    return {
+        "median_ms": statistics.median(times),
+        "p95_ms": times[int(len(times) * 0.95) - 1],
+        "requests": len(times),
+    }
+
+
+def main() -> None:
+    var_dir = Path(sys.argv[1])
+    env = production_env(var_dir)
+    token, session, server_id, table_id = credentials(env)
+    port = free_port()
+    web = subprocess.Popen(
+        [
+            str(Path(sys.executable).parent / "gunicorn"),
+            "partdash.wsgi",
+            "--bind",
+            f"127.0.0.1:{port}",
+            "--workers",
+            "2",
+            "--threads",
+            "4",
+        ],
+        cwd=ROOT,
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        base = f"http://127.0.0.1:{port}"
+        for _ in range(100):
+            try:
+                timed_get(f"{base}/api/v1/", {"Authorization": f"Token {token}"})
+                break
+            except OSError:
+                time.sleep(0.2)
+        api = {"Authorization": f"Token {token}"}
+        page = {"Cookie": f"sessionid={session}"}
+        endpoints = {
+            "list: GET /api/v1/servers/": ("/api/v1/servers/", api),
+            "list: GET /api/v1/servers/{id}/tables/ (500 tables)": (
+                f"/api/v1/servers/{server_id}/tables/",
+                api,
+            ),
+            "list: GET /api/v1/tables/{id}/partitions/ (128)": (
+                f"/api/v1/tables/{table_id}/partitions/",
+                api,
+            ),
+            "list: GET /api/v1/findings/": ("/api/v1/findings/", api),
+            "list: GET /api/v1/servers/{id}/health/": (f"/api/v1/servers/{server_id}/health/", api),
+            "history: GET /api/v1/tables/{id}/history/ rows": (
+                f"/api/v1/tables/{table_id}/history/?metric=rows",
+                api,
+            ),
+            "history: GET /api/v1/tables/{id}/history/ write_bytes_per_s": (
+                f"/api/v1/tables/{table_id}/history/?metric=write_bytes_per_s",
+                api,
+            ),
+            "page: GET / (fleet)": ("/", page),
+            "page: GET /servers/{id}/": (f"/servers/{server_id}/", page),
+            "page: GET /tables/{id}/": (f"/tables/{table_id}/", page),
+        }
+        results = {}
+        for label, (path, headers) in endpoints.items():
+            try:
+                results[label] = measure(base + path, headers)
+            except (OSError, RuntimeError) as exc:
+                results[label] = {"error": str(exc).splitlines()[0]}
+        print(json.dumps(results))
+    finally:
+        web.terminate()
+        web.wait(timeout=30)
+
+
+if __name__ == "__main__":
+    main()
