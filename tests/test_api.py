@@ -338,7 +338,9 @@ def test_the_fast_tables_list_matches_the_table_serializer(
     mariadb.execute(
         f"CREATE TABLE {scratch_schema}.h (id INT PRIMARY KEY) PARTITION BY HASH(id) PARTITIONS 4"
     )
-    mariadb.execute(f"INSERT INTO {scratch_schema}.h SELECT seq FROM {scratch_schema}.seq_1_to_3000")
+    mariadb.execute(
+        f"INSERT INTO {scratch_schema}.h SELECT seq FROM {scratch_schema}.seq_1_to_3000"
+    )
     mariadb.execute(f"ANALYZE TABLE {scratch_schema}.h")
     server = make_server(mariadb)
     assert poll_server(server).ok
