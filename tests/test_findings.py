@@ -1,0 +1,54 @@
+"""The findings and scores that rank tables across the fleet (pure functions)."""
+
+from datetime import date
+
+import pytest
+
+from partdash.health import findings as rules
+from partdash.health.hotspots import Hotspots
+from partdash.health.runway import Runway
+from partdash.health.skew import Skew, SkewFinding
+
+
+def runway(days_left, catchall_rows=0) -> Runway:
+    return Runway(days_left, catchall_rows, 0, date(2026, 12, 1), None, None, "date")
+
+
+def test_rows_in_the_catch_all_are_critical_and_outrank_a_runway_warning():
+    spilled = rules.runway_finding(runway(0, catchall_rows=1200))
+    soon = rules.runway_finding(runway(10))
+    assert spilled.severity == "critical" and "1,200 rows" in spilled.message
+    assert soon.severity == "warning" and "10 days left" in soon.message
+    assert spilled.score > soon.score
+
+
+@pytest.mark.parametrize(
+    ("days", "severity"),
+    [(0, "critical"), (3, "critical"), (4, "warning"), (14, "warning"), (15, None), (None, None)],
+)
+def test_runway_thresholds(days, severity):
+    finding = rules.runway_finding(runway(days))
+    assert (finding.severity if finding else None) == severity
+
+
+def skew(ratio: float, is_finding: bool) -> SkewFinding:
+    return SkewFinding(Skew(ratio, 0.5, 0.3), ["p0", "p1"], is_finding, "r", "rows", "p0", 1.5)
+
+
+def test_skew_twice_past_its_limit_is_critical():
+    assert rules.skew_finding(skew(1.6, True)).severity == "warning"
+    assert rules.skew_finding(skew(3.0, True)).severity == "critical"
+    assert rules.skew_finding(skew(1.2, False)) is None
+
+
+def test_a_hot_newest_range_partition_is_shown_but_not_raised():
+    hot = Hotspots("io", {"p1": 0.05, "p2": 0.95}, {}, ["p2"], False)
+    assert rules.hotspot_finding(hot, "RANGE") is None
+    raised = rules.hotspot_finding(hot, "HASH")
+    assert raised.kind == "hotspot" and "p2" in raised.message and "95%" in raised.message
+
+
+def test_scores_add_up_and_a_healthy_table_scores_zero():
+    found = [rules.runway_finding(runway(2)), rules.skew_finding(skew(1.6, True))]
+    assert rules.table_score(found) == pytest.approx(sum(f.score for f in found))
+    assert rules.table_score([]) == 0
