@@ -18,6 +18,7 @@ export const COLOURS = {
   base: "#3b82f6",
   index: "#93c5fd",
   hot: "#b3261e",
+  hotIndex: "#f2a49f",
   ok: "#1b7f3b",
   warning: "#b36b00",
   critical: "#b3261e",

@@ -5,6 +5,7 @@ const decimals = new Intl.NumberFormat(undefined, { maximumFractionDigits: 2 });
 const dates = new Intl.DateTimeFormat(undefined, { dateStyle: "medium", timeStyle: "short" });
 const polls = new Intl.DateTimeFormat(undefined, { dateStyle: "short", timeStyle: "medium" });
 const days = new Intl.DateTimeFormat(undefined, { dateStyle: "medium" });
+const utcDays = new Intl.DateTimeFormat(undefined, { dateStyle: "medium", timeZone: "UTC" });
 const relative = new Intl.RelativeTimeFormat(undefined, { numeric: "auto" });
 const BYTE_UNITS = ["B", "KiB", "MiB", "GiB", "TiB", "PiB"];
 const DASH = "—";
@@ -48,6 +49,11 @@ export function pollTime(iso) {
 
 export function localDay(date) {
   return date ? days.format(date) : DASH;
+}
+
+// A RANGE bound is a calendar day (midnight UTC here): show that day wherever the reader is.
+export function boundDay(date) {
+  return date ? utcDays.format(date) : DASH;
 }
 
 // "5 minutes ago" for an ISO time; used in titles next to absolute times.

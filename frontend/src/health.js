@@ -11,7 +11,14 @@ function capability(item) {
     mark, " ", el("strong", {}, item.name), item.detail ? ` — ${item.detail}` : "", fix);
 }
 
-export function capabilityPanel(capabilities) {
+// The latest poll's warnings, folded: the capabilities above usually say the same.
+function pollWarnings(warnings) {
+  if (!warnings?.length) return null;
+  return el("details", { className: "warnings" }, el("summary", {}, `${warnings.length} warnings from the latest poll`),
+    el("ul", {}, warnings.map((warning) => el("li", {}, warning))));
+}
+
+export function capabilityPanel(capabilities, warnings) {
   if (!capabilities?.length) return el("p", { className: "empty" }, "Not known until the first poll.");
   const off = capabilities.filter((item) => !item.ok);
   const summary = off.length
@@ -19,7 +26,7 @@ export function capabilityPanel(capabilities) {
     : el("p", { className: "ok-text" }, "Everything partdash reads is available.");
   // What is off first: that is what needs doing.
   const ordered = [...off, ...capabilities.filter((item) => item.ok)];
-  return [summary, el("ul", { className: "capabilities" }, ordered.map(capability))];
+  return [summary, el("ul", { className: "capabilities" }, ordered.map(capability)), pollWarnings(warnings)];
 }
 
 // A horizontal bar filled to `ratio` (capped at 100%) in the level's colour.
@@ -64,6 +71,5 @@ export function pressurePanel(health) {
     el("p", { className: "counts" },
       `${count(pressure.fragmented_partitions)} fragmented partitions · ${count(pressure.stale_partitions)} with stale statistics`),
     cmpTable(health.innodb_cmp),
-    health.warnings?.length ? el("ul", { className: "warnings" }, health.warnings.map((w) => el("li", {}, w))) : null,
   ];
 }

@@ -8,8 +8,17 @@ export function partitionLabel(partition) {
   return partition.subpartition ? `${partition.name}#${partition.subpartition}` : partition.name;
 }
 
-const hotColours = (partitions, colour) => partitions.map((p) => (p.is_hotspot ? COLOURS.hot : colour));
-const yScale = (log, format) => ({ type: log ? "logarithmic" : "linear", beginAtZero: !log, ticks: { callback: format } });
+const hotColours = (partitions, colour, hot = COLOURS.hot) => partitions.map((p) => (p.is_hotspot ? hot : colour));
+// On a log scale the smallest bar needs room below it, or it has no height at all.
+function logFloor(values) {
+  const smallest = Math.min(...values.filter((v) => v > 0));
+  return Number.isFinite(smallest) ? 10 ** Math.floor(Math.log10(smallest) - 0.0001) : 1;
+}
+
+const yScale = (log, format, values) => ({
+  type: log ? "logarithmic" : "linear", beginAtZero: !log, min: log ? logFloor(values) : undefined,
+  ticks: { callback: format },
+});
 
 export function rowsChart(canvas, partitions, log) {
   return drawChart(canvas, {
@@ -19,36 +28,46 @@ export function rowsChart(canvas, partitions, log) {
       datasets: [{ label: "rows", data: partitions.map((p) => p.rows), backgroundColor: hotColours(partitions, COLOURS.base) }],
     },
     options: {
-      scales: { y: yScale(log, (v) => count(v)) },
+      scales: { y: yScale(log, (v) => count(v), partitions.map((p) => p.rows)) },
       plugins: { legend: { display: false }, tooltip: { callbacks: { label: (c) => `${count(c.raw)} rows` } } },
     },
   });
 }
 
 export function bytesChart(canvas, partitions, log) {
-  const dataset = (label, field, colour) => ({
-    label, data: partitions.map((p) => p[field]), backgroundColor: hotColours(partitions, colour), stack: "bytes",
+  const dataset = (label, field, colour, hot) => ({
+    label, data: partitions.map((p) => p[field]), backgroundColor: hotColours(partitions, colour, hot), stack: "bytes",
   });
   return drawChart(canvas, {
     type: "bar",
     data: {
       labels: partitions.map(partitionLabel),
-      datasets: [dataset("data", "data_bytes", COLOURS.base), dataset("index", "index_bytes", COLOURS.index)],
+      datasets: [
+        dataset("data", "data_bytes", COLOURS.base, COLOURS.hot),
+        dataset("index", "index_bytes", COLOURS.index, COLOURS.hotIndex),
+      ],
     },
     options: {
-      scales: { x: { stacked: true }, y: { ...yScale(log, (v) => bytes(v)), stacked: true } },
-      plugins: { tooltip: { callbacks: { label: (c) => `${c.dataset.label}: ${bytes(c.raw)}` } } },
+      scales: { x: { stacked: true }, y: { ...yScale(log, (v) => bytes(v), partitions.map((p) => p.data_bytes)), stacked: true } },
+      // The caption says which shade is which: a legend would take the first bar's colour.
+      plugins: { legend: { display: false }, tooltip: { callbacks: { label: (c) => `${c.dataset.label}: ${bytes(c.raw)}` } } },
     },
   });
 }
 
+// A category axis keyed by position ("0", "1", ...) and showing `names`: two polls in the
+// same second share a name but must keep their own column.
+const indexAxis = (names) => ({
+  type: "category", labels: names.map((_, i) => String(i)), offset: true, grid: { display: false },
+  ticks: { callback: (_, i) => names[i] },
+});
+
 // Partition (y) by poll (x), coloured by the rate over that poll's interval.
 export function heatmap(canvas, history) {
   const times = history.points.map(([iso]) => pollTime(iso));
-  const cells = history.points.flatMap(([, ...rates], i) =>
-    rates.map((v, j) => ({ x: times[i], y: history.partitions[j], v: v ?? 0 })));
+  const cells = history.points.flatMap(([, ...rates], x) => rates.map((v, y) => ({ x: String(x), y: String(y), v: v ?? 0 })));
   const max = Math.max(0, ...cells.map((c) => c.v));
-  const size = (axis, n) => ({ chart }) => ((chart.chartArea?.[axis] ?? 0) / Math.max(n, 1)) - 1;
+  const size = (axis, n) => ({ chart }) => (chart.chartArea?.[axis] ?? 0) / Math.max(n, 1) - 1;
   return drawChart(canvas, {
     type: "matrix",
     data: {
@@ -63,13 +82,10 @@ export function heatmap(canvas, history) {
       }],
     },
     options: {
-      scales: {
-        x: { type: "category", labels: times, offset: true, grid: { display: false } },
-        y: { type: "category", labels: history.partitions, offset: true, grid: { display: false } },
-      },
+      scales: { x: indexAxis(times), y: indexAxis(history.partitions) },
       plugins: {
         legend: { display: false },
-        tooltip: { callbacks: { title: () => "", label: (c) => `${c.raw.y} at ${c.raw.x}: ${rate(c.raw.v)}` } },
+        tooltip: { callbacks: { title: () => "", label: (c) => `${history.partitions[+c.raw.y]} at ${times[+c.raw.x]}: ${rate(c.raw.v)}` } },
       },
     },
   });

@@ -2,7 +2,7 @@
 import { addDays, boundDate, isCatchall } from "./bounds.js";
 import { COLOURS, drawChart } from "./charts.js";
 import { el, estimate, show } from "./dom.js";
-import { count, localDay, number } from "./format.js";
+import { boundDay, count, localDay, number } from "./format.js";
 
 export const RANGE_METHODS = ["RANGE", "RANGE COLUMNS"];
 
@@ -23,7 +23,7 @@ function facts(runway, projected) {
 function boundItem(partition, date) {
   const where = isCatchall(partition.description) ? "catch-all (MAXVALUE)" : `less than ${partition.description}`;
   return el("li", { dataset: { partition: partition.name } },
-    el("strong", {}, partition.name), ` ${where}`, date ? ` (${localDay(date)})` : "", `: ${count(partition.rows)} rows`);
+    el("strong", {}, partition.name), ` ${where}`, date ? ` (${boundDay(date)})` : "", `: ${count(partition.rows)} rows`);
 }
 
 // A vertical marker at `date`, as a two-point line from 0 to `top`.

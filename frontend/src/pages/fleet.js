@@ -70,6 +70,7 @@ async function refreshWorst(list) {
   list.replaceChildren(...(findings.length ? findings.map(worstTable) : [empty]));
 }
 
+// Load now and every REFRESH_MS; the promise settles after the first load.
 function keepFresh(node, refresh, what) {
   const load = () =>
     refresh(node).catch((error) => {
@@ -77,12 +78,14 @@ function keepFresh(node, refresh, what) {
       const item = node.tagName === "TBODY" ? el("tr", {}, el("td", { colSpan: 8 }, message)) : el("li", {}, message);
       node.replaceChildren(item);
     });
-  load();
   setInterval(load, REFRESH_MS);
+  return load();
 }
 
 const servers = document.getElementById("servers");
 if (servers) {
-  keepFresh(servers.querySelector("tbody"), refreshServers, "servers");
-  keepFresh(document.getElementById("worst-tables"), refreshWorst, "findings");
+  Promise.all([
+    keepFresh(servers.querySelector("tbody"), refreshServers, "servers"),
+    keepFresh(document.getElementById("worst-tables"), refreshWorst, "findings"),
+  ]).then(() => { servers.dataset.ready = "true"; });
 }

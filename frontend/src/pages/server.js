@@ -49,7 +49,8 @@ function notices(server, health) {
       "This server has not been polled yet, so there is nothing to show. It is polled within its interval; to poll now run ",
       code(`manage.py poll ${server.name}`), " or use Poll now in the admin."));
   }
-  if (server.last_error) items.push(el("p", { className: "notice last-error" }, server.last_error));
+  // A degraded poll's reasons are the capabilities below; an unreachable one has only this.
+  if (server.status === "unreachable") items.push(el("p", { className: "notice last-error" }, server.last_error));
   const ps = health?.capabilities?.find((item) => item.name === PERFORMANCE_SCHEMA);
   if (ps && !ps.ok) {
     items.push(el("p", { className: "notice ps-off" },
@@ -90,7 +91,7 @@ async function load() {
   ]);
   renderHeader(server);
   notices(server, health);
-  show("capabilities", capabilityPanel(health.capabilities));
+  show("capabilities", capabilityPanel(health.capabilities, health.warnings));
   show("pressure", pressurePanel(health));
   if (!tables.length) return emptyTables(server);
   const table = document.getElementById("tables");
@@ -100,4 +101,7 @@ async function load() {
   grid.setRows(tables);
 }
 
-load().catch((error) => show("notices", el("p", { className: "error" }, `Cannot load this server: ${error.message}`)));
+// data-ready tells the browser tests (and anyone watching) that the first load is done.
+load()
+  .catch((error) => show("notices", el("p", { className: "error" }, `Cannot load this server: ${error.message}`)))
+  .finally(() => { root.dataset.ready = "true"; });

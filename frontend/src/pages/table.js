@@ -29,7 +29,8 @@ function showSkew(skew) {
   box.className = "";
   show("skew",
     el("dl", { className: "facts", id: "skew-facts" },
-      fact("Largest / mean", el("span", { id: "skew-ratio" }, number(skew.max_mean_ratio)), ` (finding above ${number(skew.threshold)})`),
+      fact("Largest / mean", el("span", { id: "skew-ratio" }, number(skew.max_mean_ratio)),
+        skew.threshold == null ? "" : ` (finding above ${number(skew.threshold)})`),
       fact("Coefficient of variation", number(skew.cv)),
       fact("Gini", number(skew.gini)),
       fact("Largest partition", skew.largest ?? "—"),
@@ -107,4 +108,5 @@ function fail(error) {
   show("table-findings", el("p", { className: "error" }, `Cannot load this table: ${error.message}`));
 }
 
-load().catch(fail);
+// data-ready tells the browser tests (and anyone watching) that the first load is done.
+load().catch(fail).finally(() => { root.dataset.ready = "true"; });

@@ -1,0 +1,417 @@
+"""The fleet, server and table pages in a real browser (Debian's Chromium through
+Playwright), on figures from a real poll of a private MariaDB: a skewed HASH table and a
+RANGE-by-date table with a MAXVALUE catch-all, polled three times with writes between.
+
+Each page must load without console errors, draw every chart it shows, and show the
+figures the API serves (which the API's own tests hold to the server's)."""
+
+import re
+import subprocess
+from contextlib import closing
+from dataclasses import dataclass
+from datetime import date, timedelta
+from uuid import uuid4
+
+import pytest
+
+from partdash.collector.service import poll_server
+from partdash.metrics.models import PartitionedTable
+from partdash.servers.models import Server
+from tests import test_browser
+from tests.conftest import ARTIFACTS, ROOT
+from tests.services import MariaDB
+from tests.test_browser import log_in
+
+pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
+
+# The same Chromium and page (with its console errors) as the admin's browser tests.
+browser = test_browser.browser
+page = test_browser.page
+
+HASH_PARTITIONS = 4
+# Skew is judged from 1,000 rows per partition on average; short rows keep every
+# partition within InnoDB's 20-page statistics sample, so its row estimate is exact.
+SKEWED_ROWS = 4000  # all in p0: ids that are multiples of 4
+OTHER_ROWS = 20  # in each of p1..p3
+SMALL_TABLES = 3  # KEY tables with 5, 10 and 15 rows, so sorting and paging have rows
+
+
+@pytest.fixture(scope="session", autouse=True)
+def built_frontend():
+    """The pages load the bundles from frontend/dist/: build them from the sources under
+    test."""
+    subprocess.run(["node", "build.mjs"], cwd=ROOT / "frontend", check=True, capture_output=True)
+
+
+def run(instance: MariaDB, schema: str, *statements: str) -> tuple:
+    with closing(instance.connect(database=schema)) as conn, conn.cursor() as cursor:
+        for statement in statements:
+            cursor.execute(statement)
+        return cursor.fetchall()
+
+
+def to_days(day: date) -> str:
+    return f"TO_DAYS('{day.isoformat()}')"
+
+
+@dataclass
+class Fleet:
+    server: Server
+    schema: str
+    hash_table: PartitionedTable
+    range_table: PartitionedTable
+
+
+def create_tables(instance: MariaDB, schema: str) -> None:
+    today = date.today()
+    run(
+        instance,
+        schema,
+        "CREATE TABLE hashy (id INT PRIMARY KEY, pad VARCHAR(10)) "
+        f"PARTITION BY HASH(id) PARTITIONS {HASH_PARTITIONS}",
+        f"INSERT INTO hashy SELECT seq * 4, REPEAT('x', 10) FROM seq_1_to_{SKEWED_ROWS}",
+        *(
+            f"INSERT INTO hashy SELECT seq * 4 + {rest}, 'y' FROM seq_1_to_{OTHER_ROWS}"
+            for rest in (1, 2, 3)
+        ),
+        "CREATE TABLE orders (id INT NOT NULL, d DATE NOT NULL, PRIMARY KEY (id, d)) "
+        "PARTITION BY RANGE (TO_DAYS(d)) ("
+        f" PARTITION p_old VALUES LESS THAN ({to_days(today - timedelta(days=30))}),"
+        f" PARTITION p_now VALUES LESS THAN ({to_days(today + timedelta(days=10))}),"
+        f" PARTITION p_next VALUES LESS THAN ({to_days(today + timedelta(days=40))}),"
+        " PARTITION p_max VALUES LESS THAN MAXVALUE)",
+        "INSERT INTO orders SELECT seq, CURDATE() - INTERVAL 40 DAY FROM seq_1_to_50",
+        "INSERT INTO orders SELECT seq + 100, CURDATE() FROM seq_1_to_200",
+        *(
+            f"CREATE TABLE small_{n} (id INT PRIMARY KEY) PARTITION BY KEY(id) PARTITIONS 2"
+            for n in range(1, SMALL_TABLES + 1)
+        ),
+        *(
+            f"INSERT INTO small_{n} SELECT seq FROM seq_1_to_{5 * n}"
+            for n in range(1, SMALL_TABLES + 1)
+        ),
+    )
+
+
+def write_more(instance: MariaDB, schema: str, round_: int) -> None:
+    """Writes between polls, so history and the heatmaps have points that move."""
+    first = 100_000 * round_
+    run(
+        instance,
+        schema,
+        f"INSERT INTO hashy SELECT {first} + seq * 4, REPEAT('z', 10) FROM seq_1_to_100",
+        f"INSERT INTO orders SELECT {first} + seq, CURDATE() FROM seq_1_to_50",
+    )
+
+
+def analyse(instance: MariaDB, schema: str) -> None:
+    tables = ["hashy", "orders", *(f"small_{n}" for n in range(1, SMALL_TABLES + 1))]
+    run(instance, schema, f"ANALYZE TABLE {', '.join(tables)}")
+
+
+@pytest.fixture
+def fleet(mariadb, make_server) -> Fleet:
+    """A server on the private MariaDB (performance_schema OFF), polled three times."""
+    schema = f"pages_{uuid4().hex[:8]}"
+    mariadb.execute(f"CREATE DATABASE {schema}")
+    try:
+        create_tables(mariadb, schema)
+        server = make_server(mariadb, name="pages-db")
+        for round_ in range(3):
+            if round_:
+                write_more(mariadb, schema, round_)
+            analyse(mariadb, schema)
+            assert poll_server(server).ok
+        tables = PartitionedTable.objects.filter(server=server, schema=schema)
+        yield Fleet(server, schema, tables.get(name="hashy"), tables.get(name="orders"))
+    finally:
+        mariadb.execute(f"DROP DATABASE IF EXISTS {schema}")
+
+
+# --- helpers --------------------------------------------------------------------------------
+
+
+def api(page, path: str):
+    """GET an API path from inside the page, with its session."""
+    return page.evaluate("(url) => fetch(url).then((r) => r.json())", f"/api/v1/{path}")
+
+
+def open_page(page, live_server, path: str, ready: str):
+    page.goto(f"{live_server.url}{path}")
+    page.wait_for_selector(f"{ready}[data-ready]", state="attached", timeout=15000)
+
+
+COLOURED_PIXELS = """(canvas) => {
+  const { width, height } = canvas;
+  const pixels = canvas.getContext("2d").getImageData(0, 0, width, height).data;
+  let coloured = 0;
+  for (let i = 0; i < pixels.length; i += 4) {
+    const [r, g, b, a] = pixels.slice(i, i + 4);
+    if (a > 0 && Math.max(r, g, b) - Math.min(r, g, b) > 40) coloured += 1;
+  }
+  return coloured;
+}"""
+
+
+def assert_every_chart_draws(page) -> int:
+    """Each visible canvas holds coloured pixels (data, not only grey axes and text)."""
+    canvases = page.locator("canvas:visible")
+    for index in range(canvases.count()):
+        canvas = canvases.nth(index)
+        name = canvas.get_attribute("id")
+        assert canvas.evaluate(COLOURED_PIXELS) > 20, f"chart {name} is blank"
+    return canvases.count()
+
+
+def shown_ids(page) -> list[int]:
+    return [
+        int(i)
+        for i in page.locator("#tables tbody tr").evaluate_all(
+            "(rows) => rows.map((row) => row.dataset.id)"
+        )
+    ]
+
+
+def digits(text: str) -> int:
+    return int(re.sub(r"\D", "", text))
+
+
+def screenshot(page, name: str) -> None:
+    ARTIFACTS.mkdir(exist_ok=True)
+    page.screenshot(path=ARTIFACTS / f"page-{name}.png", full_page=True)
+
+
+# --- fleet ----------------------------------------------------------------------------------
+
+
+def test_the_fleet_page_lists_servers_with_findings_and_the_worst_tables(
+    page, live_server, admin_user, fleet
+):
+    log_in(page, live_server)
+    open_page(page, live_server, "/", "#servers")
+
+    row = page.locator("#servers tbody tr[data-server='pages-db']")
+    servers = api(page, "servers/")
+    (listed,) = [s for s in servers if s["name"] == "pages-db"]
+    assert digits(row.locator("td").nth(6).inner_text()) == listed["partitions"]
+    assert row.locator(f"a[href='/admin/servers/server/{fleet.server.pk}/change/']").count() == 1
+    for finding in listed["findings"]:
+        assert finding["message"] in row.inner_text()
+
+    worst = api(page, "findings/?limit=50")
+    skew = [f for f in worst if f["table_id"] == fleet.hash_table.pk and f["kind"] == "skew"]
+    assert skew, "the skewed HASH table is among the fleet's findings"
+    items = page.locator("#worst-tables li")
+    assert items.count() == len(worst)
+    assert (
+        items.first.locator("a.table-link").inner_text()
+        == f"{worst[0]['schema']}.{worst[0]['table']}"
+    )
+    assert page.locator(f"#worst-tables a[href='/tables/{fleet.hash_table.pk}/']").count() >= 1
+
+    screenshot(page, "fleet")
+    assert page.console_errors == []
+    row.locator("a.server-link").click()
+    page.wait_for_url(f"{live_server.url}/servers/{fleet.server.pk}/")
+
+
+def test_the_fleet_page_says_what_to_do_with_no_servers(page, live_server, admin_user):
+    log_in(page, live_server)
+    page.goto(f"{live_server.url}/")
+    empty = page.locator("#no-servers")
+    assert "addserver" in empty.inner_text()
+    assert empty.locator("a[href='/admin/servers/server/add/']").count() == 1
+    screenshot(page, "fleet-empty")
+    assert page.console_errors == []
+
+
+def test_a_server_never_polled_says_so_on_the_fleet_and_server_pages(
+    page, live_server, admin_user, mariadb, make_server
+):
+    server = make_server(mariadb, name="fresh-db")
+    log_in(page, live_server)
+    open_page(page, live_server, "/", "#servers")
+    row = page.locator("#servers tbody tr[data-server='fresh-db']")
+    assert "Not polled yet" in row.inner_text()
+    assert "manage.py poll fresh-db" in row.inner_text()
+
+    open_page(page, live_server, f"/servers/{server.pk}/", "#server-page")
+    assert "has not been polled yet" in page.locator("#notices").inner_text()
+    assert "has not been polled" in page.locator("#tables").inner_text()
+    screenshot(page, "server-never-polled")
+    assert page.console_errors == []
+
+
+# --- server ---------------------------------------------------------------------------------
+
+
+def test_the_server_page_shows_capabilities_pressure_and_the_tables(
+    page, live_server, admin_user, fleet
+):
+    log_in(page, live_server)
+    open_page(page, live_server, f"/servers/{fleet.server.pk}/", "#server-page")
+
+    assert page.locator("#server-status").inner_text() == "degraded"
+    # performance_schema is OFF on this instance: the panel names it with its fix, and the
+    # page explains where hotspots come from instead.
+    capability = page.locator("#capabilities li[data-name='performance_schema']")
+    assert "performance_schema=ON" in capability.locator("code").inner_text()
+    assert "row growth" in page.locator("#notices .ps-off").inner_text()
+    health = api(page, f"servers/{fleet.server.pk}/health/")
+    assert page.locator("#pressure .gauge").count() == len(health["pressure"]["limits"]) + (
+        health["pressure"]["working_set"] is not None
+    )
+
+    tables = api(page, f"servers/{fleet.server.pk}/tables/")
+    (hashy,) = [t for t in tables if t["id"] == fleet.hash_table.pk]
+    assert hashy["rows"] == SKEWED_ROWS + 3 * OTHER_ROWS + 2 * 100
+    hash_row = page.locator(f"#tables tbody tr[data-id='{fleet.hash_table.pk}']")
+    assert digits(hash_row.locator("td").nth(3).inner_text()) == hashy["rows"]
+    assert "as of" in hash_row.locator("abbr.est").first.get_attribute("title")
+    assert page.locator("#tables tbody tr").count() == len(tables)
+
+    screenshot(page, "server")
+    assert_every_chart_draws(page)
+    assert page.console_errors == []
+
+    hash_row.locator("a.table-link").click()
+    page.wait_for_url(f"{live_server.url}/tables/{fleet.hash_table.pk}/")
+
+
+def expected_order(tables: list[dict], field: str, descending: bool) -> list[int]:
+    """The grid's order: stable, missing figures last either way."""
+    known = [t for t in tables if t[field] is not None]
+    missing = [t for t in tables if t[field] is None]
+    ordered = sorted(known, key=lambda t: t[field], reverse=descending)  # stable both ways
+    return [t["id"] for t in ordered + missing]
+
+
+@pytest.mark.parametrize(("column", "field"), [("rows", "rows"), ("partitions", "partition_count")])
+def test_clicking_a_header_sorts_the_tables_and_clicking_again_reverses(
+    page, live_server, admin_user, fleet, column, field
+):
+    log_in(page, live_server)
+    open_page(page, live_server, f"/servers/{fleet.server.pk}/", "#server-page")
+    tables = api(page, f"servers/{fleet.server.pk}/tables/")
+    heading = page.locator(f"#tables thead th[data-key='{column}']")
+
+    heading.click()
+    assert heading.get_attribute("aria-sort") == "ascending"
+    assert shown_ids(page) == expected_order(tables, field, descending=False)
+    heading.click()
+    assert heading.get_attribute("aria-sort") == "descending"
+    assert shown_ids(page) == expected_order(tables, field, descending=True)
+    assert shown_ids(page)[0] != expected_order(tables, field, descending=False)[0]
+
+
+def test_the_filters_keep_only_the_matching_tables(page, live_server, admin_user, fleet):
+    log_in(page, live_server)
+    open_page(page, live_server, f"/servers/{fleet.server.pk}/", "#server-page")
+    tables = api(page, f"servers/{fleet.server.pk}/tables/")
+
+    page.fill("#table-filter", f"{fleet.schema}.small")
+    assert shown_ids(page) and len(shown_ids(page)) == SMALL_TABLES
+
+    page.fill("#table-filter", fleet.schema)
+    page.select_option("#method-filter", "HASH")
+    assert shown_ids(page) == [fleet.hash_table.pk]
+
+    page.fill("#table-filter", "")
+    page.select_option("#method-filter", "")
+    page.check("#findings-only")
+    with_findings = {t["id"] for t in tables if t["findings"]}
+    assert fleet.hash_table.pk in with_findings
+    assert set(shown_ids(page)) == with_findings
+    assert page.console_errors == []
+
+
+def test_pages_of_tables_appear_only_when_there_are_more_than_a_page(
+    page, live_server, admin_user, fleet
+):
+    log_in(page, live_server)
+    open_page(page, live_server, f"/servers/{fleet.server.pk}/", "#server-page")
+    total = page.locator("#tables tbody tr").count()
+    assert total <= 50 and page.locator("#pager nav.pages").count() == 0
+
+    open_page(page, live_server, f"/servers/{fleet.server.pk}/?page_size=2", "#server-page")
+    assert page.locator("#tables tbody tr").count() == 2
+    pager = page.locator("#pager nav.pages")
+    assert pager.count() == 1
+    assert f"of {-(-total // 2)}, {total} in all" in pager.inner_text()
+    first_page = shown_ids(page)
+    pager.locator("button", has_text="Next").click()
+    second_page = shown_ids(page)
+    assert len(second_page) == 2 and not set(first_page) & set(second_page)
+    screenshot(page, "server-paged")
+
+
+# --- tables ---------------------------------------------------------------------------------
+
+
+def test_the_hash_table_page_shows_its_skew_and_draws_every_chart(
+    page, live_server, admin_user, fleet
+):
+    log_in(page, live_server)
+    open_page(page, live_server, f"/tables/{fleet.hash_table.pk}/", "#table-page")
+    table = api(page, f"tables/{fleet.hash_table.pk}/")
+    partitions = api(page, f"tables/{fleet.hash_table.pk}/partitions/")
+
+    assert table["skew"]["is_finding"]
+    shown_ratio = float(page.locator("#skew-ratio").inner_text())
+    assert shown_ratio == pytest.approx(table["skew"]["max_mean_ratio"], abs=0.006)
+    assert table["skew"]["largest"] in page.locator("#skew-facts").inner_text()
+    assert [p["rows"] for p in partitions][0] == SKEWED_ROWS + 2 * 100
+    assert "does not apply" in page.locator("#runway").inner_text()
+    assert page.locator("#compression").inner_text() == "Not compressed."
+
+    # Two size charts, two heatmaps, the history lines.
+    assert assert_every_chart_draws(page) == 5
+    page.check("#log-scale")
+    page.select_option("#history-metric", "file_bytes")
+    page.select_option("#since", "168")
+    assert assert_every_chart_draws(page) == 5
+    screenshot(page, "table-hash")
+    assert page.console_errors == []
+
+    page.click("#server-link")
+    page.wait_for_url(f"{live_server.url}/servers/{fleet.server.pk}/")
+    page.go_back()
+    page.click("#fleet-link")
+    page.wait_for_url(f"{live_server.url}/")
+
+
+def test_the_range_table_page_shows_its_runway(page, live_server, admin_user, fleet):
+    log_in(page, live_server)
+    open_page(page, live_server, f"/tables/{fleet.range_table.pk}/", "#table-page")
+    table = api(page, f"tables/{fleet.range_table.pk}/")
+    runway = table["runway"]
+
+    assert runway["days_left"] is not None and runway["catchall_rows"] == 0
+    days_left = page.locator("#days-left").inner_text()
+    assert days_left.startswith(str(round(runway["days_left"])))
+    bounds = page.locator("#runway-bounds li")
+    assert bounds.count() == 4
+    assert "catch-all (MAXVALUE)" in bounds.nth(3).inner_text()
+    assert "less than" in bounds.nth(1).inner_text()
+    # The bound of p_next is 40 days from today, as the browser shows days.
+    expected = page.evaluate(
+        "(day) => new Intl.DateTimeFormat(undefined, { dateStyle: 'medium', timeZone: 'UTC' })"
+        ".format(new Date(day))",
+        (date.today() + timedelta(days=40)).isoformat(),
+    )
+    assert expected in bounds.nth(2).inner_text()
+
+    assert assert_every_chart_draws(page) == 6  # the five of every table and the runway
+    screenshot(page, "table-range")
+    assert page.console_errors == []
+
+
+def test_unknown_ids_are_404(admin_client):
+    assert admin_client.get("/servers/999999/").status_code == 404
+    assert admin_client.get("/tables/999999/").status_code == 404
+
+
+def test_the_pages_ask_for_a_login(client, fleet):
+    for path in ("/", f"/servers/{fleet.server.pk}/", f"/tables/{fleet.hash_table.pk}/"):
+        response = client.get(path)
+        assert response.status_code == 302 and "login" in response["Location"]
