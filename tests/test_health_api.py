@@ -7,7 +7,7 @@ Tables shared by several tests live in one module-scoped schema on the default s
 tests that write between polls get their own schema on the performance_schema server.
 Each test registers its server afresh (the Django database is rolled back per test).
 
-The last three tests are strict xfails: each shows a product bug (see its reason) and
+Two tests are strict xfails: each shows a product bug (see its reason) and
 fails loudly (XPASS) once the bug is fixed, so the marker can go.
 """
 
@@ -627,12 +627,6 @@ def test_a_burst_into_a_partition_quiet_for_two_hours_is_a_hotspot(
     assert partitions["p_cur"]["write_share"] == pytest.approx(1.0, abs=1e-3)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="product bug: analysis._tables_to_analyse skips tables whose figures did not "
-    "change and that show no activity, so date-dependent health (runway days_left, its "
-    "finding) is frozen at the last analysis",
-)
 def test_the_runway_of_an_idle_table_counts_down_as_days_pass(
     mariadb, make_server, new_schema, admin_client, monkeypatch
 ):

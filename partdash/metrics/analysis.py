@@ -224,14 +224,21 @@ def table_health(
 # -- a server --------------------------------------------------------------------------
 
 
-def _tables_to_analyse(server, changed_tables: set[int] | None) -> list[PartitionedTable]:
+def _tables_to_analyse(
+    server, changed_tables: set[int] | None, now: datetime
+) -> list[PartitionedTable]:
+    """Tables changed this poll, still active in the window, or not analysed yet today
+    (runway and ages count down with the calendar even where nothing is written)."""
     tables = PartitionedTable.objects.filter(server=server, dropped_at=None).defer("activity")
     if changed_tables is None:
         return list(tables)
     return [
         t
         for t in tables
-        if t.pk in changed_tables or t.analysed_at is None or (t.health or {}).get("active")
+        if t.pk in changed_tables
+        or t.analysed_at is None
+        or t.analysed_at.date() != now.date()
+        or (t.health or {}).get("active")
     ]
 
 
@@ -260,7 +267,7 @@ def analyse_server(server, snapshot: ServerSnapshot, changed_tables: set[int] | 
     variables = snapshot.variables or {}
     page_size = as_number(variables.get("innodb_page_size")) or 16384
     buffer_pool = variables.get("innodb_buffer_pool_size")
-    tables = _tables_to_analyse(server, changed_tables)
+    tables = _tables_to_analyse(server, changed_tables, now)
     by_table = _partitions_of(tables)
     all_ids = [pid for members in by_table.values() for pid, _ in members]
     readings = window_readings(all_ids, now - window())
