@@ -14,7 +14,7 @@ function capability(item) {
 // The latest poll's warnings, folded: the capabilities above usually say the same.
 function pollWarnings(warnings) {
   if (!warnings?.length) return null;
-  return el("details", { className: "warnings" }, el("summary", {}, `${warnings.length} warnings from the latest poll`),
+  return el("details", { className: "warnings" }, el("summary", {}, `${warnings.length} warning${warnings.length === 1 ? "" : "s"} from the latest poll`),
     el("ul", {}, warnings.map((warning) => el("li", {}, warning))));
 }
 
