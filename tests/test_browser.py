@@ -1,49 +1,11 @@
 """In a real browser (Debian's Chromium through Playwright): log in, register a server in
 the admin, see it listed in the admin and on the fleet page."""
 
-import os
-
 import pytest
 
-from tests.conftest import ARTIFACTS, wait_until
+from tests.conftest import ARTIFACTS, log_in, wait_until
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
-
-CHROMIUM = "/usr/bin/chromium"
-CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking"]
-
-
-@pytest.fixture(scope="session")
-def browser():
-    from playwright.sync_api import sync_playwright
-
-    # Playwright's sync API runs an event loop in this thread; the test's ORM calls are
-    # still plain synchronous code.
-    os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = "true"
-    with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-        yield browser
-        browser.close()
-
-
-@pytest.fixture
-def page(browser):
-    context = browser.new_context()
-    page = context.new_page()
-    errors: list[str] = []
-    page.on("console", lambda message: message.type == "error" and errors.append(message.text))
-    page.on("pageerror", lambda error: errors.append(str(error)))
-    page.console_errors = errors
-    yield page
-    context.close()
-
-
-def log_in(page, live_server, username="admin", password="password"):
-    page.goto(f"{live_server.url}/admin/login/?next=/admin/")
-    page.fill("#id_username", username)
-    page.fill("#id_password", password)
-    page.click("input[type=submit]")
-    page.wait_for_url(f"{live_server.url}/admin/")
 
 
 def test_an_admin_registers_a_server_and_sees_it_listed(page, live_server, admin_user, mariadb):

@@ -17,16 +17,10 @@ import pytest
 from partdash.collector.service import poll_server
 from partdash.metrics.models import PartitionedTable
 from partdash.servers.models import Server
-from tests import test_browser
-from tests.conftest import ARTIFACTS, ROOT
+from tests.conftest import ARTIFACTS, ROOT, log_in
 from tests.services import MariaDB
-from tests.test_browser import log_in
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
-
-# The same Chromium and page (with its console errors) as the admin's browser tests.
-browser = test_browser.browser
-page = test_browser.page
 
 HASH_PARTITIONS = 4
 # Skew is judged from 1,000 rows per partition on average; short rows keep every
