@@ -120,10 +120,12 @@ def main() -> None:
 
     growth_polls = 20
     size_before = store_bytes()
-    written, changed = 0, []
+    written, changed, written_polls = 0, [], []
     for round_number in range(growth_polls):
         written += write_to_some_partitions(port, tables, partitions, 0.01, round_number)
+        started = time.monotonic()
         changed.append(poll_server(monitored).changed)
+        written_polls.append(time.monotonic() - started)
     size_after = store_bytes()
 
     print(
@@ -140,6 +142,7 @@ def main() -> None:
                 "growth_polls": growth_polls,
                 "rows_written": written,
                 "growth_changed": changed,
+                "written_poll_median": statistics.median(written_polls),
                 "rss_after_first_mb": rss_after_first,
                 "naive": naive,
                 "store_growth_bytes": size_after - size_before,

@@ -63,6 +63,12 @@ def report(figures: dict, naive: list[tuple[float, int]]) -> bool:
             f"[target >= 4x: {verdict(naive_median >= 4 * poll)}]",
         ),
         (
+            "(3b) a poll after 1% of partitions were written (median of 20)",
+            f"{figures['written_poll_median']:.2f} s",
+            f"{figures['written_poll_median'] / floor:.2f}x floor (no target: every table "
+            "written since the last poll is analysed again)",
+        ),
+        (
             "(4) Opened_tables added by one steady-state poll (polls 4-5)",
             str(opened),
             f"[target 0: {verdict(opened == 0)}]",

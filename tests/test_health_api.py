@@ -6,9 +6,6 @@ INNODB_CMP_PER_INDEX, the .ibd files on disk, the server's own date arithmetic).
 Tables shared by several tests live in one module-scoped schema on the default server;
 tests that write between polls get their own schema on the performance_schema server.
 Each test registers its server afresh (the Django database is rolled back per test).
-
-Two tests are strict xfails: each shows a product bug (see its reason) and
-fails loudly (XPASS) once the bug is fixed, so the marker can go.
 """
 
 import os
@@ -29,6 +26,7 @@ from partdash.health.findings import (
     SKEW_CRITICAL_FACTOR,
 )
 from partdash.health.skew import HASH_SKEW_RATIO
+from partdash.metrics.models import PartitionedTable
 from tests.services import MariaDB
 
 pytestmark = pytest.mark.django_db
@@ -567,32 +565,11 @@ def test_compression_failure_rates_and_page_compression_ratio(
 # -- what time does to the figures --------------------------------------------------------------
 
 
-def poll_as_of(server, monkeypatch, hours_ago: float):
-    """Poll now, stored as if taken `hours_ago` (a poll that happened back then: the
-    server's figures are the same, only partdash's clock is set back)."""
-    real_now = timezone.now
-    monkeypatch.setattr(timezone, "now", lambda: real_now() - timedelta(hours=hours_ago))
-    try:
-        assert poll_server(server).ok
-    finally:
-        monkeypatch.setattr(timezone, "now", real_now)
-
-
-@pytest.mark.xfail(
-    strict=True,
-    reason="product bug: analysis.window_readings takes the first sample inside the window "
-    "as the baseline, but samples are change-only, so a partition quiet for longer than the "
-    "window has one sample and its burst counts as no activity",
-)
-def test_a_burst_into_a_partition_quiet_for_two_hours_is_a_hotspot(
-    mariadb_ps, make_server, new_schema, admin_client, monkeypatch
-):
-    """Samples are stored only when a figure changes, so after a quiet spell the last
-    known value (older than the window) is where the burst's delta starts."""
-    schema = new_schema(mariadb_ps)
-    last_month, this_month, next_month, month_after = monthly_bounds(mariadb_ps)
+def monthly_events(instance: MariaDB, schema: str) -> str:
+    """`events` by month (last, this, next, MAXVALUE), 500 rows last month, on disk."""
+    _, this_month, next_month, month_after = monthly_bounds(instance)
     run(
-        mariadb_ps,
+        instance,
         schema,
         "CREATE TABLE events (id INT AUTO_INCREMENT, d DATE NOT NULL, v VARCHAR(1000), "
         "PRIMARY KEY (id, d)) PARTITION BY RANGE (TO_DAYS(d)) ("
@@ -604,17 +581,42 @@ def test_a_burst_into_a_partition_quiet_for_two_hours_is_a_hotspot(
         "FROM seq_1_to_500",
         "ANALYZE TABLE events",
     )
-    flush_to_disk(mariadb_ps, schema, "events")
-    before = file_writes(mariadb_ps, schema, "events")
-    server = make_server(mariadb_ps)
-    poll_as_of(server, monkeypatch, hours_ago=2)  # the last poll that saw these figures
+    flush_to_disk(instance, schema, "events")
+    return schema
+
+
+def write_this_month(instance: MariaDB, schema: str) -> None:
+    """A burst of BATCH_ROWS rows into `events`' current month, on disk."""
     run(
-        mariadb_ps,
+        instance,
         schema,
         "INSERT INTO events (d, v) SELECT UTC_DATE(), REPEAT('x', 1000) "
         f"FROM seq_1_to_{BATCH_ROWS}",
     )
-    flush_to_disk(mariadb_ps, schema, "events")
+    flush_to_disk(instance, schema, "events")
+
+
+def poll_as_of(server, monkeypatch, hours_ago: float):
+    """Poll now, stored as if taken `hours_ago` (a poll that happened back then: the
+    server's figures are the same, only partdash's clock is set back)."""
+    real_now = timezone.now
+    monkeypatch.setattr(timezone, "now", lambda: real_now() - timedelta(hours=hours_ago))
+    try:
+        assert poll_server(server).ok
+    finally:
+        monkeypatch.setattr(timezone, "now", real_now)
+
+
+def test_a_burst_into_a_partition_quiet_for_two_hours_is_a_hotspot(
+    mariadb_ps, make_server, new_schema, admin_client, monkeypatch
+):
+    """Samples are stored only when a figure changes, so after a quiet spell the last
+    known value (older than the window) is where the burst's delta starts."""
+    schema = monthly_events(mariadb_ps, new_schema(mariadb_ps))
+    before = file_writes(mariadb_ps, schema, "events")
+    server = make_server(mariadb_ps)
+    poll_as_of(server, monkeypatch, hours_ago=2)  # the last poll that saw these figures
+    write_this_month(mariadb_ps, schema)
     assert poll_server(server).ok
     after = file_writes(mariadb_ps, schema, "events")
     written = {name: after[name] - before.get(name, 0) for name in after}
@@ -625,6 +627,35 @@ def test_a_burst_into_a_partition_quiet_for_two_hours_is_a_hotspot(
     assert events["hotspots"] == ["p_cur"]
     assert partitions["p_cur"]["is_hotspot"] is True
     assert partitions["p_cur"]["write_share"] == pytest.approx(1.0, abs=1e-3)
+
+
+def test_a_quiet_poll_analyses_nothing_and_an_old_burst_leaves_the_window(
+    mariadb_ps, make_server, new_schema, admin_client, monkeypatch
+):
+    """A table is analysed again when its figures change, not on every poll; and when
+    its last activity leaves the window, the next poll re-analyses it with nothing
+    written, so the hotspot it showed goes away."""
+    schema = monthly_events(mariadb_ps, new_schema(mariadb_ps))
+    server = polled(make_server, mariadb_ps)
+    assert poll_server(server).ok  # rates go from unknown to 0: a change, analysed
+    table = PartitionedTable.objects.get(server=server, name="events")
+    assert poll_server(server).ok  # nothing changed
+    table_after = PartitionedTable.objects.get(pk=table.pk)
+    assert table_after.analysed_at == table.analysed_at
+    assert table_after.health == table.health and table.health["window_ends"] is None
+
+    write_this_month(mariadb_ps, schema)
+    assert poll_server(server).ok
+    assert api_tables(admin_client, server)[(schema, "events")]["hotspots"] == ["p_cur"]
+    burst = PartitionedTable.objects.get(pk=table.pk)
+    assert burst.health["window_ends"] > burst.analysed_at.timestamp()
+
+    poll_as_of(server, monkeypatch, hours_ago=-2)  # two hours on: the burst is history
+    later = PartitionedTable.objects.get(pk=table.pk)
+    assert later.analysed_at > burst.analysed_at
+    events = api_tables(admin_client, server)[(schema, "events")]
+    assert events["hotspots"] == [] and later.activity is None
+    assert all(p["write_share"] is None for p in api_partitions(admin_client, events).values())
 
 
 def test_the_runway_of_an_idle_table_counts_down_as_days_pass(
@@ -663,11 +694,6 @@ def test_the_runway_of_an_idle_table_counts_down_as_days_pass(
     assert [(f["kind"], f["severity"]) for f in idle["findings"]] == [("runway", "critical")]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="product bug: analysis.partition_figures rates a partition's compression on its "
-    "lifetime counters while the table's rate uses the window's deltas",
-)
 def test_a_partition_failure_rate_covers_the_same_window_as_its_table(
     mariadb_ps, make_server, new_schema, admin_client
 ):

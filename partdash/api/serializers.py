@@ -3,6 +3,7 @@
 from copy import copy
 
 from django.core.exceptions import ValidationError as DjangoValidationError
+from django.utils import timezone
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
@@ -296,7 +297,10 @@ class PartitionSerializer(serializers.ModelSerializer):
         figures = getattr(partition, "_health_figures", None)
         if figures is None:
             table, page_size = self.context["table"], self.context.get("page_size", 16384)
-            figures = partition._health_figures = partition_figures(partition, table, page_size)
+            # As of the table's analysis, so a partition's window is its table's.
+            now = table.analysed_at or timezone.now()
+            figures = partition_figures(partition, table, page_size, now)
+            partition._health_figures = figures
         return figures
 
     def get_is_hotspot(self, partition: Partition) -> bool:

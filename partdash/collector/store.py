@@ -1,6 +1,7 @@
 """Storing a `Collection`: definitions for new or changed tables, the latest figures per
 partition, and a sample row only where a partition's figures changed."""
 
+import json
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from operator import attrgetter
@@ -11,6 +12,7 @@ from django.utils import timezone
 
 from partdash.collector.collect import Collection, TableKey
 from partdash.collector.sources.definitions import TableDefinition
+from partdash.health import recent
 from partdash.health.counters import counter_delta
 from partdash.metrics.analysis import analyse_server
 from partdash.metrics.models import (
@@ -27,12 +29,27 @@ OTHER = ("stats_updated_at", "autoinc", "space_id", "row_format", "page_size")
 RATES = ("read_bytes_per_s", "write_bytes_per_s")
 # The Partition columns a poll compares and writes, in this order.
 FIGURES = SAMPLED + OTHER
-STORED = (*FIGURES, *RATES, "changed_at")
+STORED = (*FIGURES, *RATES, "changed_at", "recent")
 _N = len(FIGURES)
+# Positions in a remembered (partition id, *STORED) row.
+_CHANGED_AT, _RECENT = 1 + STORED.index("changed_at"), 1 + STORED.index("recent")
 _N_SAMPLED = len(SAMPLED)
 _READ_BYTES, _WRITE_BYTES = FIGURES.index("read_bytes"), FIGURES.index("write_bytes")
 _STATS_UPDATED = FIGURES.index("stats_updated_at")
 _READ_OPS = FIGURES.index("read_ops")
+_READING = tuple(
+    FIGURES.index(name)
+    for name in (
+        "write_bytes",
+        "read_bytes",
+        "modified_counter",
+        "rows",
+        "data_bytes",
+        "index_bytes",
+        "compress_ops",
+        "compress_ops_ok",
+    )
+)
 
 
 SPEC_FIELDS = (
@@ -81,6 +98,22 @@ def counter_rate(new: int | None, old: int | None, seconds: float | None) -> flo
 
 figure_values = attrgetter(*FIGURES)  # a partition's figures in FIGURES order
 _zero_rates, _no_rates = (0.0, 0.0), (None, None)  # of counters that did not move
+
+
+def _reading(values: tuple) -> recent.Reading:
+    return recent.Reading(*(values[i] for i in _READING))
+
+
+def _recorded(old: str | None, deltas: list[int], now: float) -> str | None:
+    """The partition's recent activity (compact JSON) with this poll's deltas added."""
+    if not any(deltas):
+        return old
+    entries = recent.record(json.loads(old) if old else [], deltas, now, _window_seconds())
+    return json.dumps(entries, separators=(",", ":")) if entries else None
+
+
+def _window_seconds() -> int:
+    return settings.PARTDASH_HOTSPOT_WINDOW_SECONDS
 
 
 def _few_reads(new: int | None, old: int | None) -> bool:
@@ -283,8 +316,10 @@ class PollStore:
         sampled = any(v is not None for v in delta)
         if sampled:
             samples.append((partition_id, snapshot.pk, *delta))
-        changed_at = self.now if sampled else old[-1]
-        updates.append((*values, *rates, changed_at, partition_id))
+        changed_at = self.now if sampled else old[_CHANGED_AT]
+        activity = recent.poll_deltas(_reading(values), _reading(before))
+        recorded = _recorded(old[_RECENT], activity, self.now.timestamp())
+        updates.append((*values, *rates, changed_at, recorded, partition_id))
         return True
 
     def _write_updates(self, updates: list[tuple]) -> None:
@@ -298,7 +333,7 @@ class PollStore:
         for update in updates:
             row = list(update)
             row[_STATS_UPDATED] = adapt(_aware(row[_STATS_UPDATED]))
-            row[-2] = adapt(_aware(row[-2]))
+            row[_CHANGED_AT - 1] = adapt(_aware(row[_CHANGED_AT - 1]))
             rows.append(row)
         with connection.cursor() as cursor:
             cursor.executemany(sql, rows)

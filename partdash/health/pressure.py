@@ -9,7 +9,7 @@ reopenings.
 """
 
 from collections.abc import Collection, Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from typing import Literal
 
@@ -130,18 +130,28 @@ def working_set(
     `PartitionState.label`, e.g. from hotspots.written_partitions) against
     innodb_buffer_pool_size; across tables, pass every table's partitions."""
     members = [p for p in partitions if p.label in written]
-    size = sum(p.total_bytes or 0 for p in members)
+    verdict = written_against_pool(
+        sum(p.total_bytes or 0 for p in members), len(members), buffer_pool_bytes
+    )
+    return replace(
+        verdict,
+        partitions=[p.label for p in members],
+        as_of=oldest(p.stats_updated_at for p in members),
+    )
+
+
+def written_against_pool(size: int, count: int, buffer_pool_bytes: int | str | None) -> WorkingSet:
+    """The verdict on `count` written partitions of `size` bytes in all (one table's, or
+    a whole server's) against innodb_buffer_pool_size."""
     pool = as_number(buffer_pool_bytes)
     ratio = size / pool if pool else None
-    is_finding = ratio is not None and ratio > WORKING_SET_RATIO
     return WorkingSet(
         bytes=size,
         buffer_pool_bytes=pool,
         ratio=ratio,
-        partitions=[p.label for p in members],
-        is_finding=is_finding,
-        reason=_working_set_reason(ratio, len(members)),
-        as_of=oldest(p.stats_updated_at for p in members),
+        partitions=[],
+        is_finding=ratio is not None and ratio > WORKING_SET_RATIO,
+        reason=_working_set_reason(ratio, count),
     )
 
 
@@ -194,4 +204,5 @@ def staleness(partition: PartitionState, now: datetime) -> Staleness:
 
 def stale_partitions(partitions: Iterable[PartitionState], now: datetime) -> list[Staleness]:
     """The partitions whose statistics are stale, for a table or a server."""
-    return [s for s in (staleness(p, now) for p in partitions) if s.is_stale]
+    changed = (p for p in partitions if (p.modified_counter or 0) >= STALE_MIN_MODIFIED)
+    return [s for s in (staleness(p, now) for p in changed) if s.is_stale]

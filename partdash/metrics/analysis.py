@@ -3,24 +3,26 @@ stored on each table (and the server's snapshot), so the API, the pages and the 
 read one row per table instead of recomputing over every partition.
 
 Hotspots and compression failure rates use the activity inside a window (default the
-last hour, `PARTDASH_HOTSPOT_WINDOW_SECONDS`): per partition, the deltas between the
-samples stored within the window (the first of them is the baseline, so a partition
-needs two samples in the window to show activity). Only tables that changed this poll,
-or still show activity, are analysed again.
+last hour, `PARTDASH_HOTSPOT_WINDOW_SECONDS`), which the store keeps on each partition
+as per-slot deltas (`partdash.health.recent`). A table is analysed again only when its
+figures changed this poll, when a slot of its activity leaves the window, or when it
+was last analysed on an earlier (UTC) day, since runway and ages count down with the
+calendar; a quiet server's poll analyses nothing.
 """
 
-from collections import defaultdict
-from dataclasses import asdict, is_dataclass, replace
-from datetime import date, datetime, timedelta
+import json
+from dataclasses import asdict, fields, is_dataclass, replace
+from datetime import UTC, date, datetime, timedelta
 
 from django.conf import settings
+from django.db import connection
 
 from partdash.collector.sources import file_io, innodb_stats, tablespaces
 from partdash.health import findings as rules
+from partdash.health import recent
 from partdash.health.compression import partition_compression, table_compression
-from partdash.health.counters import level_change, series_delta
 from partdash.health.hotspots import PartitionActivity, find_hotspots, written_partitions
-from partdash.health.partitions import PartitionState, in_order
+from partdash.health.partitions import PartitionState
 from partdash.health.pressure import (
     WORKING_SET_RATIO,
     as_number,
@@ -29,40 +31,26 @@ from partdash.health.pressure import (
     server_limits,
     stale_partitions,
     working_set,
+    written_against_pool,
 )
 from partdash.health.runway import table_runway
 from partdash.health.skew import judge_skew
-from partdash.metrics.models import Partition, PartitionedTable, PartitionSample, ServerSnapshot
+from partdash.metrics.models import Partition, PartitionedTable, ServerSnapshot
 
-STATE_FIELDS = (
-    "name",
-    "subpartition",
-    "ordinal",
-    "description",
-    "rows",
-    "data_bytes",
-    "index_bytes",
-    "file_bytes",
-    "allocated_bytes",
-    "stats_updated_at",
-    "modified_counter",
-    "autoinc",
-    "row_format",
-    "page_size",
-    "compress_ops",
-    "compress_ops_ok",
+STATE_FIELDS = tuple(f.name for f in fields(PartitionState))  # its constructor's order
+_STATS_UPDATED = STATE_FIELDS.index("stats_updated_at")
+# What an analysis writes on each table, in this order.
+RESULT_FIELDS = (
+    "health",
+    "activity",
+    "score",
+    "total_rows",
+    "total_data_bytes",
+    "total_index_bytes",
+    "total_file_bytes",
+    "analysed_at",
 )
-WINDOW_FIGURES = (
-    "write_bytes",
-    "read_bytes",
-    "modified_counter",
-    "rows",
-    "data_bytes",
-    "index_bytes",
-    "compress_ops",
-    "compress_ops_ok",
-)
-CHUNK = 500  # ids per IN (...): well under every backend's parameter limit
+TABLES_PER_BATCH = 100  # tables analysed (and their partitions held) at a time
 
 
 def window() -> timedelta:
@@ -84,51 +72,37 @@ def plain(value):
     return value
 
 
-def _chunks(ids: list[int]):
-    for start in range(0, len(ids), CHUNK):
-        yield ids[start : start + CHUNK]
-
-
 # -- window activity -------------------------------------------------------------------
 
 
-def window_readings(partition_ids: list[int], since: datetime) -> dict[int, dict[str, list]]:
-    """Per partition and figure, the values sampled since `since`, oldest first."""
-    readings: dict[int, dict[str, list]] = defaultdict(lambda: defaultdict(list))
-    for ids in _chunks(partition_ids):
-        rows = (
-            PartitionSample.objects.filter(partition_id__in=ids, snapshot__taken_at__gte=since)
-            .order_by("snapshot__taken_at")
-            .values_list("partition_id", *WINDOW_FIGURES)
-        )
-        for partition_id, *values in rows:
-            figures = readings[partition_id]
-            for name, value in zip(WINDOW_FIGURES, values, strict=True):
-                if value is not None:
-                    figures[name].append(value)
-    return readings
+def entries_of(text: str | None) -> list:
+    """A partition's stored recent activity (see `partdash.health.recent`)."""
+    return json.loads(text) if text else []
 
 
-def _first_last(values: list) -> tuple:
-    return (values[0], values[-1]) if values else (None, None)
+def window_sums(text: str | None, now: datetime) -> dict[str, int | None]:
+    """A partition's activity summed over the window ending at `now`."""
+    return recent.window_sums(entries_of(text), now.timestamp(), window().total_seconds())
 
 
-def activity_of(label: str, figures: dict[str, list] | None) -> PartitionActivity:
-    """What one partition did in the window, from its sampled values."""
-    figures = figures or {}
-    rows = _first_last(figures.get("rows", []))
-    data = _first_last(figures.get("data_bytes", []))
-    index = _first_last(figures.get("index_bytes", []))
-    bytes_added = None
-    if data[0] is not None or index[0] is not None:
-        bytes_added = (level_change(*data) or 0) + (level_change(*index) or 0)
+def activity_of(label: str, sums: dict[str, int | None]) -> PartitionActivity:
     return PartitionActivity(
         name=label,
-        write_bytes=series_delta(figures.get("write_bytes", [])),
-        read_bytes=series_delta(figures.get("read_bytes", [])),
-        modified=series_delta(figures.get("modified_counter", [])),
-        rows_added=level_change(*rows),
-        bytes_added=bytes_added,
+        write_bytes=sums["write_bytes"],
+        read_bytes=sums["read_bytes"],
+        modified=sums["modified"],
+        rows_added=sums["rows_added"],
+        bytes_added=sums["bytes_added"],
+    )
+
+
+def with_window_compression(state: PartitionState, sums: dict) -> PartitionState:
+    """Compression counters as deltas over the window where there were any, else the
+    totals (a table nobody wrote lately is judged on its lifetime)."""
+    if not sums["compress_ops"]:
+        return state
+    return replace(
+        state, compress_ops=sums["compress_ops"], compress_ops_ok=sums["compress_ops_ok"] or 0
     )
 
 
@@ -151,37 +125,28 @@ def _skew(finding) -> dict | None:
     }
 
 
-def _with_window_compression(states, readings, ids) -> list[PartitionState]:
-    """Compression counters as deltas over the window where known, else totals."""
-    adjusted = []
-    for state, partition_id in zip(states, ids, strict=True):
-        figures = readings.get(partition_id) or {}
-        ops = series_delta(figures.get("compress_ops", []))
-        ok = series_delta(figures.get("compress_ops_ok", []))
-        if ops:
-            state = replace(state, compress_ops=ops, compress_ops_ok=ok or 0)
-        adjusted.append(state)
-    return adjusted
-
-
 def table_health(
     table: PartitionedTable,
     states: list[PartitionState],
-    ids: list[int],
-    readings: dict,
+    recents: list[str | None],
     now: datetime,
     page_size: int,
     buffer_pool,
 ) -> dict:
-    """Every health figure of one table, as stored in `PartitionedTable.health`."""
-    activity = [activity_of(s.label, readings.get(pid)) for s, pid in zip(states, ids, strict=True)]
-    hotspots = find_hotspots(activity)
+    """Every health figure of one table, as stored in `PartitionedTable.health`.
+    `states` in definition order, `recents` their stored recent activity."""
     seconds = window().total_seconds()
+    entries = [entries_of(text) for text in recents]
+    sums = [recent.window_sums(e, now.timestamp(), seconds) for e in entries]
+    activity = [activity_of(s.label, w) for s, w in zip(states, sums, strict=True)]
+    hotspots = find_hotspots(activity)
     rows_added = sum(a.rows_added or 0 for a in activity)
     fill_rate = rows_added * 86400 / seconds if rows_added > 0 else None
     runway = table_runway(table.method, table.expression, states, now, fill_rate)
     compression = table_compression(
-        _with_window_compression(states, readings, ids), table.create_options, page_size
+        [with_window_compression(s, w) for s, w in zip(states, sums, strict=True)],
+        table.create_options,
+        page_size,
     )
     skew_rows = judge_skew(table.method, states, "rows")
     skew_bytes = judge_skew(table.method, states, "bytes")
@@ -197,6 +162,7 @@ def table_health(
         rules.staleness_finding(len(stale)),
     ]
     found = sorted((f for f in found if f), key=lambda f: -f.score)
+    ends = [recent.window_ends(e, now.timestamp(), seconds) for e in entries]
     return {
         "skew": _skew(skew_rows),
         "skew_bytes": _skew(skew_bytes),
@@ -218,39 +184,53 @@ def table_health(
         "written": {"partitions": len(written.partitions), "bytes": written.bytes},
         "fragmented": len(fragments),
         "stale": len(stale),
+        # When the window's sums change with nothing written: the next analysis is due.
+        "window_ends": min((e for e in ends if e is not None), default=None),
     }
 
 
 # -- a server --------------------------------------------------------------------------
 
 
+def _is_due(table: PartitionedTable, changed_tables: set[int] | None, now: datetime) -> bool:
+    """Changed this poll, never analysed, analysed on an earlier day (runway and ages
+    count down with the calendar), or a slot of its activity left the window."""
+    if changed_tables is None or table.pk in changed_tables or table.analysed_at is None:
+        return True
+    if table.analysed_at.date() != now.date():
+        return True
+    ends = (table.health or {}).get("window_ends")
+    return ends is not None and ends <= now.timestamp()
+
+
 def _tables_to_analyse(
     server, changed_tables: set[int] | None, now: datetime
 ) -> list[PartitionedTable]:
-    """Tables changed this poll, still active in the window, or not analysed yet today
-    (runway and ages count down with the calendar even where nothing is written)."""
-    tables = PartitionedTable.objects.filter(server=server, dropped_at=None).defer("activity")
-    if changed_tables is None:
-        return list(tables)
-    return [
-        t
-        for t in tables
-        if t.pk in changed_tables
-        or t.analysed_at is None
-        or t.analysed_at.date() != now.date()
-        or (t.health or {}).get("active")
-    ]
+    tables = PartitionedTable.objects.filter(server=server, dropped_at=None).only(
+        "id", "method", "expression", "create_options", "analysed_at", "health"
+    )
+    return [t for t in tables if _is_due(t, changed_tables, now)]
 
 
-def _partitions_of(tables: list[PartitionedTable]) -> dict[int, list[tuple[int, PartitionState]]]:
-    by_table: dict[int, list[tuple[int, PartitionState]]] = defaultdict(list)
-    for ids in _chunks([t.pk for t in tables]):
-        rows = Partition.objects.filter(table_id__in=ids, dropped_at=None).values_list(
-            "id", "table_id", *STATE_FIELDS
-        )
-        for partition_id, table_id, *values in rows:
-            state = PartitionState(**dict(zip(STATE_FIELDS, values, strict=True)))
-            by_table[table_id].append((partition_id, state))
+def _partitions_of(table_ids: list[int]) -> dict[int, list[tuple[PartitionState, str | None]]]:
+    """Each table's live partitions in definition order, with their recent activity (one
+    plain query: the ORM's per-row conversions cost more than the analysis itself)."""
+    by_table: dict[int, list] = {table_id: [] for table_id in table_ids}
+    quote = connection.ops.quote_name
+    columns = ", ".join(quote(c) for c in ("table_id", "recent", *STATE_FIELDS))
+    sql = (
+        f"SELECT {columns} FROM {quote(Partition._meta.db_table)} "
+        f"WHERE dropped_at IS NULL AND table_id IN ({', '.join(['%s'] * len(table_ids))}) "
+        "ORDER BY table_id, ordinal, subpartition_ordinal, subpartition"
+    )
+    with connection.cursor() as cursor:
+        cursor.execute(sql, table_ids)
+        rows = cursor.fetchall()
+    for table_id, text, *values in rows:
+        updated = values[_STATS_UPDATED]
+        if updated is not None and updated.tzinfo is None:  # raw SQLite and MySQL rows
+            values[_STATS_UPDATED] = updated.replace(tzinfo=UTC)
+        by_table[table_id].append((PartitionState(*values), text))
     return by_table
 
 
@@ -259,24 +239,29 @@ def _total(states: list[PartitionState], field: str) -> int | None:
     return sum(values) if values else None
 
 
-def analyse_server(server, snapshot: ServerSnapshot, changed_tables: set[int] | None = None):
-    """Analyse the server's tables (all, or those changed this poll and those still
-    active in the window) and its pressure; stores the results. Returns the number of
-    tables analysed."""
-    now = snapshot.taken_at
-    variables = snapshot.variables or {}
+def _write_results(tables: list[PartitionedTable]) -> None:
+    """One UPDATE per table, through each field's own conversion to the database."""
+    quote = connection.ops.quote_name
+    fields = [PartitionedTable._meta.get_field(name) for name in RESULT_FIELDS]
+    assignments = ", ".join(f"{quote(f.column)} = %s" for f in fields)
+    sql = f"UPDATE {quote(PartitionedTable._meta.db_table)} SET {assignments} WHERE id = %s"
+    rows = [
+        [f.get_db_prep_save(getattr(t, f.attname), connection) for f in fields] + [t.pk]
+        for t in tables
+    ]
+    with connection.cursor() as cursor:
+        cursor.executemany(sql, rows)
+
+
+def _analyse(tables: list[PartitionedTable], now: datetime, variables: dict) -> None:
     page_size = as_number(variables.get("innodb_page_size")) or 16384
     buffer_pool = variables.get("innodb_buffer_pool_size")
-    tables = _tables_to_analyse(server, changed_tables, now)
-    by_table = _partitions_of(tables)
-    all_ids = [pid for members in by_table.values() for pid, _ in members]
-    readings = window_readings(all_ids, now - window())
+    by_table = _partitions_of([t.pk for t in tables])
     for table in tables:
-        members = by_table.get(table.pk, [])
-        ordered = {id(s): pid for pid, s in members}
-        states = in_order(s for _, s in members)
-        ids = [ordered[id(s)] for s in states]
-        table.health = table_health(table, states, ids, readings, now, page_size, buffer_pool)
+        members = by_table[table.pk]
+        states = [state for state, _ in members]
+        recents = [text for _, text in members]
+        table.health = table_health(table, states, recents, now, page_size, buffer_pool)
         table.activity = table.health.pop("activity")
         table.score = table.health["score"]
         table.total_rows = _total(states, "rows")
@@ -284,20 +269,17 @@ def analyse_server(server, snapshot: ServerSnapshot, changed_tables: set[int] | 
         table.total_index_bytes = _total(states, "index_bytes")
         table.total_file_bytes = _total(states, "file_bytes")
         table.analysed_at = now
-    PartitionedTable.objects.bulk_update(
-        tables,
-        [
-            "health",
-            "activity",
-            "score",
-            "total_rows",
-            "total_data_bytes",
-            "total_index_bytes",
-            "total_file_bytes",
-            "analysed_at",
-        ],
-        batch_size=200,
-    )
+    _write_results(tables)
+
+
+def analyse_server(server, snapshot: ServerSnapshot, changed_tables: set[int] | None = None):
+    """Analyse the server's tables that are due (all when `changed_tables` is None, else
+    see `_is_due`) and its pressure; stores the results. Returns the number of tables
+    analysed."""
+    now = snapshot.taken_at
+    tables = _tables_to_analyse(server, changed_tables, now)
+    for start in range(0, len(tables), TABLES_PER_BATCH):
+        _analyse(tables[start : start + TABLES_PER_BATCH], now, snapshot.variables or {})
     snapshot.health = server_pressure(server, snapshot)
     ServerSnapshot.objects.filter(pk=snapshot.pk).update(health=snapshot.health)
     return len(tables)
@@ -317,23 +299,20 @@ def server_pressure(server, snapshot: ServerSnapshot) -> dict:
         written_count += written.get("partitions", 0)
         fragmented += (health or {}).get("fragmented", 0)
         stale += (health or {}).get("stale", 0)
-    pool = as_number(variables.get("innodb_buffer_pool_size"))
-    ratio = written_bytes / pool if pool else None
-    limits = [{**plain(p)} for p in server_limits(snapshot.partitions, variables)]
+    verdict = written_against_pool(
+        written_bytes, written_count, variables.get("innodb_buffer_pool_size")
+    )
+    ratio = verdict.ratio
     return {
-        "limits": limits,
+        "limits": [plain(p) for p in server_limits(snapshot.partitions, variables)],
         "working_set": {
-            "bytes": written_bytes,
-            "buffer_pool_bytes": pool,
+            "bytes": verdict.bytes,
+            "buffer_pool_bytes": verdict.buffer_pool_bytes,
             "ratio": ratio,
             "level": level_of(ratio / WORKING_SET_RATIO if ratio is not None else None),
             "partitions": written_count,
-            "is_finding": ratio is not None and ratio > WORKING_SET_RATIO,
-            "reason": (
-                f"{written_count} partitions written in the last "
-                f"{window().total_seconds() / 60:.0f} min hold "
-                + (f"{ratio:.0%} of the buffer pool" if ratio is not None else "an unknown share")
-            ),
+            "is_finding": verdict.is_finding,
+            "reason": verdict.reason,
             "estimated": True,
         },
         "fragmented_partitions": fragmented,
@@ -400,13 +379,18 @@ def capabilities(snapshot: ServerSnapshot | None) -> list[dict]:
     ]
 
 
-def partition_figures(partition: Partition, table: PartitionedTable, page_size: int) -> dict:
-    """Per-partition health for the API: compression, and its shares of the table's
-    activity in the window."""
+def partition_figures(
+    partition: Partition, table: PartitionedTable, page_size: int, now: datetime
+) -> dict:
+    """Per-partition health for the API: compression (over the same window as its
+    table's), and its shares of the table's activity in the window."""
     state = PartitionState.from_object(partition)
     activity = table.activity or {}
     label = state.label
-    compression = partition_compression(state, table.create_options, page_size)
+    sums = window_sums(partition.recent, now)
+    compression = partition_compression(
+        with_window_compression(state, sums), table.create_options, page_size
+    )
     return {
         "is_hotspot": label in ((table.health or {}).get("hotspots") or []),
         "write_share": activity.get("shares", {}).get(label, 0.0) if activity else None,
