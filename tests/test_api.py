@@ -353,3 +353,45 @@ def test_the_fast_tables_list_matches_the_table_serializer(
     assert row["findings"] == [] and row["hotspots"] == []
     detail = viewer_api.get(f"/api/v1/tables/{row['id']}/").json()
     assert {k: detail[k] for k in row} == row
+
+
+def test_the_fast_partitions_list_matches_the_partition_serializer(
+    viewer_api, make_server, mariadb, scratch_schema
+):
+    """Built from one values() query and served once per poll; it must say exactly what
+    the serializer (and so the OpenAPI schema) says, and show each new poll's figures."""
+    from partdash.api.serializers import PartitionSerializer
+    from partdash.metrics.models import PartitionedTable
+
+    mariadb.execute(
+        f"CREATE TABLE {scratch_schema}.k (id INT PRIMARY KEY, v VARCHAR(200)) "
+        "ROW_FORMAT=COMPRESSED PARTITION BY KEY(id) PARTITIONS 3"
+    )
+    mariadb.execute(
+        f"INSERT INTO {scratch_schema}.k SELECT seq, REPEAT('a', 200) "
+        f"FROM {scratch_schema}.seq_1_to_900"
+    )
+    mariadb.execute(f"ANALYZE TABLE {scratch_schema}.k")
+    server = make_server(mariadb)
+    assert poll_server(server).ok
+    table = PartitionedTable.objects.get(server=server, schema=scratch_schema, name="k")
+    url = f"/api/v1/tables/{table.pk}/partitions/"
+    listed = viewer_api.get(url).json()
+    context = {"table": table, "table_rows": table.total_rows, "page_size": 16384}
+    partitions = table.partitions.filter(dropped_at=None)
+    assert listed == [
+        dict(p) for p in PartitionSerializer(partitions, many=True, context=context).data
+    ]
+    assert [p["name"] for p in listed] == ["p0", "p1", "p2"]
+    assert sum(p["rows"] for p in listed) == 900
+    assert all(p["compression"]["kind"] == "row" for p in listed)
+    assert viewer_api.get(url).json() == listed  # the same poll: the same answer
+
+    mariadb.execute(
+        f"INSERT INTO {scratch_schema}.k SELECT seq + 900, 'b' FROM {scratch_schema}.seq_1_to_300"
+    )
+    mariadb.execute(f"ANALYZE TABLE {scratch_schema}.k")
+    assert poll_server(server).ok
+    assert sum(p["rows"] for p in viewer_api.get(url).json()) == 1200
+    tables = viewer_api.get(f"{SERVERS}{server.pk}/tables/").json()
+    assert [t["rows"] for t in tables if t["name"] == "k"] == [1200]

@@ -284,6 +284,12 @@ def test_runway_of_range_tables_against_the_server_calendar(
         assert days_left <= RUNWAY_WARNING_DAYS
         assert finding["severity"] == "warning"
     assert f"{days_left} days left" in finding["message"]
+    # Each bound as the server's FROM_DAYS() reads it, for the runway timeline.
+    partitions = api_partitions(admin_client, soon)
+    for name, to_days in bounds.items():
+        assert partitions[name]["bound_date"] == from_days(mariadb, to_days).isoformat(), name
+    assert partitions["pmax"]["bound_date"] is None and partitions["pmax"]["catchall"] is True
+    assert not any(p["catchall"] for name, p in partitions.items() if name != "pmax")
 
     # Past its last bound: rows already spill into pmax.
     spilled_counts = counts(mariadb, schema, "spilled")

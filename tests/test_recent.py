@@ -5,6 +5,8 @@ import pytest
 from partdash.health.recent import (
     FIGURES,
     Reading,
+    dumps,
+    loads,
     poll_deltas,
     record,
     slot_seconds,
@@ -102,3 +104,11 @@ def test_a_partition_keeps_at_most_thirteen_slots(window):
     for poll in range(200):
         entries = record(entries, [1], T0 + poll * window / 50, window)
     assert len(entries) <= 13
+
+
+def test_entries_round_trip_through_their_stored_text():
+    entries = [[1_700_000_100, 16384, 0, 1], [1_700_000_400, 0, 0, 0, -3]]
+    text = dumps(entries)
+    assert text == "1700000100,16384,0,1;1700000400,0,0,0,-3"
+    assert loads(text) == entries
+    assert dumps([]) is None and loads(None) == [] and loads("") == []

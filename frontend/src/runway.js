@@ -1,10 +1,13 @@
 // RANGE runway: bounds on a time axis, today, and the projected fill (today + days left).
-import { addDays, boundDate, isCatchall } from "./bounds.js";
 import { COLOURS, drawChart } from "./charts.js";
 import { el, estimate, show } from "./dom.js";
 import { boundDay, count, localDay, number } from "./format.js";
 
 export const RANGE_METHODS = ["RANGE", "RANGE COLUMNS"];
+const DAY_MS = 86400000;
+
+// The API reads each bound (partdash.health.bounds): an ISO date, UTC where it has a time.
+const boundDate = (partition) => (partition.bound_date ? new Date(partition.bound_date) : null);
 
 function facts(runway, projected) {
   const fact = (term, ...value) => [el("dt", {}, term), el("dd", {}, value)];
@@ -21,7 +24,7 @@ function facts(runway, projected) {
 }
 
 function boundItem(partition, date) {
-  const where = isCatchall(partition.description) ? "catch-all (MAXVALUE)" : `less than ${partition.description}`;
+  const where = partition.catchall ? "catch-all (MAXVALUE)" : `less than ${partition.description}`;
   return el("li", { dataset: { partition: partition.name } },
     el("strong", {}, partition.name), ` ${where}`, date ? ` (${boundDay(date)})` : "", `: ${count(partition.rows)} rows`);
 }
@@ -72,10 +75,10 @@ export function showRunway(table, partitions) {
     show("runway", "Runway is not known yet: it needs a poll with partition statistics.");
     return;
   }
-  const projected = runway.days_left == null ? null : addDays(new Date(), runway.days_left);
+  const projected = runway.days_left == null ? null : new Date(Date.now() + runway.days_left * DAY_MS);
   document.getElementById("runway").className = "";
   show("runway", facts(runway, projected));
-  const dated = byPartition(partitions).map((partition) => ({ partition, date: boundDate(table.expression, partition.description) }));
+  const dated = byPartition(partitions).map((partition) => ({ partition, date: boundDate(partition) }));
   show("runway-bounds", dated.map(({ partition, date }) => boundItem(partition, date)));
   const bounds = dated.filter((b) => b.date);
   if (bounds.length) {

@@ -2,11 +2,14 @@
 
 from datetime import timedelta
 
+from django.core.cache import cache
+from django.http import HttpResponse
 from django.shortcuts import get_object_or_404
 from django.utils import timezone
 from drf_spectacular.utils import OpenApiParameter, extend_schema, inline_serializer
 from rest_framework import mixins, serializers, status, viewsets
 from rest_framework.decorators import action
+from rest_framework.renderers import JSONRenderer
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
@@ -16,6 +19,7 @@ from partdash.api.serializers import (
     ServerSerializer,
     TableDetailSerializer,
     TableSerializer,
+    partition_rows,
     table_rows,
     worst_findings,
 )
@@ -24,7 +28,7 @@ from partdash.health.compression import failure_rate
 from partdash.health.pressure import as_number
 from partdash.metrics.analysis import capabilities, latest_snapshot
 from partdash.metrics.history import METRICS, table_history
-from partdash.metrics.models import PartitionedTable
+from partdash.metrics.models import PartitionedTable, ServerSnapshot
 from partdash.servers.models import Server
 
 QUEUED = inline_serializer(
@@ -65,6 +69,30 @@ HISTORY = inline_serializer(
 )
 
 
+PER_POLL_SECONDS = 24 * 3600  # an entry outlives its poll only until it is evicted
+
+
+def per_poll(request, server_id: int, name: str, build):
+    """A list that only a poll changes, rendered once per poll (per process): the key
+    holds the server's latest snapshot (id and time), so the next poll's figures are a
+    new key. Other formats (the browsable API) are built afresh."""
+    if request.accepted_renderer.format != "json":
+        return Response(build())
+    latest = (
+        ServerSnapshot.objects.filter(server_id=server_id)
+        .order_by("-taken_at")
+        .values_list("id", "taken_at")
+        .first()
+    )
+    stamp = f"{latest[0]}@{latest[1].timestamp()}" if latest else "never"
+    key = f"partdash:{name}:{server_id}:{stamp}"
+    body = cache.get(key)
+    if body is None:
+        body = JSONRenderer().render(build())
+        cache.set(key, body, PER_POLL_SECONDS)
+    return HttpResponse(body, content_type="application/json")
+
+
 def live_tables(queryset):
     return queryset.filter(dropped_at=None).select_related("server")
 
@@ -95,7 +123,7 @@ class ServerViewSet(viewsets.ModelViewSet):
     def tables(self, request, pk=None) -> Response:
         server = self.get_object()
         tables = PartitionedTable.objects.filter(server=server, dropped_at=None)
-        return Response(table_rows(tables))
+        return per_poll(request, server.pk, "tables", lambda: table_rows(tables))
 
     @extend_schema(responses=SERVER_HEALTH)
     @action(detail=True, methods=["get"])
@@ -132,11 +160,13 @@ class TableViewSet(mixins.RetrieveModelMixin, viewsets.GenericViewSet):
     @action(detail=True, methods=["get"])
     def partitions(self, request, pk=None) -> Response:
         table = self.get_object()
-        partitions = table.partitions.filter(dropped_at=None)
-        snapshot = latest_snapshot(table.server_id)
-        page_size = as_number((snapshot.variables if snapshot else {}).get("innodb_page_size"))
-        context = {"table_rows": table.total_rows, "table": table, "page_size": page_size or 16384}
-        return Response(PartitionSerializer(partitions, many=True, context=context).data)
+
+        def build() -> list[dict]:
+            snapshot = latest_snapshot(table.server_id)
+            variables = snapshot.variables if snapshot else {}
+            return partition_rows(table, as_number(variables.get("innodb_page_size")) or 16384)
+
+        return per_poll(request, table.server_id, f"partitions:{table.pk}", build)
 
     @extend_schema(
         parameters=[

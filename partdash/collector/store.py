@@ -1,7 +1,6 @@
 """Storing a `Collection`: definitions for new or changed tables, the latest figures per
 partition, and a sample row only where a partition's figures changed."""
 
-import json
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from operator import attrgetter
@@ -105,11 +104,10 @@ def _reading(values: tuple) -> recent.Reading:
 
 
 def _recorded(old: str | None, deltas: list[int], now: float) -> str | None:
-    """The partition's recent activity (compact JSON) with this poll's deltas added."""
+    """The partition's recent activity (as stored) with this poll's deltas added."""
     if not any(deltas):
         return old
-    entries = recent.record(json.loads(old) if old else [], deltas, now, _window_seconds())
-    return json.dumps(entries, separators=(",", ":")) if entries else None
+    return recent.dumps(recent.record(recent.loads(old), deltas, now, _window_seconds()))
 
 
 def _window_seconds() -> int:

@@ -10,12 +10,12 @@ was last analysed on an earlier (UTC) day, since runway and ages count down with
 calendar; a quiet server's poll analyses nothing.
 """
 
-import json
 from dataclasses import asdict, fields, is_dataclass, replace
 from datetime import UTC, date, datetime, timedelta
 
 from django.conf import settings
 from django.db import connection
+from django.utils import timezone
 
 from partdash.collector.sources import file_io, innodb_stats, tablespaces
 from partdash.health import findings as rules
@@ -75,14 +75,9 @@ def plain(value):
 # -- window activity -------------------------------------------------------------------
 
 
-def entries_of(text: str | None) -> list:
-    """A partition's stored recent activity (see `partdash.health.recent`)."""
-    return json.loads(text) if text else []
-
-
 def window_sums(text: str | None, now: datetime) -> dict[str, int | None]:
     """A partition's activity summed over the window ending at `now`."""
-    return recent.window_sums(entries_of(text), now.timestamp(), window().total_seconds())
+    return recent.window_sums(recent.loads(text), now.timestamp(), window().total_seconds())
 
 
 def activity_of(label: str, sums: dict[str, int | None]) -> PartitionActivity:
@@ -136,7 +131,7 @@ def table_health(
     """Every health figure of one table, as stored in `PartitionedTable.health`.
     `states` in definition order, `recents` their stored recent activity."""
     seconds = window().total_seconds()
-    entries = [entries_of(text) for text in recents]
+    entries = [recent.loads(text) for text in recents]
     sums = [recent.window_sums(e, now.timestamp(), seconds) for e in entries]
     activity = [activity_of(s.label, w) for s, w in zip(states, sums, strict=True)]
     hotspots = find_hotspots(activity)
@@ -168,13 +163,13 @@ def table_health(
         "skew_bytes": _skew(skew_bytes),
         "hotspots": hotspots.hot if hotspots else [],
         "active": hotspots is not None,
+        # Where the shares come from; the shares themselves are derived when asked for
+        # (`activity_shares`), which keeps a busy table's stored row from growing.
         "activity": None
         if hotspots is None
         else {
             "source": hotspots.source,
             "window_seconds": seconds,
-            "shares": {k: round(v, 4) for k, v in hotspots.shares.items() if v},
-            "read_shares": {k: round(v, 4) for k, v in hotspots.read_shares.items() if v},
             "estimated": hotspots.estimated,
         },
         "compression": plain(compression),
@@ -379,13 +374,37 @@ def capabilities(snapshot: ServerSnapshot | None) -> list[dict]:
     ]
 
 
+def activity_shares(labels: list[str], recents: list[str | None], now: datetime) -> dict | None:
+    """Each partition's share of its table's writes and reads in the window ending at
+    `now` (the table's analysis time), as the hotspot rules saw them; None when the
+    window holds no activity."""
+    activity = [
+        activity_of(label, window_sums(text, now))
+        for label, text in zip(labels, recents, strict=True)
+    ]
+    hotspots = find_hotspots(activity)
+    if hotspots is None:
+        return None
+    return {
+        "shares": {k: round(v, 4) for k, v in hotspots.shares.items() if v},
+        "read_shares": {k: round(v, 4) for k, v in hotspots.read_shares.items() if v},
+    }
+
+
+def table_shares(table: PartitionedTable) -> dict | None:
+    """`activity_shares` of a stored table's live partitions."""
+    rows = table.partitions.filter(dropped_at=None).values_list("name", "subpartition", "recent")
+    labels = [PartitionState(name, subpartition).label for name, subpartition, _ in rows]
+    now = table.analysed_at or timezone.now()
+    return activity_shares(labels, [text for _, _, text in rows], now)
+
+
 def partition_figures(
-    partition: Partition, table: PartitionedTable, page_size: int, now: datetime
+    partition, table: PartitionedTable, page_size: int, now: datetime, shares: dict | None
 ) -> dict:
     """Per-partition health for the API: compression (over the same window as its
-    table's), and its shares of the table's activity in the window."""
+    table's), and its shares of the table's activity (`activity_shares`)."""
     state = PartitionState.from_object(partition)
-    activity = table.activity or {}
     label = state.label
     sums = window_sums(partition.recent, now)
     compression = partition_compression(
@@ -393,8 +412,8 @@ def partition_figures(
     )
     return {
         "is_hotspot": label in ((table.health or {}).get("hotspots") or []),
-        "write_share": activity.get("shares", {}).get(label, 0.0) if activity else None,
-        "read_share": activity.get("read_shares", {}).get(label, 0.0) if activity else None,
+        "write_share": shares["shares"].get(label, 0.0) if shares else None,
+        "read_share": shares["read_shares"].get(label, 0.0) if shares else None,
         "compression": None
         if compression is None
         else {

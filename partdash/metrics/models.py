@@ -133,7 +133,7 @@ class Partition(models.Model):
     uncompress_time = models.BigIntegerField(null=True)
     changed_at = models.DateTimeField(null=True)
     dropped_at = models.DateTimeField(null=True, blank=True)
-    # What each recent poll saw the partition do, per time slot (compact JSON, see
+    # What each recent poll saw the partition do, per time slot (compact text, see
     # `partdash.health.recent`): the hotspot and compression window, with its baseline.
     recent = models.TextField(null=True)  # noqa: DJ001 NULL: nothing recent
 
