@@ -111,7 +111,7 @@ def report_web(results: dict) -> bool:
             print(f"{label:<66} FAIL: {figures['error']}")
             ok = False
             continue
-        target = WEB_TARGETS_MS[label.split(":")[0]]
+        target = WEB_TARGETS_MS[label.split(":")[0].split(" ")[0]]
         passed = figures["p95_ms"] < target
         ok = ok and passed
         print(
