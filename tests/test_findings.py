@@ -52,3 +52,32 @@ def test_scores_add_up_and_a_healthy_table_scores_zero():
     found = [rules.runway_finding(runway(2)), rules.skew_finding(skew(1.6, True))]
     assert rules.table_score(found) == pytest.approx(sum(f.score for f in found))
     assert rules.table_score([]) == 0
+
+
+# -- server pressure -------------------------------------------------------------------
+
+
+def test_partitions_past_a_limit_are_critical_and_near_it_a_warning():
+    from partdash.health.findings import limit_finding
+    from partdash.health.pressure import limit_pressure
+
+    past = limit_finding(limit_pressure("table_open_cache", 64_000, "400"))
+    assert (past.kind, past.severity) == ("pressure", "critical")
+    assert past.message.startswith("64,000 partitions against table_open_cache=400 (16000%)")
+    assert "raise table_open_cache" in past.message
+    near = limit_finding(limit_pressure("open_files_limit", 850, 1000))
+    assert near.severity == "warning" and "LimitNOFILE" in near.message
+    assert past.score > near.score
+    assert limit_finding(limit_pressure("table_open_cache", 700, 1000)) is None
+    assert limit_finding(limit_pressure("table_open_cache", 700, None)) is None
+
+
+def test_a_working_set_past_the_buffer_pool_is_critical():
+    from partdash.health.findings import working_set_finding
+    from partdash.health.pressure import written_against_pool
+
+    found = working_set_finding(written_against_pool(900, 3, 1000))
+    assert found.severity == "critical" and "raise innodb_buffer_pool_size" in found.message
+    assert "3 written partitions take 90% of the buffer pool" in found.message
+    assert working_set_finding(written_against_pool(500, 3, 1000)) is None
+    assert working_set_finding(written_against_pool(500, 3, None)) is None

@@ -403,6 +403,41 @@ def test_server_health_capabilities_and_partition_pressure(
             assert row["level"] == expected, setting
 
 
+def test_partitions_past_a_server_limit_are_a_server_finding_ranked_with_the_tables(
+    mariadb_factory, make_server, new_schema, admin_client
+):
+    """A server with table_open_cache=10 and more partitions than that: a critical
+    finding of the server itself, first in the fleet's findings and its server row."""
+    instance = mariadb_factory.get({"table_open_cache": 10})
+    run(
+        instance,
+        new_schema(instance),
+        "CREATE TABLE many (id INT PRIMARY KEY) PARTITION BY HASH(id) PARTITIONS 16",
+    )
+    server = polled(make_server, instance, "tight")
+    count, truth = partitions_on_server(instance), variables(instance, *LIMITS)
+
+    findings = admin_client.get("/api/v1/findings/?limit=500").json()
+    own = [f for f in findings if f["server_id"] == server.pk and f["table_id"] is None]
+    expected = {}
+    for setting, limit in truth.items():
+        ratio = count / limit
+        if ratio >= 0.8:
+            expected[setting] = "critical" if ratio > 1 else "warning"
+    assert expected["table_open_cache"] == "critical"  # what the test built
+    assert {f["message"].split("=")[0].split()[-1]: f["severity"] for f in own} == expected
+    cache_finding = next(f for f in own if "table_open_cache=" in f["message"])
+    assert cache_finding["kind"] == "pressure"
+    assert (
+        f"{count:,} partitions against table_open_cache={truth['table_open_cache']:,}"
+        in (cache_finding["message"])
+    )
+    assert findings[0]["score"] >= cache_finding["score"] >= 100
+    (row,) = [s for s in admin_client.get("/api/v1/servers/").json() if s["id"] == server.pk]
+    assert row["findings"][0]["kind"] == "pressure"
+    assert row["findings"][0]["severity"] == "critical"
+
+
 # -- 2. hotspots ------------------------------------------------------------------------------
 
 BATCHES = 3

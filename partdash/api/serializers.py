@@ -13,7 +13,12 @@ from rest_framework import serializers
 from partdash.health.bounds import bound_to_date, is_catchall
 from partdash.health.partitions import PartitionState
 from partdash.health.sizes import estimated_data_free, row_share
-from partdash.metrics.analysis import activity_shares, partition_figures, table_shares
+from partdash.metrics.analysis import (
+    activity_shares,
+    latest_snapshot,
+    partition_figures,
+    table_shares,
+)
 from partdash.metrics.history import METRICS
 from partdash.metrics.models import Partition, PartitionedTable
 from partdash.servers.models import LATEST_POLL_FIELDS, Server
@@ -55,7 +60,8 @@ class ServerSerializer(serializers.ModelSerializer):
         """The server's worst findings (up to three), worst first."""
         if not server.pk:
             return []
-        return worst_findings(PartitionedTable.objects.filter(server=server), 3)
+        tables = worst_findings(PartitionedTable.objects.filter(server=server), 3)
+        return ranked(tables + server_findings([server]), 3)
 
     def validate(self, attrs: dict) -> dict:
         server = copy(self.instance) if self.instance else Server()
@@ -102,13 +108,13 @@ def health_fields(health: dict | None) -> dict:
 
 def worst_findings(tables, limit: int) -> list[dict]:
     """The worst findings among `tables` (a queryset), each with its table and server."""
-    ranked = (
+    worst = (
         tables.filter(dropped_at=None, score__gt=0)
         .select_related("server")
         .order_by("-score", "schema", "name")
     )
     found: list[dict] = []
-    for table in ranked[:limit]:
+    for table in worst[:limit]:
         for finding in (table.health or {}).get("findings", []):
             found.append(
                 {
@@ -120,8 +126,32 @@ def worst_findings(tables, limit: int) -> list[dict]:
                     "table": table.name,
                 }
             )
-    found.sort(key=lambda f: -f["score"])
-    return found[:limit]
+    return ranked(found, limit)
+
+
+def ranked(findings: list[dict], limit: int) -> list[dict]:
+    """The worst `limit` findings, worst first."""
+    return sorted(findings, key=lambda f: -f["score"])[:limit]
+
+
+def server_findings(servers) -> list[dict]:
+    """Server-wide findings (partitions against the server's limits, the written working
+    set against the buffer pool) as of each server's latest poll; no table."""
+    found = []
+    for server in servers:
+        snapshot = latest_snapshot(server.pk)
+        for finding in ((snapshot.health or {}) if snapshot else {}).get("findings", []):
+            found.append(
+                {
+                    **finding,
+                    "server_id": server.pk,
+                    "server": server.name,
+                    "table_id": None,
+                    "schema": None,
+                    "table": None,
+                }
+            )
+    return found
 
 
 class TableSerializer(serializers.ModelSerializer):

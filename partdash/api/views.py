@@ -20,6 +20,8 @@ from partdash.api.serializers import (
     TableDetailSerializer,
     TableSerializer,
     partition_rows,
+    ranked,
+    server_findings,
     table_rows,
     worst_findings,
 )
@@ -49,9 +51,9 @@ FINDINGS = inline_serializer(
     {
         "server_id": serializers.IntegerField(),
         "server": serializers.CharField(),
-        "table_id": serializers.IntegerField(),
-        "schema": serializers.CharField(),
-        "table": serializers.CharField(),
+        "table_id": serializers.IntegerField(allow_null=True),
+        "schema": serializers.CharField(allow_null=True),
+        "table": serializers.CharField(allow_null=True),
         "kind": serializers.CharField(),
         "severity": serializers.CharField(),
         "score": serializers.FloatField(),
@@ -185,7 +187,8 @@ class TableViewSet(mixins.RetrieveModelMixin, viewsets.GenericViewSet):
 
 
 class FindingsView(APIView):
-    """The worst findings across the fleet, worst first (`?limit=`, default 50)."""
+    """The worst findings across the fleet, worst first (`?limit=`, default 50): the
+    tables', and the servers' own (`table_id` null)."""
 
     @extend_schema(
         parameters=[OpenApiParameter("limit", int, description="at most this many (1-500)")],
@@ -198,4 +201,5 @@ class FindingsView(APIView):
             return Response({"limit": ["a whole number is required"]}, status.HTTP_400_BAD_REQUEST)
         if not 1 <= limit <= 500:
             return Response({"limit": ["must be between 1 and 500"]}, status.HTTP_400_BAD_REQUEST)
-        return Response(worst_findings(PartitionedTable.objects.all(), limit))
+        tables = worst_findings(PartitionedTable.objects.all(), limit)
+        return Response(ranked(tables + server_findings(Server.objects.all()), limit))

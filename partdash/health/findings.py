@@ -13,6 +13,7 @@ from typing import Literal
 
 from partdash.health.compression import Compression
 from partdash.health.hotspots import Hotspots
+from partdash.health.pressure import LimitPressure, WorkingSet
 from partdash.health.runway import Runway
 from partdash.health.skew import SkewFinding
 
@@ -22,7 +23,7 @@ RUNWAY_CRITICAL_DAYS = 3
 SKEW_CRITICAL_FACTOR = 2.0
 
 Severity = Literal["warning", "critical"]
-Kind = Literal["skew", "hotspot", "runway", "compression", "fragmentation", "staleness"]
+Kind = Literal["skew", "hotspot", "runway", "compression", "fragmentation", "staleness", "pressure"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -119,6 +120,42 @@ def staleness_finding(stale: int) -> Finding | None:
         _score("warning", stale / 10),
         f"{stale} partition(s) changed by over 20% since their statistics were computed: "
         "ANALYZE TABLE ... ANALYZE PARTITION",
+    )
+
+
+# What to do when partitions outgrow a server setting.
+LIMIT_ADVICE = {
+    "table_open_cache": "each partitioned table open in a session holds its partitions "
+    "open: raise table_open_cache, or merge or drop partitions",
+    "table_definition_cache": "raise table_definition_cache, or merge or drop partitions",
+    "open_files_limit": "every open partition is an open .ibd file: raise open_files_limit "
+    "(and LimitNOFILE of the service), or merge or drop partitions",
+}
+
+
+def limit_finding(limit: LimitPressure) -> Finding | None:
+    """Partitions on the server at 80% of a limit (warning) or past it (critical)."""
+    if limit.level not in ("warn", "critical") or limit.ratio is None or limit.limit is None:
+        return None
+    severity: Severity = "critical" if limit.level == "critical" else "warning"
+    return Finding(
+        "pressure",
+        severity,
+        _score(severity, limit.ratio - 1),
+        f"{limit.partitions:,} partitions against {limit.setting}={limit.limit:,} "
+        f"({limit.ratio:.0%}): {LIMIT_ADVICE.get(limit.setting, 'raise it')}",
+    )
+
+
+def working_set_finding(working: WorkingSet) -> Finding | None:
+    """The partitions written in the window no longer fit the buffer pool."""
+    if not working.is_finding or working.ratio is None:
+        return None
+    return Finding(
+        "pressure",
+        "critical",
+        _score("critical", (working.ratio - 1) * 10),
+        f"{working.reason}; raise innodb_buffer_pool_size or write fewer partitions at once",
     )
 
 

@@ -298,8 +298,10 @@ def server_pressure(server, snapshot: ServerSnapshot) -> dict:
         written_bytes, written_count, variables.get("innodb_buffer_pool_size")
     )
     ratio = verdict.ratio
+    limits = server_limits(snapshot.partitions or 0, variables)
+    found = [rules.limit_finding(limit) for limit in limits] + [rules.working_set_finding(verdict)]
     return {
-        "limits": [plain(p) for p in server_limits(snapshot.partitions, variables)],
+        "limits": [plain(p) for p in limits],
         "working_set": {
             "bytes": verdict.bytes,
             "buffer_pool_bytes": verdict.buffer_pool_bytes,
@@ -312,6 +314,8 @@ def server_pressure(server, snapshot: ServerSnapshot) -> dict:
         },
         "fragmented_partitions": fragmented,
         "stale_partitions": stale,
+        # Server-wide findings, ranked with the tables' (`server_findings`).
+        "findings": [plain(f) for f in sorted(filter(None, found), key=lambda f: -f.score)],
     }
 
 

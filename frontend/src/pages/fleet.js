@@ -42,15 +42,18 @@ function serverRow(server) {
   );
 }
 
+// A table's finding names the table; a server's own (pressure) names the server.
 function worstTable(finding) {
+  const where = finding.table_id == null
+    ? ["server ", link(urls.serverPage(finding.server_id), finding.server, { className: "server-finding-link" })]
+    : [link(urls.tablePage(finding.table_id), `${finding.schema}.${finding.table}`, { className: "table-link" }),
+      " on ", link(urls.serverPage(finding.server_id), finding.server)];
   return el(
     "li",
-    { dataset: { tableId: finding.table_id, kind: finding.kind } },
+    { dataset: { tableId: finding.table_id ?? "", serverId: finding.server_id, kind: finding.kind } },
     severityBadge(finding.severity),
     " ",
-    link(urls.tablePage(finding.table_id), `${finding.schema}.${finding.table}`, { className: "table-link" }),
-    " on ",
-    link(urls.serverPage(finding.server_id), finding.server),
+    ...where,
     " ",
     el("strong", {}, finding.kind),
     el("span", { className: "score", title: "score" }, ` (${number(finding.score)})`),
