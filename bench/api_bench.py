@@ -67,12 +67,7 @@ def uncached(token: str, server_id: int, table_id: int) -> dict:
             response = client.get(path, headers={"Host": "127.0.0.1"})
             times.append((time.monotonic() - started) * 1000)
             assert response.status_code == 200, response.status_code
-        times.sort()
-        results[label] = {
-            "median_ms": statistics.median(times),
-            "p95_ms": times[int(len(times) * 0.95) - 1],
-            "requests": len(times),
-        }
+        results[label] = summary(times)
     return results
 
 
@@ -115,7 +110,12 @@ def timed_get(url: str, headers: dict) -> float:
 def measure(url: str, headers: dict) -> dict:
     timed_get(url, headers)  # warm: the first request loads code and fills caches
     with ThreadPoolExecutor(CLIENTS) as pool:
-        times = sorted(pool.map(lambda _: timed_get(url, headers), range(REQUESTS)))
+        return summary(list(pool.map(lambda _: timed_get(url, headers), range(REQUESTS))))
+
+
+def summary(times: list[float]) -> dict:
+    """Median and p95 of request times in ms."""
+    times = sorted(times)
     return {
         "median_ms": statistics.median(times),
         "p95_ms": times[int(len(times) * 0.95) - 1],

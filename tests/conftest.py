@@ -12,6 +12,7 @@ import pytest
 from django.conf import settings
 
 from tests.services import MariaDB, MariaDBFactory, RedisServer, log_tail
+from tests.sql import new_schema_on
 
 ROOT = Path(__file__).resolve().parent.parent
 ARTIFACTS = ROOT / "test-artifacts"
@@ -51,6 +52,22 @@ def private_broker(redis_server: RedisServer) -> Iterator[str]:
     settings.PARTDASH_REDIS_URL = redis_server.url
     app.conf.broker_url = redis_server.url
     yield redis_server.url
+
+
+@pytest.fixture
+def new_schema():
+    """`new_schema(instance)` creates a uniquely named schema, dropped after the test."""
+    made = []
+
+    def make(instance: MariaDB) -> str:
+        name = new_schema_on(instance)
+        made.append((instance, name))
+        return name
+
+    yield make
+    for instance, name in made:
+        if instance.is_running:
+            instance.execute(f"DROP DATABASE IF EXISTS {name}")
 
 
 @pytest.fixture

@@ -8,7 +8,6 @@ Every test works in its own schema on the shared servers and compares only its o
 
 import os
 import time
-from contextlib import closing
 from datetime import UTC, datetime, timedelta
 from uuid import uuid4
 
@@ -24,6 +23,7 @@ from partdash.metrics.models import Partition, PartitionedTable, PartitionSample
 from partdash.metrics.retention import apply_retention
 from partdash.servers.connection import Session, open_session, target_for
 from tests.services import MariaDB
+from tests.sql import run
 
 pytestmark = pytest.mark.django_db
 
@@ -34,32 +34,6 @@ pytestmark = pytest.mark.django_db
 EXACT_UP_TO_ROWS = 1000
 ESTIMATE_TOLERANCE = 0.10
 IO_FIELDS = ("read_ops", "write_ops", "read_bytes", "write_bytes")
-
-
-@pytest.fixture
-def new_schema():
-    """`new_schema(instance)` creates a uniquely named schema, dropped after the test."""
-    made = []
-
-    def make(instance: MariaDB) -> str:
-        name = f"gt_{uuid4().hex[:8]}"
-        instance.execute(f"CREATE DATABASE {name}")
-        made.append((instance, name))
-        return name
-
-    yield make
-    for instance, name in made:
-        if instance.is_running:
-            instance.execute(f"DROP DATABASE IF EXISTS {name}")
-
-
-def run(instance: MariaDB, schema: str, *statements: str) -> tuple:
-    """Run statements in one root session after `USE schema` (the sequence engine's
-    `seq_1_to_N` tables live in the current schema); return the last one's rows."""
-    with closing(instance.connect(database=schema)) as conn, conn.cursor() as cursor:
-        for statement in statements:
-            cursor.execute(statement)
-        return cursor.fetchall()
 
 
 def count(instance: MariaDB, schema: str, table: str, partition: str) -> int:
@@ -272,6 +246,15 @@ def two_range_tables(instance: MariaDB, schema: str) -> None:
     )
 
 
+def polled_two_range_tables(instance: MariaDB, make_server, new_schema):
+    """`two_range_tables` in a new schema, its server registered and polled once."""
+    schema = new_schema(instance)
+    two_range_tables(instance, schema)
+    server = make_server(instance)
+    poll_server(server)
+    return schema, server
+
+
 @pytest.mark.parametrize(
     ("ddl", "names"),
     [
@@ -289,10 +272,7 @@ def two_range_tables(instance: MariaDB, schema: str) -> None:
 def test_partition_ddl_rereads_the_definitions_of_that_table_only(
     mariadb, make_server, new_schema, ddl, names
 ):
-    schema = new_schema(mariadb)
-    two_range_tables(mariadb, schema)
-    server = make_server(mariadb)
-    poll_server(server)
+    schema, server = polled_two_range_tables(mariadb, make_server, new_schema)
     read_at = {t: stored_table(server, schema, t).definitions_read_at for t in ("t", "bystander")}
 
     run(mariadb, schema, f"ALTER TABLE t {ddl}")
@@ -344,10 +324,7 @@ def test_truncate_partition_gets_a_new_tablespace_and_its_figures_reset(
 def test_a_dropped_table_is_marked_dropped_and_leaves_the_api(
     mariadb, make_server, new_schema, admin_client
 ):
-    schema = new_schema(mariadb)
-    two_range_tables(mariadb, schema)
-    server = make_server(mariadb)
-    poll_server(server)
+    schema, server = polled_two_range_tables(mariadb, make_server, new_schema)
     read_at = stored_table(server, schema, "bystander").definitions_read_at
 
     run(mariadb, schema, "DROP TABLE t")
@@ -364,10 +341,7 @@ def test_a_dropped_table_is_marked_dropped_and_leaves_the_api(
 def test_a_renamed_table_drops_the_old_name_and_appears_under_the_new(
     mariadb, make_server, new_schema, admin_client
 ):
-    schema = new_schema(mariadb)
-    two_range_tables(mariadb, schema)
-    server = make_server(mariadb)
-    poll_server(server)
+    schema, server = polled_two_range_tables(mariadb, make_server, new_schema)
     read_at = stored_table(server, schema, "bystander").definitions_read_at
 
     run(mariadb, schema, "RENAME TABLE t TO t_renamed")
@@ -543,10 +517,7 @@ def test_reading_the_definitions_of_a_missing_table_raises_table_gone(
 def test_a_table_dropped_before_its_definitions_are_read_is_reported_and_marked_dropped(
     mariadb, make_server, new_schema
 ):
-    schema = new_schema(mariadb)
-    two_range_tables(mariadb, schema)
-    server = make_server(mariadb)
-    poll_server(server)
+    schema, server = polled_two_range_tables(mariadb, make_server, new_schema)
     run(mariadb, schema, "ALTER TABLE t ADD PARTITION (PARTITION p3 VALUES LESS THAN (40))")
 
     class DropsTheTableFirst(Session):

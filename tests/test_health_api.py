@@ -9,11 +9,9 @@ Each test registers its server afresh (the Django database is rolled back per te
 """
 
 import os
-from contextlib import closing
 from datetime import date, timedelta
 from itertools import combinations
 from statistics import fmean, pstdev
-from uuid import uuid4
 
 import pytest
 from django.utils import timezone
@@ -28,6 +26,7 @@ from partdash.health.findings import (
 from partdash.health.skew import HASH_SKEW_RATIO
 from partdash.metrics.models import PartitionedTable
 from tests.services import MariaDB
+from tests.sql import new_schema_on, run
 
 pytestmark = pytest.mark.django_db
 
@@ -37,14 +36,6 @@ ESTIMATE_TOLERANCE = 0.02
 
 
 # -- helpers ------------------------------------------------------------------------------
-
-
-def run(instance: MariaDB, schema: str, *statements: str) -> tuple:
-    """Run statements in one root session after `USE schema`; the last one's rows."""
-    with closing(instance.connect(database=schema)) as conn, conn.cursor() as cursor:
-        for statement in statements:
-            cursor.execute(statement)
-        return cursor.fetchall()
 
 
 def partition_names(instance: MariaDB, schema: str, table: str) -> list[str]:
@@ -111,28 +102,6 @@ def cmp_per_partition(instance: MariaDB, schema: str, table: str) -> dict[str, t
         (schema, f"{table}#P#%"),
     )
     return {name.split("#P#")[1]: (int(ops), int(ok)) for name, ops, ok in rows}
-
-
-def new_schema_on(instance: MariaDB) -> str:
-    name = f"ha_{uuid4().hex[:8]}"
-    instance.execute(f"CREATE DATABASE {name}")
-    return name
-
-
-@pytest.fixture
-def new_schema():
-    """`new_schema(instance)`: a uniquely named schema, dropped after the test."""
-    made = []
-
-    def make(instance: MariaDB) -> str:
-        name = new_schema_on(instance)
-        made.append((instance, name))
-        return name
-
-    yield make
-    for instance, name in made:
-        if instance.is_running:
-            instance.execute(f"DROP DATABASE IF EXISTS {name}")
 
 
 def api_tables(client, server) -> dict[tuple[str, str], dict]:
