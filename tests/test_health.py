@@ -13,7 +13,7 @@ import pytest
 
 from partdash.health import compression, hotspots, pressure, skew
 from partdash.health.bounds import first_value, is_catchall, parse_expression, range_bound
-from partdash.health.counters import counter_delta, level_change, series_delta
+from partdash.health.counters import counter_delta, level_change
 from partdash.health.estimates import age_seconds, oldest
 from partdash.health.hotspots import PartitionActivity, find_hotspots, hot_share_threshold
 from partdash.health.partitions import PartitionState, merge_subpartitions
@@ -273,22 +273,6 @@ def test_a_skew_finding_is_an_estimate_as_old_as_its_stalest_statistics():
 )
 def test_counter_delta_treats_a_decrease_as_a_reset(new, old, delta):
     assert counter_delta(new, old) == delta
-
-
-@pytest.mark.parametrize(
-    ("readings", "delta"),
-    [
-        ([100, 150, 20, 50], 50 + 20 + 30),
-        ([100, 150, 20, 10, 40], 50 + 20 + 10 + 30),
-        ([None, 10, None, 15], 5),
-        ([7, 7, 7], 0),
-        ([10], None),
-        ([], None),
-        ([None, None], None),
-    ],
-)
-def test_series_delta_adds_up_across_any_number_of_resets(readings, delta):
-    assert series_delta(readings) == delta
 
 
 def test_level_change_can_be_negative_and_is_unknown_without_both_ends():

@@ -214,25 +214,17 @@ class TableSerializer(serializers.ModelSerializer):
         return health_fields(table.health)["findings"]
 
 
-TABLE_COLUMNS = (
-    "id",
-    "schema",
-    "name",
-    "method",
-    "expression",
-    "subpartition_method",
-    "partition_count",
-    "total_rows",
-    "total_data_bytes",
-    "total_index_bytes",
-    "total_file_bytes",
-    "health",
-    "score",
-    "analysed_at",
-    "first_seen_at",
-    "definitions_read_at",
-)
 _RENAMED = {f"total_{name}": name for name in ("rows", "data_bytes", "index_bytes", "file_bytes")}
+# The stored columns a table's API row is built from: its fields by their column names,
+# with `health` in place of the fields `health_fields` derives from it.
+TABLE_COLUMNS = (
+    *(
+        {v: k for k, v in _RENAMED.items()}.get(field, field)
+        for field in TableSerializer.Meta.fields
+        if field not in health_fields(None)
+    ),
+    "health",
+)
 
 
 def iso(moment) -> str | None:

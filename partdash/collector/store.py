@@ -2,7 +2,7 @@
 partition, and a sample row only where a partition's figures changed."""
 
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import datetime
 from operator import attrgetter
 
 from django.conf import settings
@@ -22,6 +22,7 @@ from partdash.metrics.models import (
     PartitionedTable,
     PartitionSample,
     ServerSnapshot,
+    aware,
 )
 
 OTHER = ("stats_updated_at", "autoinc", "space_id", "row_format", "page_size")
@@ -144,10 +145,6 @@ def _insert_samples(samples: list[tuple]) -> int:
     return count
 
 
-def _aware(value):
-    return value.replace(tzinfo=UTC) if value is not None and value.tzinfo is None else value
-
-
 class PollStore:
     """Writes one collection for one server inside one transaction."""
 
@@ -243,7 +240,7 @@ class PollStore:
         previous = {}
         for row in rows:
             values = list(row[3:])
-            values[_STATS_UPDATED] = _aware(values[_STATS_UPDATED])
+            values[_STATS_UPDATED] = aware(values[_STATS_UPDATED])
             previous[(row[1], row[2])] = (row[0], *values)
         return previous
 
@@ -330,8 +327,8 @@ class PollStore:
         rows = []
         for update in updates:
             row = list(update)
-            row[_STATS_UPDATED] = adapt(_aware(row[_STATS_UPDATED]))
-            row[_CHANGED_AT - 1] = adapt(_aware(row[_CHANGED_AT - 1]))
+            row[_STATS_UPDATED] = adapt(aware(row[_STATS_UPDATED]))
+            row[_CHANGED_AT - 1] = adapt(aware(row[_CHANGED_AT - 1]))
             rows.append(row)
         with connection.cursor() as cursor:
             cursor.executemany(sql, rows)

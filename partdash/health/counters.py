@@ -7,28 +7,12 @@ A decrease therefore means a reset, and what accumulated since is the new value 
 as `partdash.collector.store.counter_rate`.
 """
 
-from collections.abc import Iterable
-
 
 def counter_delta(new: int | None, old: int | None) -> int | None:
     """What a counter added between two readings; None when either is unknown."""
     if new is None or old is None:
         return None
     return new - old if new >= old else new
-
-
-def series_delta(readings: Iterable[int | None]) -> int | None:
-    """What a counter added over a window of readings, oldest first, across any number of
-    resets. Unknown readings are skipped; None when fewer than two are known."""
-    total, previous, pairs = 0, None, 0
-    for reading in readings:
-        if reading is None:
-            continue
-        if previous is not None:
-            total += counter_delta(reading, previous) or 0
-            pairs += 1
-        previous = reading
-    return total if pairs else None
 
 
 def level_change(first: int | None, last: int | None) -> int | None:

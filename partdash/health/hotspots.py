@@ -9,8 +9,8 @@ Sources, best first:
   and misses updates and deletes.
 - "rows": growth of the estimated row count.
 - "size": growth of data plus index bytes.
-The caller turns its samples into per-partition deltas over the window (see
-`partdash.health.counters`), e.g. the last `DEFAULT_WINDOW`.
+The caller gives per-partition deltas over the window (see `partdash.health.recent`),
+e.g. the last `DEFAULT_WINDOW`.
 
 The rule: a partition is hot when its share reaches `hot_share_threshold(n)` and it saw
 at least `MIN_HOT_EVENTS` events itself. The threshold is HOT_SHARE (a majority) for

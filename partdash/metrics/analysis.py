@@ -11,7 +11,7 @@ calendar; a quiet server's poll analyses nothing.
 """
 
 from dataclasses import asdict, fields, is_dataclass, replace
-from datetime import UTC, date, datetime, timedelta
+from datetime import date, datetime, timedelta
 
 from django.conf import settings
 from django.db import connection
@@ -35,7 +35,7 @@ from partdash.health.pressure import (
 )
 from partdash.health.runway import table_runway
 from partdash.health.skew import judge_skew
-from partdash.metrics.models import Partition, PartitionedTable, ServerSnapshot
+from partdash.metrics.models import Partition, PartitionedTable, ServerSnapshot, aware
 
 STATE_FIELDS = tuple(f.name for f in fields(PartitionState))  # its constructor's order
 _STATS_UPDATED = STATE_FIELDS.index("stats_updated_at")
@@ -222,9 +222,7 @@ def _partitions_of(table_ids: list[int]) -> dict[int, list[tuple[PartitionState,
         cursor.execute(sql, table_ids)
         rows = cursor.fetchall()
     for table_id, text, *values in rows:
-        updated = values[_STATS_UPDATED]
-        if updated is not None and updated.tzinfo is None:  # raw SQLite and MySQL rows
-            values[_STATS_UPDATED] = updated.replace(tzinfo=UTC)
+        values[_STATS_UPDATED] = aware(values[_STATS_UPDATED])
         by_table[table_id].append((PartitionState(*values), text))
     return by_table
 

@@ -6,6 +6,8 @@ tables get a row only when a partition's figures changed since its last sample.
 Counters (I/O, compression) are stored raw, so rates can be derived across resets.
 """
 
+from datetime import UTC
+
 from django.db import models
 
 # The figures a PartitionSample records (each NULL when unchanged).
@@ -19,6 +21,11 @@ COMPRESSION_FIGURES = (
     "uncompress_time",
 )
 SAMPLED_FIGURES = SIZE_FIGURES + ACTIVITY_FIGURES + COMPRESSION_FIGURES
+
+
+def aware(value):
+    """A time read with raw SQL (naive from SQLite and MySQL, which hold UTC) as UTC."""
+    return value.replace(tzinfo=UTC) if value is not None and value.tzinfo is None else value
 
 
 class ServerSnapshot(models.Model):
