@@ -83,6 +83,7 @@ def _record_success(server: Server, collection, snapshot_at) -> None:
         flavor=collection.flavor,
         version=collection.version,
         last_poll_at=snapshot_at,
+        last_success_at=snapshot_at,
         last_error="; ".join(collection.warnings),
         partitioned_tables=tables.count(),
         partitions=len(collection.partitions),

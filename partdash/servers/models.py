@@ -17,9 +17,12 @@ LATEST_POLL_FIELDS = (
     "version",
     "status",
     "last_poll_at",
+    "last_success_at",
     "last_error",
     "partitioned_tables",
     "partitions",
+    "tls_offered",
+    "tls_checked_at",
 )
 
 
@@ -59,11 +62,17 @@ class Server(models.Model):
     status = models.CharField(
         max_length=12, choices=ServerStatus, default=ServerStatus.NEVER, editable=False
     )
+    # When a poll was last tried (whatever its outcome) and when one last succeeded.
     last_poll_at = models.DateTimeField(null=True, blank=True, editable=False)
+    last_success_at = models.DateTimeField(null=True, blank=True, editable=False)
     last_error = models.TextField(blank=True, editable=False)
     next_poll_at = models.DateTimeField(null=True, blank=True, editable=False, db_index=True)
     partitioned_tables = models.PositiveIntegerField(null=True, blank=True, editable=False)
     partitions = models.PositiveIntegerField(null=True, blank=True, editable=False)
+    # Whether the server offered TLS when last looked at (None: not known yet), so a new
+    # process knows without a throw-away connection; looked at again once a day.
+    tls_offered = models.BooleanField(null=True, blank=True, editable=False)
+    tls_checked_at = models.DateTimeField(null=True, blank=True, editable=False)
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 
