@@ -33,6 +33,14 @@ class ServerSerializer(serializers.ModelSerializer):
         style={"input_type": "password"},
     )
     tags = serializers.CharField(required=False, allow_blank=True, max_length=500)
+    # Only in the answer to a write (absent from reads): e.g. another server at the same
+    # host and port.
+    warnings = serializers.ListField(
+        child=serializers.CharField(),
+        read_only=True,
+        source="registration_warnings",
+        help_text="Only in answers to POST/PUT/PATCH: what the admin should know.",
+    )
 
     class Meta:
         model = Server
@@ -50,6 +58,7 @@ class ServerSerializer(serializers.ModelSerializer):
             "tags",
             *LATEST_POLL_FIELDS,
             "findings",
+            "warnings",
         ]
         read_only_fields = LATEST_POLL_FIELDS
 
@@ -64,9 +73,13 @@ class ServerSerializer(serializers.ModelSerializer):
         return ranked(tables + server_findings([server]), 3)
 
     def validate(self, attrs: dict) -> dict:
+        """The model's rules on a copy, the new password included: the stored one is
+        never reused for a changed host, port, user or TLS setting."""
         server = copy(self.instance) if self.instance else Server()
         for field, value in attrs.items():
-            if field != "password":
+            if field == "password":
+                server.set_password(value)
+            else:
                 setattr(server, field, value)
         try:
             server.clean()
@@ -83,6 +96,7 @@ class ServerSerializer(serializers.ModelSerializer):
         if password is not None:
             server.set_password(password)
         server.save()
+        server.registration_warnings = [w for w in [server.same_address_warning()] if w]
         return server
 
     def create(self, validated_data: dict) -> Server:

@@ -16,9 +16,11 @@ from partdash.servers.probe import ProbeResult, probe
 
 def probe_server(server: Server) -> ProbeResult:
     try:
-        return probe(target_for(server))
+        result = probe(target_for(server))
     except SecretError as exc:
         return ProbeResult(reachable=False, error_kind="secret", error=str(exc))
+    server.record_tls(result.tls_offered)
+    return result
 
 
 admin.site.site_header = "partdash administration"
@@ -62,6 +64,12 @@ class ServerAdmin(admin.ModelAdmin):
     @admin.display(boolean=True, description="Password stored")
     def has_password(self, server: Server) -> bool:
         return server.has_password
+
+    def save_model(self, request, obj: Server, form, change: bool) -> None:
+        super().save_model(request, obj, form, change)
+        warning = obj.same_address_warning()
+        if warning:
+            self.message_user(request, warning, messages.WARNING)
 
     def get_urls(self):
         test = self.admin_site.admin_view(self.test_connection_view)

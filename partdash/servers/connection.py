@@ -2,19 +2,24 @@
 
 Every failure becomes a `ConnectionFailure` with a one-line reason a user can act on
 (DNS, refused, timeout, access denied, TLS), never a stack trace. The password is
-passed to PyMySQL only and never appears in a message.
+passed to PyMySQL only and never appears in a message; it is never sent in clear text
+over an unencrypted connection (see `GuardedConnection`).
 """
 
 import errno
+import os
+import re
 import socket
 import ssl
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from functools import cache
+from functools import lru_cache
+from stat import S_ISREG
 
 import pymysql
 from django.conf import settings
+from pymysql.constants import CLIENT
 
 from partdash.servers.choices import Flavor, TlsMode
 
@@ -25,6 +30,13 @@ ER_CON_COUNT = 1040
 ER_USER_LIMIT_REACHED = 1226
 CR_CONN_HOST_ERROR = 2003
 NO_TLS_ON_SERVER = "SSL is required but the server doesn't support it"
+# Plugins that send the password itself: MySQL's mysql_clear_password (LDAP, PAM) and
+# MariaDB's `dialog` (PAM), which answers a "Password: " prompt with the password as typed.
+CLEAR_TEXT_PLUGINS = (b"mysql_clear_password", b"dialog")
+# A CA bundle is a few hundred certificates at most; this keeps a mistyped path such as a
+# log file from being read whole on every save.
+MAX_CA_FILE_BYTES = 16 * 1024 * 1024
+VERIFYING_MODES = (TlsMode.VERIFY_CA, TlsMode.VERIFY_IDENTITY)
 
 
 @dataclass(frozen=True)
@@ -41,15 +53,82 @@ class Target:
     def __repr__(self) -> str:  # never show the password
         return f"Target({self.user}@{self.host}:{self.port})"
 
+    @property
+    def address(self) -> str:
+        return f"{self.host}:{self.port}"
+
 
 class ConnectionFailure(Exception):
     """A monitored server could not be reached or refused us. `kind` is one of
-    dns, refused, timeout, access_denied, too_many_connections, tls, error."""
+    dns, refused, timeout, unreachable, access_denied, too_many_connections, tls, error.
+    `tls_offered` is what the server's greeting said about TLS, None if none arrived."""
 
-    def __init__(self, kind: str, message: str):
+    def __init__(self, kind: str, message: str, tls_offered: bool | None = None):
         super().__init__(message)
         self.kind = kind
         self.message = message
+        self.tls_offered = tls_offered
+
+
+class ClearTextRefused(pymysql.err.OperationalError):
+    """The server asked for the password in clear text over an unencrypted connection."""
+
+    def __init__(self, plugin: bytes):
+        name = plugin.decode("ascii", "replace")
+        super().__init__(
+            "refused to send the password in clear text: "
+            f"the server asked for {name} over an unencrypted connection"
+        )
+
+
+class GuardedConnection(pymysql.connections.Connection):
+    """PyMySQL's connection with three changes, each keeping a credential or a worker safe:
+
+    - it never answers a clear-text authentication request (`CLEAR_TEXT_PLUGINS`, in the
+      greeting or in an auth switch) unless the connection is encrypted: PyMySQL would
+      send the stored password to whoever listens at the address;
+    - with `tls_required=False` (the `preferred` mode) it decides from the greeting's
+      CLIENT.SSL flag whether to start TLS, within this one connection (PyMySQL does that
+      only when given no TLS context, and we pass our own, cached one);
+    - the greeting, the TLS handshake and the authentication wait at most the connect
+      timeout; the read and write timeouts apply from the first query on.
+    """
+
+    def __init__(self, *, tls_required: bool, **kwargs):
+        super().__init__(**kwargs, defer_connect=True)
+        if self.ssl and not tls_required:
+            self._ssl_required = False
+            self.client_flag &= ~CLIENT.SSL  # asked for only where the server offers it
+
+    @property
+    def tls_offered(self) -> bool | None:
+        """Whether the server's greeting offered TLS; None before a greeting arrived."""
+        capabilities = getattr(self, "server_capabilities", None)
+        return None if capabilities is None else bool(capabilities & CLIENT.SSL)
+
+    @property
+    def encrypted(self) -> bool:
+        return bool(self._secure)
+
+    def connect(self, sock=None) -> None:
+        query_timeouts = self._read_timeout, self._write_timeout
+        self._read_timeout = self._write_timeout = self.connect_timeout
+        try:
+            super().connect(sock)
+        finally:
+            self._read_timeout, self._write_timeout = query_timeouts
+
+    def _request_authentication(self) -> None:
+        plugin = self._auth_plugin_name.encode("ascii", "replace")
+        starts_tls = self.ssl and self.tls_offered
+        if plugin in CLEAR_TEXT_PLUGINS and not starts_tls:
+            raise ClearTextRefused(plugin)
+        super()._request_authentication()
+
+    def _process_auth(self, plugin_name, auth_packet, handler=None):
+        if plugin_name in CLEAR_TEXT_PLUGINS and not self._secure:
+            raise ClearTextRefused(plugin_name)
+        return super()._process_auth(plugin_name, auth_packet, handler)
 
 
 @dataclass(frozen=True)
@@ -59,6 +138,8 @@ class Session:
     conn: pymysql.connections.Connection
     flavor: str
     version: str
+    tls_offered: bool | None = None
+    encrypted: bool = False
 
     def rows(self, sql: str, args: tuple = ()) -> list[tuple]:
         with self.conn.cursor() as cursor:
@@ -81,12 +162,39 @@ def target_for(server) -> Target:
     )
 
 
-@cache
-def _tls_context(tls_mode: str, ca_file: str) -> ssl.SSLContext | None:
-    """One context per mode and CA for the life of the process: building one loads the
-    system's CA store, which costs more than a whole poll of a small server."""
-    if tls_mode == TlsMode.DISABLED:
-        return None
+def ssl_reason(exc: ssl.SSLError | OSError) -> str:
+    """OpenSSL's reason without the `[LIB: CODE]` prefix and `(_ssl.c:NNNN)` suffix."""
+    if isinstance(exc, ssl.SSLCertVerificationError) and exc.verify_message:
+        return f"certificate verify failed: {exc.verify_message}"
+    text = exc.strerror if isinstance(exc.strerror, str) else str(exc)
+    text = re.sub(r"^\[[^\]]*\]\s*", "", text)
+    return re.sub(r"\s*\(_ssl\.c:\d+\)$", "", text) or type(exc).__name__
+
+
+def ca_file_problem(path: str) -> str | None:
+    """Why `path` cannot serve as a CA bundle (None if it can): it must be a readable
+    file of PEM certificates, loaded as the connection loads it."""
+    if not os.path.isfile(path) or not os.access(path, os.R_OK):
+        return f"{path} is not a readable file."
+    if os.path.getsize(path) > MAX_CA_FILE_BYTES:
+        return f"{path} is too large to be a CA bundle."
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+    try:
+        context.load_verify_locations(cafile=path)
+    except ssl.SSLError:
+        return f"{path} holds no PEM certificate."
+    except OSError as exc:
+        return f"{path} cannot be read: {exc.strerror}."
+    if not context.cert_store_stats()["x509"]:
+        return f"{path} holds no PEM certificate."
+    return None
+
+
+@lru_cache(maxsize=64)
+def _cached_tls_context(tls_mode: str, ca_file: str, ca_version: tuple) -> ssl.SSLContext:
+    """One context per mode and CA file version for the life of the process: building one
+    loads the system's CA store, which costs more than a whole poll of a small server.
+    `ca_version` (the file's mtime, size and inode) reloads a CA file replaced since."""
     context = ssl.create_default_context(cafile=ca_file or None)
     context.verify_flags &= ~ssl.VERIFY_X509_STRICT  # MySQL's self-signed certificates
     context.check_hostname = tls_mode == TlsMode.VERIFY_IDENTITY
@@ -95,8 +203,32 @@ def _tls_context(tls_mode: str, ca_file: str) -> ssl.SSLContext | None:
     return context
 
 
-# Servers that answered `preferred` TLS with "no TLS here": connect in plain text directly.
-_WITHOUT_TLS: set[tuple[str, int]] = set()
+def _ca_load_reason(exc: ssl.SSLError | OSError) -> str:
+    if isinstance(exc, ssl.SSLError) and exc.reason == "NO_CERTIFICATE_OR_CRL_FOUND":
+        return "it holds no PEM certificate"
+    return ssl_reason(exc)
+
+
+def tls_context(target: Target) -> ssl.SSLContext | None:
+    """The TLS context for `target` (None when TLS is disabled). A CA file that is gone,
+    unreadable or holds no certificate is a `ConnectionFailure` with a one-line reason,
+    never an exception of the ssl module."""
+    if target.tls_mode == TlsMode.DISABLED:
+        return None
+    ca_version: tuple = ()
+    where = f"cannot use the TLS CA file {target.ssl_ca}" if target.ssl_ca else "cannot set up TLS"
+    if target.ssl_ca:
+        try:
+            stat = os.stat(target.ssl_ca)
+        except OSError as exc:
+            raise ConnectionFailure("tls", f"{where}: {exc.strerror}") from None
+        if not S_ISREG(stat.st_mode) or stat.st_size > MAX_CA_FILE_BYTES:
+            raise ConnectionFailure("tls", f"{where}: not a file of PEM certificates")
+        ca_version = (stat.st_mtime_ns, stat.st_size, stat.st_ino)
+    try:
+        return _cached_tls_context(target.tls_mode, target.ssl_ca, ca_version)
+    except (ssl.SSLError, OSError) as exc:
+        raise ConnectionFailure("tls", f"{where}: {_ca_load_reason(exc)}") from None
 
 
 def _resolve(target: Target) -> None:
@@ -108,29 +240,38 @@ def _resolve(target: Target) -> None:
         ) from None
 
 
-def classify(exc: Exception, target: Target) -> ConnectionFailure:
-    """Turn a PyMySQL/socket exception into a one-line, user-facing failure."""
-    where = f"{target.host}:{target.port}"
+def _kind_and_message(exc: Exception, target: Target) -> tuple[str, str]:
+    where = target.address
     code = exc.args[0] if exc.args and isinstance(exc.args[0], int) else None
-    text = str(exc.args[1]) if len(exc.args) > 1 else str(exc)
-    cause = exc.__cause__ or exc.__context__
+    text = str(exc.args[1]) if len(exc.args) > 1 else str(exc.args[0] if exc.args else exc)
+    cause = getattr(exc, "original_exception", None) or exc.__cause__ or exc.__context__
+    if isinstance(exc, ClearTextRefused):
+        return "tls", text
     if code in (ER_ACCESS_DENIED, ER_DBACCESS_DENIED, ER_ACCESS_DENIED_NO_PASSWORD):
-        return ConnectionFailure("access_denied", f"access denied for {target.user!r} at {where}")
+        return "access_denied", f"access denied for {target.user!r} at {where}"
     if code in (ER_CON_COUNT, ER_USER_LIMIT_REACHED):
-        return ConnectionFailure("too_many_connections", f"{where}: {text}")
+        return "too_many_connections", f"{where}: {text}"
     if NO_TLS_ON_SERVER in text:
-        return ConnectionFailure("tls", f"{where} does not offer TLS but {target.tls_mode} is set")
-    if isinstance(cause, ssl.SSLError) or "SSL" in text or "certificate" in text:
-        return ConnectionFailure("tls", f"TLS failure with {where}: {text}")
+        return "tls", f"{where} does not offer TLS but {target.tls_mode} is set"
+    if isinstance(cause, ssl.SSLError):
+        return "tls", f"TLS failure with {where}: {ssl_reason(cause)}"
+    if "SSL" in text or "certificate" in text:
+        return "tls", f"TLS failure with {where}: {text}"
     if isinstance(cause, ConnectionRefusedError) or "refused" in text.lower():
-        return ConnectionFailure("refused", f"connection refused by {where}")
+        return "refused", f"connection refused by {where}"
     if isinstance(cause, TimeoutError | socket.timeout) or "timed out" in text:
-        return ConnectionFailure("timeout", f"timed out talking to {where}")
+        return "timeout", f"timed out talking to {where}"
     if isinstance(cause, OSError) and cause.errno in (errno.EHOSTUNREACH, errno.ENETUNREACH):
-        return ConnectionFailure("unreachable", f"no route to {where}")
+        return "unreachable", f"no route to {where}"
     if code == CR_CONN_HOST_ERROR:
-        return ConnectionFailure("refused", f"cannot connect to {where}: {text}")
-    return ConnectionFailure("error", f"{where}: {text}")
+        return "refused", f"cannot connect to {where}: {text}"
+    return "error", f"{where}: {text}"
+
+
+def classify(exc: Exception, target: Target, tls_offered: bool | None = None) -> ConnectionFailure:
+    """Turn a PyMySQL/socket exception into a one-line, user-facing failure."""
+    kind, message = _kind_and_message(exc, target)
+    return ConnectionFailure(kind, " ".join(message.split()), tls_offered)
 
 
 def _session_settings(flavor: str) -> list[str]:
@@ -152,21 +293,15 @@ def flavor_of(version: str) -> str:
     return Flavor.MARIADB if "mariadb" in version.lower() else Flavor.MYSQL
 
 
-def _check_tls(conn: pymysql.connections.Connection, target: Target) -> None:
-    if target.tls_mode not in (TlsMode.VERIFY_CA, TlsMode.VERIFY_IDENTITY):
-        return
-    with conn.cursor() as cursor:
-        cursor.execute("SHOW SESSION STATUS LIKE 'Ssl_cipher'")
-        row = cursor.fetchone()
-    if not row or not row[1]:
-        raise ConnectionFailure(
-            "tls", f"{target.host}:{target.port} does not offer TLS but {target.tls_mode} is set"
-        )
-
-
-def _connect(target: Target, tls: bool) -> pymysql.connections.Connection:
-    context = _tls_context(target.tls_mode, target.ssl_ca) if tls else None
-    return pymysql.connect(
+def connect(target: Target) -> GuardedConnection:
+    """One connection, TLS as `target.tls_mode` says (for `preferred`: where the server's
+    greeting offers it), with the connect timeout on the handshake and the read timeout
+    on queries. No second, throw-away connection is ever made: each would count as an
+    aborted connect on the server, and enough of them get partdash's host blocked
+    (max_connect_errors)."""
+    _resolve(target)
+    context = tls_context(target)
+    conn = GuardedConnection(
         host=target.host,
         port=target.port,
         user=target.user,
@@ -176,45 +311,37 @@ def _connect(target: Target, tls: bool) -> pymysql.connections.Connection:
         write_timeout=settings.PARTDASH_READ_TIMEOUT,
         ssl=context,
         ssl_disabled=context is None,
+        tls_required=target.tls_mode in VERIFYING_MODES,
         charset="utf8mb4",
         autocommit=True,
         program_name="partdash",
     )
-
-
-def _connect_preferring_tls(target: Target) -> pymysql.connections.Connection:
-    """TLS where the server offers it; for `preferred`, plain text where it does not."""
-    address = (target.host, target.port)
-    plain_known = target.tls_mode == TlsMode.PREFERRED and address in _WITHOUT_TLS
     try:
-        return _connect(target, tls=not plain_known)
-    except pymysql.OperationalError as exc:
-        if target.tls_mode != TlsMode.PREFERRED or NO_TLS_ON_SERVER not in str(exc):
-            raise classify(exc, target) from None
+        conn.connect()
     except pymysql.MySQLError as exc:
-        raise classify(exc, target) from None
-    _WITHOUT_TLS.add(address)
-    try:
-        return _connect(target, tls=False)
-    except pymysql.MySQLError as exc:
-        raise classify(exc, target) from None
+        raise classify(exc, target, conn.tls_offered) from None
+    if target.tls_mode in VERIFYING_MODES and not conn.encrypted:  # PyMySQL refuses first
+        conn.close()
+        raise ConnectionFailure(
+            "tls", f"{target.address} does not offer TLS but {target.tls_mode} is set", False
+        )
+    return conn
 
 
 @contextmanager
 def open_session(target: Target) -> Iterator[Session]:
     """Connect with timeouts, a statement cap and a read-only session."""
-    _resolve(target)
-    conn = _connect_preferring_tls(target)
+    conn = connect(target)
     try:
-        _check_tls(conn, target)
         with conn.cursor() as cursor:
             cursor.execute("SELECT VERSION()")  # the handshake's may carry a 5.5.5- prefix
             version = cursor.fetchone()[0]
             flavor = flavor_of(version)
             for statement in _session_settings(flavor):
                 cursor.execute(statement)
-        yield Session(conn=conn, flavor=flavor, version=version)
+        yield Session(conn, flavor, version, conn.tls_offered, conn.encrypted)
     except pymysql.MySQLError as exc:
-        raise classify(exc, target) from None
+        raise classify(exc, target, conn.tls_offered) from None
     finally:
-        conn.close()
+        if conn.open:
+            conn.close()

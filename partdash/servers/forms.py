@@ -1,4 +1,6 @@
-"""The server form: the password is write-only, kept when left blank on edit."""
+"""The server form: the password is write-only, kept when left blank on edit (unless the
+host, port, user or TLS settings change: then it must be given again, see
+`Server.password_reuse`)."""
 
 from django import forms
 
@@ -10,7 +12,8 @@ class ServerForm(forms.ModelForm):
         required=False,
         strip=False,
         widget=forms.PasswordInput(render_value=False, attrs={"autocomplete": "new-password"}),
-        help_text="Stored encrypted and never shown again. Leave blank to keep the current one.",
+        help_text="Stored encrypted and never shown again. Leave blank to keep the current one; "
+        "changing the host, port, user or TLS settings needs it again.",
     )
     clear_password = forms.BooleanField(
         required=False, help_text="Remove the stored password (for accounts without one)."
@@ -32,12 +35,12 @@ class ServerForm(forms.ModelForm):
             "tags",
         ]
 
-    def save(self, commit: bool = True) -> Server:
-        server = super().save(commit=False)
-        if self.cleaned_data.get("clear_password"):
-            server.set_password("")
-        elif self.cleaned_data.get("password"):
-            server.set_password(self.cleaned_data["password"])
-        if commit:
-            server.save()
-        return server
+    def clean(self) -> dict:
+        """Apply a new or cleared password before the model's validation, which refuses
+        to send the stored one to a changed destination."""
+        cleaned = super().clean()
+        if cleaned.get("clear_password"):
+            self.instance.set_password("")
+        elif cleaned.get("password"):
+            self.instance.set_password(cleaned["password"])
+        return cleaned

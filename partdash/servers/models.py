@@ -1,14 +1,16 @@
 """A monitored MySQL or MariaDB server and its encrypted credentials."""
 
-import os
+from datetime import timedelta
 
 from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.core.validators import MaxValueValidator, MinValueValidator, RegexValidator
 from django.db import models
+from django.utils import timezone
 
 from partdash.lib import secrets
 from partdash.servers.choices import Flavor, ServerStatus, TlsMode
+from partdash.servers.connection import ca_file_problem
 
 MIN_POLL_INTERVAL = 10
 # What the latest poll wrote: read-only everywhere a server is shown.
@@ -24,6 +26,17 @@ LATEST_POLL_FIELDS = (
     "tls_offered",
     "tls_checked_at",
 )
+# Where and as whom the stored password is sent, with the words an error names them by:
+# changing any of them sends the password somewhere the admin has not approved it for.
+DESTINATION_FIELDS = {
+    "host": "host",
+    "port": "port",
+    "user": "user",
+    "tls_mode": "TLS mode",
+    "ssl_ca": "TLS CA file",
+}
+# How long a recorded `tls_offered` stands before it is written again.
+TLS_RECHECK = timedelta(days=1)
 
 
 def default_poll_interval() -> int:
@@ -85,6 +98,29 @@ class Server(models.Model):
     def __repr__(self) -> str:
         return f"<Server {self.name} {self.host}:{self.port}>"
 
+    def save(self, *args, **kwargs) -> None:
+        super().save(*args, **kwargs)
+        self._remember_stored()
+
+    @classmethod
+    def from_db(cls, db, field_names, values) -> "Server":
+        server = super().from_db(db, field_names, values)
+        server._remember_stored()
+        return server
+
+    def refresh_from_db(self, *args, **kwargs) -> None:
+        super().refresh_from_db(*args, **kwargs)
+        self._remember_stored()
+
+    def _remember_stored(self) -> None:
+        """What the database holds, for `destination_changes` (deferred fields are left
+        out: they cannot have been changed without being loaded first)."""
+        self._stored = {
+            name: self.__dict__[name]
+            for name in (*DESTINATION_FIELDS, "password_token")
+            if name in self.__dict__
+        }
+
     @property
     def address(self) -> str:
         return f"{self.host}:{self.port}"
@@ -103,7 +139,58 @@ class Server(models.Model):
     def get_password(self) -> str:
         return secrets.decrypt(self.password_token) if self.password_token else ""
 
+    def destination_changes(self) -> list[str]:
+        """The `DESTINATION_FIELDS` changed since the server was loaded or saved."""
+        stored = getattr(self, "_stored", None)
+        if self._state.adding or stored is None:
+            return []
+        return [
+            name
+            for name in DESTINATION_FIELDS
+            if name in stored and getattr(self, name) != stored[name]
+        ]
+
+    def password_reuse(self) -> list[str]:
+        """The destination fields changed while the stored password is kept as it is: a
+        poll would send that password to a place nobody approved it for. Giving the
+        password again (or clearing it) approves the new place."""
+        stored = getattr(self, "_stored", {})
+        if not self.password_token or self.password_token != stored.get("password_token"):
+            return []
+        return self.destination_changes()
+
+    def same_address(self) -> list[str]:
+        """Names of the other servers registered at this host and port."""
+        others = Server.objects.filter(host__iexact=self.host, port=self.port)
+        return list(others.exclude(pk=self.pk).values_list("name", flat=True))
+
+    def same_address_warning(self) -> str | None:
+        names = self.same_address()
+        if not names:
+            return None
+        return f"{self.address} is also registered as {', '.join(names)}: it will be polled twice"
+
+    def record_tls(self, offered: bool | None) -> None:
+        """Remember whether the server's greeting offered TLS: written when it changed or
+        is over a day old (every connection reads the greeting, so this costs no
+        connection), and never when no greeting arrived."""
+        if offered is None:
+            return
+        now = timezone.now()
+        checked = self.tls_checked_at
+        if offered == self.tls_offered and checked and now - checked < TLS_RECHECK:
+            return
+        Server.objects.filter(pk=self.pk).update(tls_offered=offered, tls_checked_at=now)
+        self.tls_offered, self.tls_checked_at = offered, now
+
     def clean(self) -> None:
         self.tags = ", ".join(dict.fromkeys(self.tag_list))
-        if self.ssl_ca and not os.access(self.ssl_ca, os.R_OK):
-            raise ValidationError({"ssl_ca": f"{self.ssl_ca} is not a readable file."})
+        errors = {
+            name: f"changing the {DESTINATION_FIELDS[name]} needs the password again"
+            for name in self.password_reuse()
+        }
+        problem = ca_file_problem(self.ssl_ca) if self.ssl_ca else None
+        if problem:
+            errors.setdefault("ssl_ca", problem)
+        if errors:
+            raise ValidationError(errors)

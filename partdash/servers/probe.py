@@ -59,6 +59,10 @@ class ProbeResult:
     settings: dict[str, bool] = field(default_factory=dict)
     missing_privileges: list[MissingPrivilege] = field(default_factory=list)
     fixes: list[str] = field(default_factory=list)
+    # What the server's greeting said about TLS (None: no greeting), and whether this
+    # connection was encrypted.
+    tls_offered: bool | None = None
+    encrypted: bool = False
 
     @property
     def flavor_label(self) -> str:
@@ -138,7 +142,12 @@ def probe(target: Target) -> ProbeResult:
             missing = _missing_privileges(session, account)
             missing += _hidden_schemas(session, account)
     except ConnectionFailure as failure:
-        return ProbeResult(reachable=False, error_kind=failure.kind, error=failure.message)
+        return ProbeResult(
+            reachable=False,
+            error_kind=failure.kind,
+            error=failure.message,
+            tls_offered=failure.tls_offered,
+        )
     fixes = [f"{m.grant};" for m in missing]
     fixes += [SETTING_FIXES[name] for name, on in settings.items() if not on]
     return ProbeResult(
@@ -149,4 +158,6 @@ def probe(target: Target) -> ProbeResult:
         settings=settings,
         missing_privileges=missing,
         fixes=fixes,
+        tls_offered=session.tls_offered,
+        encrypted=session.encrypted,
     )

@@ -1,4 +1,9 @@
-"""`manage.py addserver NAME --host H --user U ...`: create or update a server."""
+"""`manage.py addserver NAME --host H --user U ...`: create or update a server.
+
+Stdout carries the server's id only (scripts capture it); the connection check's outcome
+and any warning go to stderr. An unreachable server is still registered (exit 0): it may
+be down for now, and its status says so until it answers.
+"""
 
 import argparse
 import os
@@ -6,8 +11,11 @@ import os
 from django.core.exceptions import ValidationError
 
 from partdash.lib.commands import PartdashCommand
+from partdash.lib.secrets import SecretError
 from partdash.servers.choices import TlsMode
+from partdash.servers.connection import target_for
 from partdash.servers.models import Server
+from partdash.servers.probe import probe
 
 
 def port_number(text: str) -> int:
@@ -42,6 +50,9 @@ class Command(PartdashCommand):
         parser.add_argument("--tls-mode", choices=TlsMode.values)
         parser.add_argument("--tags", help="comma-separated labels")
         parser.add_argument("--disabled", action="store_true", help="register without polling")
+        parser.add_argument(
+            "--no-check", action="store_true", help="do not try the connection after saving"
+        )
 
     def _password(self, options) -> str | None:
         if options["password_env"]:
@@ -75,6 +86,21 @@ class Command(PartdashCommand):
             reasons = "; ".join(
                 f"{field}: {' '.join(errors)}" for field, errors in exc.message_dict.items()
             )
+            if server.password_reuse():
+                reasons += " (give it with --password-env or --password-file)"
             self.fail(reasons)
         server.save()
         self.stdout.write(str(server.pk))
+        warning = server.same_address_warning()
+        if warning:
+            self.stderr.write(f"warning: {warning}", style_func=self.style.WARNING)
+        if not options["no_check"]:
+            self.stderr.write(f"check: {self._check(server)}", style_func=str)
+
+    def _check(self, server: Server) -> str:
+        try:
+            result = probe(target_for(server))
+        except SecretError as exc:
+            return f"unreachable: {exc}"
+        server.record_tls(result.tls_offered)
+        return result.summary

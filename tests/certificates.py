@@ -1,0 +1,67 @@
+"""Throw-away TLS certificates for tests: a CA and a server certificate it signed, for
+127.0.0.1 and localhost, written as PEM files (for MariaDB's ssl_* options, the fake
+MySQL server and partdash's CA file)."""
+
+import datetime
+import ipaddress
+from dataclasses import dataclass
+from pathlib import Path
+
+from cryptography import x509
+from cryptography.hazmat.primitives import hashes, serialization
+from cryptography.hazmat.primitives.asymmetric import ec
+from cryptography.x509.oid import NameOID
+
+PEM = serialization.Encoding.PEM
+
+
+@dataclass(frozen=True)
+class CertificateFiles:
+    ca: Path
+    cert: Path
+    key: Path
+
+
+def _name(common_name: str) -> x509.Name:
+    return x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, common_name)])
+
+
+def _certificate(subject, issuer, public_key, signing_key, *, ca: bool, names=()):
+    now = datetime.datetime.now(datetime.UTC)
+    builder = (
+        x509.CertificateBuilder()
+        .subject_name(subject)
+        .issuer_name(issuer)
+        .public_key(public_key)
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - datetime.timedelta(hours=1))
+        .not_valid_after(now + datetime.timedelta(days=2))
+        .add_extension(x509.BasicConstraints(ca=ca, path_length=None), critical=True)
+    )
+    if names:
+        builder = builder.add_extension(x509.SubjectAlternativeName(list(names)), critical=False)
+    return builder.sign(signing_key, hashes.SHA256())
+
+
+def write_certificates(directory: Path, label: str = "test") -> CertificateFiles:
+    """A CA named `label` and a server certificate it signed, in `directory`."""
+    directory.mkdir(parents=True, exist_ok=True)
+    ca_key = ec.generate_private_key(ec.SECP256R1())
+    ca_name = _name(f"partdash {label} CA")
+    ca_cert = _certificate(ca_name, ca_name, ca_key.public_key(), ca_key, ca=True)
+    server_key = ec.generate_private_key(ec.SECP256R1())
+    names = [x509.IPAddress(ipaddress.ip_address("127.0.0.1")), x509.DNSName("localhost")]
+    server_cert = _certificate(
+        _name("127.0.0.1"), ca_name, server_key.public_key(), ca_key, ca=False, names=names
+    )
+    files = CertificateFiles(
+        directory / f"{label}-ca.pem", directory / f"{label}-cert.pem", directory / f"{label}-key.pem"
+    )
+    files.ca.write_bytes(ca_cert.public_bytes(PEM))
+    files.cert.write_bytes(server_cert.public_bytes(PEM))
+    files.key.write_bytes(
+        server_key.private_bytes(
+            PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
+        )
+    )
+    return files

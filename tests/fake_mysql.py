@@ -1,0 +1,235 @@
+"""A hostile MySQL server of the tests' own: it greets like a MySQL server (handshake v10),
+optionally offers TLS, then asks the client for its password in clear text (an
+AuthSwitchRequest for `mysql_clear_password` or MariaDB's `dialog`) and records every
+byte it receives. It never lets anyone in: whatever the answer, it ends with "access
+denied".
+
+Each connection is a `Conversation`: `wire` holds the bytes as they crossed the network
+(TLS records still encrypted), `payloads` the packets as the server read them.
+"""
+
+import socket
+import ssl
+import struct
+import threading
+from dataclasses import dataclass, field
+from typing import Self
+
+CLIENT_SSL = 1 << 11
+CAPABILITIES = (
+    0x1  # LONG_PASSWORD
+    | 0x2  # FOUND_ROWS
+    | 0x4  # LONG_FLAG
+    | 0x8  # CONNECT_WITH_DB
+    | 0x200  # PROTOCOL_41
+    | 0x2000  # TRANSACTIONS
+    | 0x8000  # SECURE_CONNECTION
+    | 1 << 17  # MULTI_RESULTS
+    | 1 << 19  # PLUGIN_AUTH
+    | 1 << 21  # PLUGIN_AUTH_LENENC_CLIENT_DATA
+)
+SCRAMBLE = b"0123456789abcdefghij"
+UTF8MB4_GENERAL_CI = 45
+ER_ACCESS_DENIED = 1045
+# What MariaDB's PAM `dialog` plugin asks: flag 4 is "a password question".
+DIALOG_PASSWORD_QUESTION = b"\x04Password: "
+
+
+def greeting(plugin: str, offer_tls: bool) -> bytes:
+    capabilities = CAPABILITIES | (CLIENT_SSL if offer_tls else 0)
+    return b"".join(
+        [
+            b"\x0a5.7.99-fake\0",
+            struct.pack("<I", 42),  # connection id
+            SCRAMBLE[:8],
+            b"\0",
+            struct.pack("<HBHH", capabilities & 0xFFFF, UTF8MB4_GENERAL_CI, 2, capabilities >> 16),
+            bytes([len(SCRAMBLE) + 1]),
+            b"\0" * 10,
+            SCRAMBLE[8:] + b"\0",
+            plugin.encode() + b"\0",
+        ]
+    )
+
+
+def auth_switch(plugin: str) -> bytes:
+    data = DIALOG_PASSWORD_QUESTION if plugin == "dialog" else SCRAMBLE + b"\0"
+    return b"\xfe" + plugin.encode() + b"\0" + data
+
+
+def access_denied() -> bytes:
+    return b"\xff" + struct.pack("<H", ER_ACCESS_DENIED) + b"#28000Access denied (fake server)"
+
+
+@dataclass
+class Conversation:
+    """Everything one client sent."""
+
+    wire: bytearray = field(default_factory=bytearray)
+    payloads: list[bytes] = field(default_factory=list)
+    encrypted: bool = False
+    switched: bool = False  # the AuthSwitchRequest was sent
+    answered: bool = False  # the client answered it
+
+
+class Channel:
+    """MySQL packets over a socket, with a server-side TLS upgrade on memory BIOs so the
+    raw bytes on the wire stay visible."""
+
+    def __init__(self, sock: socket.socket, conversation: Conversation):
+        self.sock = sock
+        self.conversation = conversation
+        self.buffer = bytearray()
+        self.tls: ssl.SSLObject | None = None
+
+    def _receive(self) -> bytes:
+        data = self.sock.recv(65536)
+        if not data:
+            raise EOFError
+        self.conversation.wire += data
+        return data
+
+    def _flush(self) -> None:
+        if self.tls and (data := self.outgoing.read()):
+            self.sock.sendall(data)
+
+    def start_tls(self, context: ssl.SSLContext) -> None:
+        self.incoming, self.outgoing = ssl.MemoryBIO(), ssl.MemoryBIO()
+        self.tls = context.wrap_bio(self.incoming, self.outgoing, server_side=True)
+        self.incoming.write(bytes(self.buffer))  # a ClientHello read with the SSLRequest
+        self.buffer.clear()
+        while True:
+            try:
+                self.tls.do_handshake()
+                break
+            except ssl.SSLWantReadError:
+                self._flush()
+                self.incoming.write(self._receive())
+        self._flush()
+        self.conversation.encrypted = True
+
+    def _read_exact(self, count: int) -> bytes:
+        while len(self.buffer) < count:
+            if self.tls is None:
+                self.buffer += self._receive()
+                continue
+            try:
+                self.buffer += self.tls.read(65536)
+            except ssl.SSLWantReadError:
+                self._flush()
+                self.incoming.write(self._receive())
+            except ssl.SSLZeroReturnError:
+                raise EOFError from None
+        data = bytes(self.buffer[:count])
+        del self.buffer[:count]
+        return data
+
+    def read_packet(self) -> tuple[int, bytes]:
+        header = self._read_exact(4)
+        length = int.from_bytes(header[:3], "little")
+        payload = self._read_exact(length)
+        self.conversation.payloads.append(payload)
+        return header[3], payload
+
+    def write_packet(self, sequence: int, payload: bytes) -> None:
+        data = len(payload).to_bytes(3, "little") + bytes([sequence % 256]) + payload
+        if self.tls is None:
+            self.sock.sendall(data)
+        else:
+            self.tls.write(data)
+            self._flush()
+
+
+class FakeMySQL:
+    """`FakeMySQL(switch_to="mysql_clear_password")` on 127.0.0.1, a free port.
+
+    - `greeting_plugin`: the plugin named in the greeting (the client's first answer);
+    - `switch_to`: the plugin of the AuthSwitchRequest sent after it (None: none);
+    - `tls`: a server context to offer TLS with (None: TLS not offered);
+    - `silent`: accept connections and never send a byte.
+    """
+
+    def __init__(
+        self,
+        switch_to: str | None = "mysql_clear_password",
+        greeting_plugin: str = "mysql_native_password",
+        tls: ssl.SSLContext | None = None,
+        silent: bool = False,
+    ):
+        self.switch_to = switch_to
+        self.greeting_plugin = greeting_plugin
+        self.tls = tls
+        self.silent = silent
+        self.conversations: list[Conversation] = []
+        self.listener = socket.create_server(("127.0.0.1", 0))
+        self.host, self.port = self.listener.getsockname()
+        self._sockets: list[socket.socket] = []
+        self._threads: list[threading.Thread] = []
+
+    def __enter__(self) -> Self:
+        thread = threading.Thread(target=self._accept, daemon=True)
+        thread.start()
+        return self
+
+    def __exit__(self, *exc_info) -> None:
+        self.listener.close()
+        for sock in self._sockets:
+            sock.close()
+        for thread in self._threads:
+            thread.join(timeout=5)
+
+    @property
+    def received(self) -> bytes:
+        """Every byte any client sent, as it crossed the network."""
+        return b"".join(bytes(c.wire) for c in self.conversations)
+
+    @property
+    def payloads(self) -> bytes:
+        """Every packet any client sent, as the server read it (decrypted)."""
+        return b"".join(p for c in self.conversations for p in c.payloads)
+
+    def _accept(self) -> None:
+        while True:
+            try:
+                sock, _ = self.listener.accept()
+            except OSError:
+                return
+            self._sockets.append(sock)
+            conversation = Conversation()
+            self.conversations.append(conversation)
+            thread = threading.Thread(target=self._serve, args=(sock, conversation), daemon=True)
+            self._threads.append(thread)
+            thread.start()
+
+    def _serve(self, sock: socket.socket, conversation: Conversation) -> None:
+        sock.settimeout(None if self.silent else 10)
+        channel = Channel(sock, conversation)
+        try:
+            if self.silent:
+                while channel._receive():
+                    pass
+            self._converse(channel, conversation)
+        except (EOFError, OSError, ssl.SSLError):
+            pass
+        finally:
+            sock.close()
+
+    def _converse(self, channel: Channel, conversation: Conversation) -> None:
+        channel.write_packet(0, greeting(self.greeting_plugin, offer_tls=self.tls is not None))
+        sequence, answer = channel.read_packet()
+        is_ssl_request = len(answer) == 32 and struct.unpack("<I", answer[:4])[0] & CLIENT_SSL
+        if is_ssl_request and self.tls is not None:
+            channel.start_tls(self.tls)
+            sequence, answer = channel.read_packet()
+        if self.switch_to:
+            channel.write_packet(sequence + 1, auth_switch(self.switch_to))
+            conversation.switched = True
+            sequence, answer = channel.read_packet()
+            conversation.answered = True
+        channel.write_packet(sequence + 1, access_denied())
+
+
+def server_tls_context(cert: str, key: str) -> ssl.SSLContext:
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    context.load_cert_chain(cert, key)
+    return context
