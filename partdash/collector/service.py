@@ -122,7 +122,9 @@ def _poll(server: Server, poll_id: str | None) -> PollReport:
         message = str(failure)
         log.warning("poll of %s failed: %s", server.name, message)
         record_failure(server, message)
+        server.record_tls(getattr(failure, "tls_offered", None))
         return PollReport(server=server.name, ok=False, error=message)
+    server.record_tls(session.tls_offered)
     result = PollStore(server, collection, poll_id, time.monotonic() - started).save()
     if result.snapshot is not None:
         _record_success(server, collection, result.snapshot.taken_at)
