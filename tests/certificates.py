@@ -54,9 +54,7 @@ def write_certificates(directory: Path, label: str = "test") -> CertificateFiles
     server_cert = _certificate(
         _name("127.0.0.1"), ca_name, server_key.public_key(), ca_key, ca=False, names=names
     )
-    files = CertificateFiles(
-        directory / f"{label}-ca.pem", directory / f"{label}-cert.pem", directory / f"{label}-key.pem"
-    )
+    files = CertificateFiles(*(directory / f"{label}-{part}.pem" for part in ("ca", "cert", "key")))
     files.ca.write_bytes(ca_cert.public_bytes(PEM))
     files.cert.write_bytes(server_cert.public_bytes(PEM))
     files.key.write_bytes(

@@ -16,6 +16,7 @@ import pytest
 from cryptography.fernet import Fernet
 from django.core.management import call_command
 
+from tests.certificates import write_certificates
 from tests.services import MariaDB, free_port
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -136,8 +137,7 @@ def register(cli: Cli, name: str, instance: MariaDB, *args: str, **env: str) -> 
 
 
 def test_addserver_creates_then_updates_the_same_server(cli, tmp_path):
-    ca = tmp_path / "ca.pem"
-    ca.write_text("not checked here\n")
+    ca = write_certificates(tmp_path).ca
     common = ["--host", "db.example", "--user", "mon", "--password-env", "PD_PW"]
 
     created = cli.run(
@@ -204,6 +204,84 @@ def test_addserver_rejects_bad_input_with_one_line_and_exit_2(cli, args, reason)
 
     assert result.returncode == 2
     assert reason in one_line(result.stderr)
+    assert cli.count_servers() == 0
+
+
+def test_addserver_prints_the_id_then_the_outcome_of_a_connection_check(cli, target):
+    result = cli.run(
+        "addserver", "pd1", "--host", target.host, "--port", str(target.port), "--user", "root"
+    )
+
+    assert result.returncode == 0, result.stderr
+    assert one_line(result.stdout) == str(cli.server("pd1")["id"])
+    assert one_line(result.stderr).startswith("check: reachable, mariadb ")
+
+
+def test_addserver_registers_an_unreachable_server_and_says_why(cli):
+    port = free_port()
+
+    result = cli.run("addserver", "down", "--host", "127.0.0.1", "--port", str(port), "--user", "u")
+
+    assert result.returncode == 0
+    assert one_line(result.stdout) == str(cli.server("down")["id"])
+    assert one_line(result.stderr) == f"check: unreachable: connection refused by 127.0.0.1:{port}"
+
+
+def test_addserver_no_check_skips_the_connection(cli):
+    result = cli.run("addserver", "web1", "--host", "db.example", "--user", "mon", "--no-check")
+
+    assert result.returncode == 0
+    assert result.stderr == ""
+
+
+def test_addserver_warns_about_a_second_server_at_the_same_address(cli):
+    common = ["--host", "db.example", "--port", "3307", "--user", "mon", "--no-check"]
+    assert cli.run("addserver", "first", *common).returncode == 0
+
+    result = cli.run("addserver", "second", *common)
+
+    assert result.returncode == 0
+    assert one_line(result.stderr) == (
+        "warning: db.example:3307 is also registered as first: it will be polled twice"
+    )
+    assert cli.count_servers() == 2
+
+
+@pytest.mark.parametrize(
+    ("change", "reason"),
+    [
+        (["--port", "3399"], "port: changing the port needs the password again"),
+        (["--host", "elsewhere.example"], "host: changing the host needs the password again"),
+        (["--user", "other"], "user: changing the user needs the password again"),
+    ],
+    ids=["port", "host", "user"],
+)
+def test_addserver_does_not_send_the_stored_password_to_a_new_place(cli, change, reason):
+    given = ["--password-env", "PD_PW"]
+    first = ["--host", "db.example", "--user", "mon", "--no-check", *given]
+    assert cli.run("addserver", "web1", *first, PD_PW=PASSWORD).returncode == 0
+
+    moved = {"--host": "db.example", "--user": "mon", "--port": "3306"} | dict([change])
+    args = [item for pair in moved.items() for item in pair]
+    result = cli.run("addserver", "web1", *args, "--no-check")
+
+    assert result.returncode == 2
+    assert one_line(result.stderr).endswith(
+        f"{reason} (give it with --password-env or --password-file)"
+    )
+    assert (cli.server("web1")["host"], cli.server("web1")["port"]) == ("db.example", 3306)
+
+    again = cli.run("addserver", "web1", *args, "--no-check", *given, PD_PW=PASSWORD)
+    assert again.returncode == 0, again.stderr
+
+
+def test_addserver_refuses_a_ca_file_without_certificates(cli):
+    result = cli.run(
+        "addserver", "web1", "--host", "db.example", "--user", "mon", "--ssl-ca", "/etc/passwd"
+    )
+
+    assert result.returncode == 2
+    assert one_line(result.stderr).endswith("ssl_ca: /etc/passwd holds no PEM certificate.")
     assert cli.count_servers() == 0
 
 
