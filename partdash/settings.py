@@ -5,16 +5,25 @@ that works on a laptop (SQLite under var/, Redis on localhost, console email).
 the worker and the web server all share the same generated keys.
 """
 
+import os
 from pathlib import Path
 
 import environ
 from django.core.exceptions import ImproperlyConfigured
 
+from partdash.lib.private_files import PRIVATE_UMASK, private_directory, read_keys_file, tighten
+
 BASE_DIR = Path(__file__).resolve().parent.parent
 VAR_DIR = Path(environ.Env().str("PARTDASH_VAR_DIR", default=str(BASE_DIR / "var")))
 
 env = environ.Env()
-(VAR_DIR / "static").mkdir(parents=True, exist_ok=True)
+# var/ holds the metadata store (API tokens, encrypted passwords), the generated keys and
+# the logs: whatever a partdash process creates is its owner's alone, whichever process
+# comes first (`make up`, or manage.py run by hand), and an older var/ is tightened.
+os.umask(PRIVATE_UMASK)
+private_directory(VAR_DIR)
+tighten(VAR_DIR / "partdash.env")
+(VAR_DIR / "static").mkdir(exist_ok=True)
 if (VAR_DIR / "partdash.env").exists():
     environ.Env.read_env(VAR_DIR / "partdash.env", overwrite=False)
 
@@ -24,8 +33,21 @@ DEV_ENCRYPTION_KEY = "cGFydGRhc2gtZGV2LWtleS1kby1ub3QtdXNlLWl0ISE="
 
 DEBUG = env.bool("DEBUG", default=False)
 SECRET_KEY = env.str("SECRET_KEY", default=DEV_SECRET_KEY)
-# Fernet keys, comma-separated: the first encrypts, all decrypt (key rotation).
-PARTDASH_ENCRYPTION_KEYS = env.list("PARTDASH_ENCRYPTION_KEYS", default=[DEV_ENCRYPTION_KEY])
+# Fernet keys: the first encrypts, all decrypt (key rotation). Comma-separated in
+# PARTDASH_ENCRYPTION_KEYS, or in a file of their own (PARTDASH_ENCRYPTION_KEYS_FILE) kept
+# apart from var/, so that a backup of the database cannot decrypt the passwords in it.
+PARTDASH_ENCRYPTION_KEYS_FILE = env.str("PARTDASH_ENCRYPTION_KEYS_FILE", default="")
+if PARTDASH_ENCRYPTION_KEYS_FILE and env.str("PARTDASH_ENCRYPTION_KEYS", default=""):
+    raise ImproperlyConfigured(
+        "PARTDASH_ENCRYPTION_KEYS and PARTDASH_ENCRYPTION_KEYS_FILE are both set: keep one "
+        "(once the keys are in the file, remove PARTDASH_ENCRYPTION_KEYS from "
+        "var/partdash.env and the environment)."
+    )
+PARTDASH_ENCRYPTION_KEYS = (
+    read_keys_file(PARTDASH_ENCRYPTION_KEYS_FILE)
+    if PARTDASH_ENCRYPTION_KEYS_FILE
+    else env.list("PARTDASH_ENCRYPTION_KEYS", default=[DEV_ENCRYPTION_KEY])
+)
 
 if not DEBUG and SECRET_KEY == DEV_SECRET_KEY:
     raise ImproperlyConfigured(
@@ -90,6 +112,10 @@ DATABASES = {
     "default": env.db_url("DATABASE_URL", default=f"sqlite:///{VAR_DIR / 'partdash.sqlite3'}")
 }
 if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
+    # A database file from before the umask above; SQLite gives -wal and -shm its mode.
+    sqlite_file = str(DATABASES["default"]["NAME"])
+    if sqlite_file not in ("", ":memory:"):
+        tighten(*(Path(sqlite_file + end) for end in ("", "-wal", "-shm")))
     # The worker, beat and web server write concurrently: wait for locks, use WAL.
     DATABASES["default"].setdefault("OPTIONS", {}).update(
         {"timeout": 20, "transaction_mode": "IMMEDIATE", "init_command": "PRAGMA journal_mode=WAL;"}

@@ -2,6 +2,7 @@
 deploy check with real keys, working defaults for development, DATABASE_URL honoured."""
 
 import os
+import stat
 import subprocess
 import sys
 from pathlib import Path
@@ -82,3 +83,124 @@ def test_database_url_selects_postgresql(tmp_path):
 
     assert result.returncode == 0, result.stderr
     assert result.stdout.split() == ["django.db.backends.postgresql", "db.example", "partdash"]
+
+
+def mode(path: Path) -> int:
+    return stat.S_IMODE(path.stat().st_mode)
+
+
+def test_migrate_by_hand_creates_a_private_var_and_database(tmp_path):
+    var = tmp_path / "var"
+
+    migrate = run(var, "manage.py", "migrate", "--no-input", DEBUG="1")
+
+    assert migrate.returncode == 0, migrate.stderr
+    assert mode(var) == 0o700
+    assert mode(var / "partdash.sqlite3") == 0o600
+    assert [path for path in var.rglob("*") if mode(path) & 0o077] == []
+
+
+def test_an_existing_var_open_to_others_is_made_private(tmp_path):
+    var = tmp_path / "var"
+    var.mkdir(mode=0o755)
+    var.chmod(0o755)
+    for name in ("partdash.sqlite3", "partdash.sqlite3-wal", "partdash.env"):
+        (var / name).touch()
+        (var / name).chmod(0o644)
+
+    check = run(var, "manage.py", "check", DEBUG="1")
+
+    assert check.returncode == 0, check.stderr
+    assert mode(var) == 0o700
+    assert mode(var / "partdash.sqlite3") == 0o600
+    assert mode(var / "partdash.sqlite3-wal") == 0o600
+    assert mode(var / "partdash.env") == 0o600
+
+
+SHOW_KEYS = (
+    "import django; django.setup(); from django.conf import settings; "
+    "from partdash.lib.secrets import decrypt, encrypt; "
+    "print(*settings.PARTDASH_ENCRYPTION_KEYS); print(decrypt(encrypt('pw')))"
+)
+
+
+def keys_file(tmp_path: Path, text: str, file_mode: int = 0o600) -> Path:
+    path = tmp_path / "etc" / "keys"
+    path.parent.mkdir()
+    path.write_text(text)
+    path.chmod(file_mode)
+    return path
+
+
+def test_encryption_keys_are_read_from_a_file_outside_var(tmp_path):
+    new, old = Fernet.generate_key().decode(), Fernet.generate_key().decode()
+    path = keys_file(tmp_path, f"# partdash's keys: the first encrypts\n{new}\n\n{old}\n")
+
+    result = run(
+        tmp_path / "var",
+        "-c",
+        SHOW_KEYS,
+        SECRET_KEY=REAL_SECRET_KEY,
+        PARTDASH_ENCRYPTION_KEYS_FILE=str(path),
+    )
+
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.splitlines() == [f"{new} {old}", "pw"]
+
+
+def test_a_keys_file_may_list_its_keys_comma_separated(tmp_path):
+    new, old = Fernet.generate_key().decode(), Fernet.generate_key().decode()
+    path = keys_file(tmp_path, f"{new},{old}\n", 0o640)
+
+    result = run(
+        tmp_path / "var", "-c", SHOW_KEYS, DEBUG="1", PARTDASH_ENCRYPTION_KEYS_FILE=str(path)
+    )
+
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.splitlines()[0] == f"{new} {old}"
+
+
+def test_a_keys_file_other_users_can_read_is_refused(tmp_path):
+    path = keys_file(tmp_path, Fernet.generate_key().decode(), 0o644)
+
+    result = run(
+        tmp_path / "var", "manage.py", "check", DEBUG="1", PARTDASH_ENCRYPTION_KEYS_FILE=str(path)
+    )
+
+    assert result.returncode != 0
+    assert (
+        f"PARTDASH_ENCRYPTION_KEYS_FILE: {path} is open to other users (mode 0644)" in result.stderr
+    )
+    assert f"chmod 600 {path}" in result.stderr
+
+
+def test_a_missing_keys_file_is_a_clear_error(tmp_path):
+    path = tmp_path / "nowhere" / "keys"
+
+    result = run(
+        tmp_path / "var", "manage.py", "check", DEBUG="1", PARTDASH_ENCRYPTION_KEYS_FILE=str(path)
+    )
+
+    assert result.returncode != 0
+    assert (
+        f"PARTDASH_ENCRYPTION_KEYS_FILE: cannot read {path}: No such file or directory"
+        in result.stderr
+    )
+
+
+def test_keys_in_both_the_environment_and_a_file_are_refused(tmp_path):
+    path = keys_file(tmp_path, Fernet.generate_key().decode())
+
+    result = run(
+        tmp_path / "var",
+        "manage.py",
+        "check",
+        DEBUG="1",
+        PARTDASH_ENCRYPTION_KEYS_FILE=str(path),
+        PARTDASH_ENCRYPTION_KEYS=Fernet.generate_key().decode(),
+    )
+
+    assert result.returncode != 0
+    assert (
+        "PARTDASH_ENCRYPTION_KEYS and PARTDASH_ENCRYPTION_KEYS_FILE are both set" in result.stderr
+    )
