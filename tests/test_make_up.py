@@ -1,12 +1,24 @@
-"""`make up` as a new user runs it: everything starts, the demo server is polled and shows
-in the API, Ctrl-C stops every process it started, and a second run reuses what exists."""
+"""`make up` as a new user meets it: in a fresh clone, with a virtualenv built from
+requirements.txt alone, everything starts and stays up, the Celery worker polls the demo
+server, a Ctrl-C at the terminal stops every process within 10 s with status 0, a second
+run reuses what exists, a process that dies is named with its reason, and var/ is private.
 
+The clone is of HEAD: commit before running these tests, uncommitted changes are not in it.
+"""
+
+import fcntl
 import json
 import os
+import pty
+import re
 import signal
+import stat
 import subprocess
+import termios
+import threading
 import time
 import urllib.request
+from pathlib import Path
 
 import psutil
 import pytest
@@ -14,60 +26,119 @@ import pytest
 from tests.conftest import ROOT, wait_until
 from tests.services import free_port
 
-pytestmark = [pytest.mark.e2e, pytest.mark.timeout(900)]
+pytestmark = [pytest.mark.e2e, pytest.mark.timeout(600)]
 
 ADMIN_PASSWORD = "make-up-admin-pw"
+ALARMS = ("SIGKILL", "Error", "Traceback")
+WORKER_POLLED_DEMO = re.compile(r"tasks\.poll_server\[[\w-]+\] succeeded in [\d.]+s: .demo: ")
 
 
-def up_environment(var_dir, mariadb) -> dict[str, str]:
+@pytest.fixture(scope="module")
+def clone(tmp_path_factory) -> Path:
+    """A fresh clone of the repository's HEAD, as a new user gets it."""
+    path = tmp_path_factory.mktemp("make-up") / "partdash"
+    subprocess.run(["git", "clone", "--quiet", str(ROOT), str(path)], check=True)
+    return path
+
+
+def up_environment(var_dir: Path, demo_dsn: str) -> dict[str, str]:
+    """The user's environment: nothing of the test run's settings or virtualenv."""
+    dev_bin = str(ROOT / ".venv" / "bin")
     env = {
         key: value
         for key, value in os.environ.items()
-        if key not in ("DJANGO_SETTINGS_MODULE", "DEBUG", "DATABASE_URL", "PARTDASH_REDIS_URL")
+        if not key.startswith(("PARTDASH_", "DJANGO_", "CELERY_"))
+        and key not in ("DEBUG", "DATABASE_URL", "VIRTUAL_ENV", "SECRET_KEY")
     }
+    env["PATH"] = os.pathsep.join(p for p in env["PATH"].split(os.pathsep) if p != dev_bin)
     return env | {
         "PARTDASH_VAR_DIR": str(var_dir),
         "PARTDASH_PORT": str(free_port()),
         "CELERY_BROKER_URL": f"redis://127.0.0.1:{free_port()}/0",  # none answers: it starts one
-        "PARTDASH_DEMO_DSN": mariadb.dsn,
+        "PARTDASH_DEMO_DSN": demo_dsn,
         "PARTDASH_ADMIN_PASSWORD": ADMIN_PASSWORD,
         "PARTDASH_DISPATCH_SECONDS": "1",
     }
 
 
 class MakeUp:
-    """`make up` in its own process group, as a terminal would run it."""
+    """`make up` in its own session; with `terminal`, a pseudo-terminal is its controlling
+    terminal, so a Ctrl-C is what a terminal sends: SIGINT to its foreground group."""
 
-    def __init__(self, env: dict[str, str], log_path):
+    def __init__(self, clone: Path, env: dict[str, str], terminal: bool):
+        self.clone = clone
         self.env = env
-        self.log_path = log_path
-        self.log = open(log_path, "ab")
+        self.buffer = bytearray()
+        if terminal:
+            self.tty, follower = pty.openpty()
+            streams = {"stdin": follower, "stdout": follower, "stderr": follower}
+        else:
+            self.tty, follower = None, None
+            streams = {"stdin": subprocess.DEVNULL, "stdout": subprocess.PIPE}
+            streams["stderr"] = subprocess.STDOUT
         self.process = subprocess.Popen(
             ["make", "up"],
-            cwd=ROOT,
+            cwd=clone,
             env=env,
-            stdout=self.log,
-            stderr=subprocess.STDOUT,
             start_new_session=True,
+            preexec_fn=take_as_controlling_terminal if terminal else None,
+            **streams,
         )
+        if follower is not None:
+            os.close(follower)
+        source = self.tty if terminal else self.process.stdout.fileno()
+        threading.Thread(target=self._read, args=(source,), daemon=True).start()
+
+    def _read(self, fd: int) -> None:
+        while True:
+            try:
+                chunk = os.read(fd, 65536)
+            except OSError:  # the terminal closes with its last process
+                return
+            if not chunk:
+                return
+            self.buffer.extend(chunk)
+
+    def output(self) -> str:
+        return self.buffer.decode(errors="replace").replace("\r\n", "\n")
 
     def started(self) -> bool:
         if self.process.poll() is not None:
             pytest.fail(f"make up exited with {self.process.returncode}:\n{self.output()[-3000:]}")
         return "partdash is at" in self.output()
 
-    def output(self) -> str:
-        return self.log_path.read_text(errors="replace")
-
     def url(self, path: str) -> str:
         return f"http://127.0.0.1:{self.env['PARTDASH_PORT']}{path}"
+
+    def log(self, name: str) -> str:
+        return (Path(self.env["PARTDASH_VAR_DIR"]) / "log" / f"{name}.log").read_text()
 
     def descendants(self) -> list[psutil.Process]:
         return psutil.Process(self.process.pid).children(recursive=True)
 
-    def ctrl_c(self) -> int:
-        os.killpg(self.process.pid, signal.SIGINT)  # what the terminal sends to the group
-        return self.process.wait(timeout=60)
+    def ctrl_c(self) -> tuple[int, float]:
+        """Ctrl-C as a user presses it; the exit status and the seconds it took to stop."""
+        started = time.monotonic()
+        if self.tty is not None:
+            os.write(self.tty, b"\x03")
+        else:
+            os.killpg(self.process.pid, signal.SIGINT)  # no terminal: the whole group
+        status = self.process.wait(timeout=60)
+        return status, time.monotonic() - started
+
+    def wait(self, timeout: float) -> int:
+        return self.process.wait(timeout=timeout)
+
+    def close(self) -> None:
+        if self.process.poll() is None:
+            os.killpg(self.process.pid, signal.SIGKILL)
+            self.process.wait()
+        if self.tty is not None:
+            os.close(self.tty)
+
+
+def take_as_controlling_terminal() -> None:
+    fcntl.ioctl(0, termios.TIOCSCTTY, 0)
 
 
 def api_servers(up: MakeUp, token: str) -> list[dict]:
@@ -78,10 +149,10 @@ def api_servers(up: MakeUp, token: str) -> list[dict]:
         return json.load(response)
 
 
-def token_for_admin(env: dict[str, str]) -> str:
+def token_for_admin(clone: Path, env: dict[str, str]) -> str:
     result = subprocess.run(
-        [str(ROOT / ".venv/bin/python"), "manage.py", "drf_create_token", "admin"],
-        cwd=ROOT,
+        [str(clone / ".venv/bin/python"), "manage.py", "drf_create_token", "admin"],
+        cwd=clone,
         env=env,
         capture_output=True,
         text=True,
@@ -90,45 +161,160 @@ def token_for_admin(env: dict[str, str]) -> str:
     return result.stdout.split()[2]
 
 
-def polled_demo(up: MakeUp, token: str):
+def polled_demo(up: MakeUp, token: str) -> dict | None:
     try:
         servers = api_servers(up, token)
     except OSError:
         return None
-    demo = [s for s in servers if s["name"] == "demo" and s["status"] != "never"]
+    demo = [s for s in servers if s["name"] == "demo" and s["last_poll_at"]]
     return demo[0] if demo else None
 
 
-def test_make_up_runs_everything_and_ctrl_c_stops_it(tmp_path, mariadb):
-    env = up_environment(tmp_path / "var", mariadb)
-    up = MakeUp(env, tmp_path / "up.log")
+def running(process: psutil.Process) -> bool:
+    try:
+        return process.is_running() and process.status() != psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return False
+
+
+def alive(processes: list[psutil.Process]) -> list[psutil.Process]:
+    return [process for process in processes if running(process)]
+
+
+def started_for(var_dir: Path) -> list[str]:
+    """Every running process a `make up` with this var/ started, orphans included."""
+    found = []
+    for process in psutil.process_iter():
+        try:
+            if process.environ().get("PARTDASH_VAR_DIR") == str(var_dir) and running(process):
+                found.append(" ".join(process.cmdline()))
+        except (psutil.NoSuchProcess, psutil.AccessDenied):
+            continue
+    return found
+
+
+def open_to_others(var_dir: Path) -> list[str]:
+    """Everything under var_dir (itself included) that group or others may access."""
+    paths = [var_dir, *var_dir.rglob("*")]
+    return [
+        f"{path} {stat.S_IMODE(path.lstat().st_mode):04o}"
+        for path in paths
+        if path.lstat().st_mode & 0o077
+    ]
+
+
+def test_make_up_from_a_fresh_clone_runs_polls_and_stops_on_ctrl_c(clone, tmp_path, mariadb):
+    var = tmp_path / "var"
+    env = up_environment(var, mariadb.dsn)
+    up = MakeUp(clone, env, terminal=True)
     try:
         wait_until(up.started, 300, "make up to start", up.output)
+        up_since = time.monotonic()
         assert "created admin account 'admin'" in up.output()
-        token = token_for_admin(env)
+        assert "installing requirements.txt" in up.output()
+        # Its own virtualenv, from requirements.txt alone: the test tools are not in it.
+        no_pytest = subprocess.run([str(clone / ".venv/bin/python"), "-c", "import pytest"])
+        assert no_pytest.returncode != 0
+
+        token = token_for_admin(clone, env)
         demo = wait_until(lambda: polled_demo(up, token), 60, "the demo server's poll", up.output)
-        assert demo["status"] in ("ok", "degraded")
+        assert demo["status"] in ("ok", "degraded"), demo
         assert demo["flavor"] == "mariadb"
         assert demo["partitions"] >= 24  # the demo schema's partitions
-        assert demo["last_poll_at"]
         assert "password" not in demo
+        wait_until(lambda: WORKER_POLLED_DEMO.search(up.log("worker")), 30, "the worker's poll")
         with urllib.request.urlopen(up.url("/admin/login/"), timeout=5) as page:
             assert page.status == 200
+
+        # A minute up: nothing dies after the web server answers (worker and beat once did).
         children = up.descendants()
         names = " ".join(" ".join(p.cmdline()) for p in children)
-        assert "celery" in names and "beat" in names and "gunicorn" in names
+        assert "worker" in names and "beat" in names and "gunicorn" in names
         assert "redis-server" in names  # none answered at the broker URL
-    finally:
-        status = up.ctrl_c()
-    time.sleep(1)
-    assert [p for p in children if p.is_running() and p.status() != psutil.STATUS_ZOMBIE] == []
-    assert status in (0, 1, 2, -signal.SIGINT)  # make reports the interrupt its own way
+        while time.monotonic() - up_since < 60:
+            assert up.process.poll() is None, up.output()[-3000:]
+            time.sleep(1)
+        assert alive(children) == children, up.output()[-3000:]
+        assert polled_demo(up, token)["status"] in ("ok", "degraded")
+        assert open_to_others(var) == []  # with the database's -wal and -shm open
 
-    again = MakeUp(env, tmp_path / "up-again.log")
-    try:
-        wait_until(again.started, 300, "the second run", again.output)
-        assert "exists (password unchanged)" in again.output()
-        assert "partdash_demo exists" in again.output()
-        assert "generating keys" not in again.output()
+        status, seconds = up.ctrl_c()
     finally:
-        again.ctrl_c()
+        up.close()
+
+    assert status == 0, up.output()[-3000:]
+    assert seconds < 10
+    for alarm in ALARMS:
+        assert alarm not in up.output(), up.output()[-3000:]
+    assert "Warm shutdown" in up.log("worker")
+    assert "SIGKILL" not in up.log("worker")
+    time.sleep(0.5)
+    assert alive(children) == []
+    assert started_for(var) == []
+
+
+def test_make_up_again_reuses_everything_and_tightens_an_old_var(clone, tmp_path, mariadb):
+    var = tmp_path / "var"
+    env = up_environment(var, mariadb.dsn)
+    first = MakeUp(clone, env, terminal=False)
+    try:
+        wait_until(first.started, 300, "make up to start", first.output)
+    finally:
+        first.ctrl_c()
+        first.close()
+    # An install from before var/ was private.
+    var.chmod(0o755)
+    (var / "partdash.sqlite3").chmod(0o644)
+    (var / "partdash.env").chmod(0o644)
+
+    again = MakeUp(clone, env, terminal=False)
+    try:
+        wait_until(again.started, 120, "the second run", again.output)
+        output = again.output()
+        assert "exists (password unchanged)" in output
+        assert "partdash_demo exists" in output
+        assert "generating keys" not in output
+        assert "creating virtualenv" not in output and "installing requirements" not in output
+        assert "npm ci" not in output
+        assert open_to_others(var) == []
+        # Without a terminal the SIGINT reaches make too, which then dies of it, quietly.
+        status, seconds = again.ctrl_c()
+    finally:
+        again.close()
+    assert status in (0, -signal.SIGINT)
+    assert seconds < 10
+    for alarm in ALARMS:
+        assert alarm not in again.output(), again.output()[-3000:]
+    time.sleep(0.5)
+    assert started_for(var) == []
+
+
+def test_make_up_names_the_process_that_died_and_why(clone, tmp_path):
+    """The failure of issue 9: kombu's Redis transport without `packaging`."""
+    var = tmp_path / "var"
+    env = up_environment(var, "mysql://root@127.0.0.1:1/")  # no demo
+    setup = "source scripts/lib.sh && ensure_venv requirements.txt"
+    subprocess.run(["bash", "-c", setup], cwd=clone, env=env, check=True, capture_output=True)
+    pip = [str(clone / ".venv/bin/python"), "-m", "pip", "-q"]
+    subprocess.run([*pip, "uninstall", "-y", "packaging"], check=True, capture_output=True)
+    up = MakeUp(clone, env, terminal=False)
+    try:
+        status = up.wait(timeout=180)
+        time.sleep(0.5)
+        left = started_for(var)
+    finally:
+        up.close()
+        subprocess.run([*pip, "install", "-r", clone / "requirements.txt"], check=True)
+
+    died = re.search(
+        r"^error: (worker|beat) exited \(status 1\): "
+        r"ModuleNotFoundError: No module named 'packaging'; see (\S+)$",
+        up.output(),
+        re.MULTILINE,
+    )
+    assert died, up.output()[-3000:]
+    name, log = died.groups()
+    assert log == str(var / "log" / f"{name}.log")
+    assert "ModuleNotFoundError: No module named 'packaging'" in Path(log).read_text()
+    assert status != 0
+    assert left == []

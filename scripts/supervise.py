@@ -1,0 +1,382 @@
+"""`make up`'s foreground part: run Redis (when none answers), the demo step, a Celery
+worker, Celery beat and gunicorn; say which process died and why; on Ctrl-C stop them all,
+in order, within 10 s, and exit 0.
+
+scripts/up.sh sets everything up, then runs this with the virtualenv's Python.
+
+Each process runs in a session of its own, its output in var/log/NAME.log, so the
+terminal's Ctrl-C reaches this supervisor alone. It used to reach every process of the
+group at once: the Celery worker then got a second signal from up.sh's trap, which
+means a cold shutdown (its pool killed: "SIGKILL! Perhaps out of memory?"), and make,
+seeing its child die of a signal, failed. Here each process gets one TERM and a deadline.
+"""
+
+import argparse
+import contextlib
+import ctypes
+import os
+import re
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from urllib.parse import urlsplit
+
+ROOT = Path(__file__).resolve().parent.parent
+BIN = Path(sys.executable).parent  # the virtualenv's
+STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT)
+TICK = 0.1
+
+# Seconds a process may take to stop after its TERM, then it is killed with its children.
+# The worker's warm shutdown waits for running polls; web, beat and worker stop together,
+# then Redis, so a stop takes at most WORKER_GRACE + REDIS_GRACE (under the 10 s promised).
+WORKER_GRACE = 6.0
+WEB_GRACE = 4.0  # gunicorn gets --graceful-timeout 3
+BEAT_GRACE = 3.0
+REDIS_GRACE = 2.0
+
+# The line of a Python traceback that names the exception: "ModuleNotFoundError: ...".
+EXCEPTION_LINE = re.compile(r"^[A-Za-z_][\w.]*(Error|Exception|Exit|Interrupt)\b(: .*)?$")
+
+
+def say(message: str) -> None:
+    print(f"\033[1m==> {message}\033[0m", flush=True)
+
+
+def error(message: str) -> None:
+    print(f"error: {message}", file=sys.stderr, flush=True)
+
+
+class Stop(Exception):
+    """The user asked to stop (Ctrl-C, or TERM/HUP/QUIT)."""
+
+
+class Died(Exception):
+    """A process exited, or did not come up: the message says which and why."""
+
+
+class Supervisor:
+    """Stop requests arrive as signals and are noticed between ticks."""
+
+    def __init__(self) -> None:
+        self.stop_requested = False
+        for number in STOP_SIGNALS:
+            signal.signal(number, self._request_stop)
+
+    def _request_stop(self, number: int, frame: object) -> None:
+        self.stop_requested = True
+
+    def check(self) -> None:
+        if self.stop_requested:
+            raise Stop
+
+    def sleep(self, seconds: float) -> None:
+        deadline = time.monotonic() + seconds
+        while time.monotonic() < deadline:
+            self.check()
+            time.sleep(TICK)
+        self.check()
+
+
+def _die_with_parent() -> None:
+    """In the child: get a TERM if the supervisor dies without stopping it (Linux)."""
+    with contextlib.suppress(OSError, AttributeError):
+        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
+
+
+class Process:
+    """One supervised process: its command, its log, how long it may take to stop."""
+
+    def __init__(self, name: str, argv: list[str], log_dir: Path, grace: float) -> None:
+        self.name = name
+        self.argv = argv
+        self.log = log_dir / f"{name}.log"
+        self.grace = grace
+        self.popen: subprocess.Popen | None = None
+        self.log_offset = 0
+
+    def start(self) -> "Process":
+        self.log_offset = self.log.stat().st_size if self.log.exists() else 0
+        with self.log.open("ab") as log:
+            self.popen = subprocess.Popen(
+                self.argv,
+                cwd=ROOT,
+                stdin=subprocess.DEVNULL,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,  # the terminal's Ctrl-C is the supervisor's alone
+                preexec_fn=_die_with_parent,
+            )
+        return self
+
+    @property
+    def pid(self) -> int:
+        assert self.popen is not None
+        return self.popen.pid
+
+    def status(self) -> int | None:
+        """The exit status once the process has exited, else None."""
+        return None if self.popen is None else self.popen.poll()
+
+    def terminate(self) -> None:
+        if self.status() is None:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(self.pid, signal.SIGTERM)
+
+    def kill_group(self) -> None:
+        """Kill what is left of the process and its children (a worker's pool, gunicorn's
+        workers): they share its process group."""
+        if self.popen is None:
+            return
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(self.pid, signal.SIGKILL)
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            self.popen.wait(timeout=2)
+
+    def reason(self) -> str:
+        """What this run wrote last: the exception a traceback ends with, else its last line."""
+        try:
+            with self.log.open("rb") as log:
+                log.seek(self.log_offset)
+                lines = [line.strip() for line in log.read().decode(errors="replace").splitlines()]
+        except OSError:
+            return "no log"
+        lines = [line for line in lines if line]
+        exceptions = [line for line in lines if EXCEPTION_LINE.match(line)]
+        return (exceptions or lines or ["no output"])[-1]
+
+    def describe_exit(self) -> str:
+        status = self.status()
+        if status is not None and status < 0:
+            how = f"was killed by {signal.Signals(-status).name}"
+        else:
+            how = f"exited (status {status})"
+        return f"{self.name} {how}: {self.reason()}; see {shown(self.log)}"
+
+
+def shown(path: Path) -> str:
+    """`path` relative to the repository when it is inside it."""
+    try:
+        return str(path.relative_to(ROOT))
+    except ValueError:
+        return str(path)
+
+
+def stop(supervised: list[Process]) -> None:
+    """Stop processes together: one TERM each, then a kill once their grace has passed."""
+    running = [process for process in supervised if process.status() is None]
+    for process in running:
+        process.terminate()
+    started = time.monotonic()
+    while any(process.status() is None for process in running):
+        for process in running:
+            if process.status() is None and time.monotonic() - started > process.grace:
+                process.kill_group()
+        time.sleep(TICK)
+    for process in supervised:
+        process.kill_group()  # stragglers of a process that exited first
+
+
+@contextlib.contextmanager
+def terminal_foreground() -> Iterator[None]:
+    """Make this process's own group the terminal's foreground group while it runs.
+
+    A Ctrl-C goes to the foreground group, which was make's: make would die of it after
+    this process exits, so `make up` could never end with status 0 after a requested
+    stop. Ctrl-Z is ignored meanwhile (it would stop this process while the shell waits
+    on make). Nothing changes without a controlling terminal."""
+    try:
+        tty = os.open("/dev/tty", os.O_RDWR)
+    except OSError:
+        yield
+        return
+    previous = os.getpgrp()
+    took = False
+    try:
+        if os.tcgetpgrp(tty) == previous:
+            if previous != os.getpid():
+                os.setpgid(0, 0)
+            with ignoring(signal.SIGTTOU):  # a background group may not set the foreground
+                os.tcsetpgrp(tty, os.getpgrp())
+            signal.signal(signal.SIGTSTP, signal.SIG_IGN)
+            took = True
+        yield
+    finally:
+        if took:
+            with ignoring(signal.SIGTTOU), contextlib.suppress(OSError):
+                os.tcsetpgrp(tty, previous)
+        os.close(tty)
+
+
+@contextlib.contextmanager
+def ignoring(number: int) -> Iterator[None]:
+    handler = signal.signal(number, signal.SIG_IGN)
+    try:
+        yield
+    finally:
+        signal.signal(number, handler)
+
+
+def accepts(port: int) -> bool:
+    """Does something accept TCP connections on 127.0.0.1:`port`?"""
+    with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", port), 1):
+        return True
+    return False
+
+
+def redis_answers(url: str) -> bool:
+    import redis
+
+    try:
+        return bool(redis.Redis.from_url(url, socket_connect_timeout=1).ping())
+    except Exception:
+        return False
+
+
+class MakeUp:
+    """The processes of `make up`, started in order and stopped in reverse."""
+
+    def __init__(self, options: argparse.Namespace, supervisor: Supervisor) -> None:
+        self.options = options
+        self.supervisor = supervisor
+        self.var = Path(options.var)
+        self.log_dir = self.var / "log"
+        self.redis: Process | None = None
+        self.services: list[Process] = []  # worker, beat, web
+
+    def process(self, name: str, argv: list[str], grace: float) -> Process:
+        return Process(name, argv, self.log_dir, grace)
+
+    def run(self) -> int:
+        """Start everything, then watch; the status `make up` exits with."""
+        try:
+            self.start_redis()
+            self.register_demo()
+            self.start_services()
+            self.watch()
+        except Stop:
+            say("stopping")
+            self.stop()
+            return 0
+        except Died as died:
+            error(str(died))
+            self.stop()
+            return 1
+        except BaseException:
+            self.stop()
+            raise
+
+    def start_redis(self) -> None:
+        broker = self.options.broker
+        if redis_answers(broker):
+            return
+        port = urlsplit(broker).port or 6379
+        say(f"no Redis answers at {broker}: starting one on port {port}")
+        redis_dir = self.var / "redis"
+        redis_dir.mkdir(mode=0o700, exist_ok=True)
+        listen = ["--bind", "127.0.0.1", "--port", str(port), "--daemonize", "no"]
+        no_persistence = ["--dir", str(redis_dir), "--save", "", "--appendonly", "no"]
+        argv = ["redis-server", *listen, *no_persistence]
+        self.redis = self.process("redis", argv, REDIS_GRACE).start()
+        self.wait_for(lambda: redis_answers(broker), f"Redis to answer at {broker}")
+
+    def register_demo(self) -> None:
+        """Create the demo schema and register it, in the foreground (its messages are the
+        user's), but in a session of its own so that a Ctrl-C stops it cleanly."""
+        command = [sys.executable, "manage.py", "demo", "--dsn", self.options.demo_dsn]
+        demo = subprocess.Popen(
+            [*command, "--register", "demo", "--if-missing"],
+            cwd=ROOT,
+            stdin=subprocess.DEVNULL,
+            start_new_session=True,
+            preexec_fn=_die_with_parent,
+        )
+        try:
+            while demo.poll() is None:
+                self.supervisor.sleep(TICK)
+        finally:
+            if demo.poll() is None:
+                demo.terminate()
+                demo.wait()
+        if demo.returncode != 0:
+            say(
+                f"no MySQL/MariaDB at {self.options.demo_dsn}: no demo server "
+                "(set PARTDASH_DEMO_DSN to use one)"
+            )
+
+    def start_services(self) -> None:
+        logs = shown(self.log_dir)
+        say(f"starting the Celery worker, Celery beat and the web server (logs in {logs}/)")
+        celery = [str(BIN / "celery"), "-A", "partdash"]
+        worker = ["worker", "--loglevel=INFO", f"--concurrency={self.options.workers}"]
+        beat = ["beat", "--loglevel=INFO", f"--schedule={self.var / 'celerybeat-schedule'}"]
+        bind = f"127.0.0.1:{self.options.port}"
+        web = [str(BIN / "gunicorn"), "partdash.wsgi", "--bind", bind, "--workers", "2"]
+        # Requests in flight get 3 s when stopping (gunicorn's default is 30).
+        web += ["--threads", "4", "--graceful-timeout", "3"]
+        web += ["--access-logfile", "-", "--error-logfile", "-"]
+        web += ["--no-control-socket"]  # one per user in ~/.gunicorn: two instances would clash
+        self.services = [
+            self.process("worker", [*celery, *worker], WORKER_GRACE),
+            self.process("beat", [*celery, *beat], BEAT_GRACE),
+            self.process("web", web, WEB_GRACE),
+        ]
+        for service in self.services:
+            service.start()
+        port = int(self.options.port)
+        self.wait_for(lambda: accepts(port), f"the web server to answer on port {port}")
+        say(
+            f"partdash is at http://127.0.0.1:{port}/ (admin: http://127.0.0.1:{port}/admin/); "
+            "Ctrl-C stops"
+        )
+
+    def supervised(self) -> list[Process]:
+        return [*self.services, *([self.redis] if self.redis else [])]
+
+    def check_alive(self) -> None:
+        for process in self.supervised():
+            if process.status() is not None:
+                raise Died(process.describe_exit())
+
+    def wait_for(self, condition, what: str, timeout: float = 60) -> None:
+        deadline = time.monotonic() + timeout
+        while not condition():
+            self.check_alive()
+            if time.monotonic() > deadline:
+                raise Died(f"timed out after {timeout:.0f} s waiting for {what}")
+            self.supervisor.sleep(TICK)
+
+    def watch(self) -> None:
+        """Until a process exits (Died) or a stop is requested (Stop)."""
+        while True:
+            self.check_alive()
+            self.supervisor.sleep(TICK)
+
+    def stop(self) -> None:
+        stop(self.services)
+        if self.redis is not None:
+            stop([self.redis])  # last: the worker hands unfinished tasks back to it
+
+
+def parse_arguments() -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--var", required=True, help="partdash's var/ directory")
+    parser.add_argument("--port", required=True, help="the web server's port")
+    parser.add_argument("--broker", required=True, help="CELERY_BROKER_URL")
+    parser.add_argument("--demo-dsn", required=True, help="where to create the demo schema")
+    parser.add_argument("--workers", default="4", help="the Celery worker's concurrency")
+    return parser.parse_args()
+
+
+def main() -> int:
+    options = parse_arguments()
+    supervisor = Supervisor()
+    with terminal_foreground():
+        return MakeUp(options, supervisor).run()
+
+
+if __name__ == "__main__":
+    sys.exit(main())
