@@ -78,7 +78,7 @@ def mysql80(version: str = "8.0.36") -> tuple[str, str, dict]:
     results |= {
         "SHOW GLOBAL VARIABLES": _variables(),
         "SHOW GLOBAL STATUS": STATUS,
-        "SELECT UNIX_TIMESTAMP()": [(UPDATED + 3600,)],
+        "SELECT UNIX_TIMESTAMP(), CURRENT_USER()": [(UPDATED + 3600, "partdash@%")],
         "information_schema.INNODB_TABLESPACES": [
             (f"shop/orders{sep}{p}", 40 + i, size, size - 4096, 16384, 0, "Dynamic")
             for i, (p, size) in enumerate(
@@ -97,7 +97,7 @@ def mysql57() -> tuple[str, str, dict]:
     results |= {
         "SHOW GLOBAL VARIABLES": _variables(),
         "SHOW GLOBAL STATUS": STATUS,
-        "SELECT UNIX_TIMESTAMP()": [(UPDATED + 3600,)],
+        "SELECT UNIX_TIMESTAMP(), CURRENT_USER()": [(UPDATED + 3600, "partdash@%")],
         "information_schema.INNODB_SYS_TABLESPACES": [
             (f"shop/orders{sep}{p}", 40 + i, size, size, 16384, 0, "Dynamic")
             for i, (p, size) in enumerate(

@@ -533,7 +533,7 @@ def test_a_table_dropped_before_its_definitions_are_read_is_reported_and_marked_
         collection = collect(racing, known_signatures(server))
     PollStore(server, collection, "race", 0.0).save()
 
-    assert f"table {schema}.t was dropped mid-poll" in collection.warnings
+    assert f"table `{schema}`.`t` was dropped mid-poll" in collection.lines
     assert (schema, "t") in collection.gone
     assert stored_table(server, schema, "t").dropped_at is not None
     assert stored_table(server, schema, "bystander").dropped_at is None

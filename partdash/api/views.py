@@ -25,6 +25,7 @@ from partdash.api.serializers import (
     table_rows,
     worst_findings,
 )
+from partdash.collector.catalogue import HIDDEN, Shortfall
 from partdash.collector.scheduling import request_poll
 from partdash.health.compression import failure_rate
 from partdash.health.pressure import as_number
@@ -43,7 +44,9 @@ SERVER_HEALTH = inline_serializer(
         "capabilities": serializers.ListField(child=serializers.DictField()),
         "pressure": serializers.DictField(allow_null=True),
         "innodb_cmp": serializers.ListField(child=serializers.DictField()),
-        "warnings": serializers.ListField(child=serializers.CharField()),
+        "partitioned_tables": serializers.IntegerField(allow_null=True),
+        "hidden_tables": serializers.IntegerField(),
+        "warnings": serializers.ListField(child=serializers.DictField()),
     },
 )
 FINDINGS = inline_serializer(
@@ -130,7 +133,9 @@ class ServerViewSet(viewsets.ModelViewSet):
     @extend_schema(responses=SERVER_HEALTH)
     @action(detail=True, methods=["get"])
     def health(self, request, pk=None) -> Response:
-        """Capabilities, pressure and server-wide compression as of the latest poll."""
+        """Capabilities, pressure and server-wide compression as of the latest poll; its
+        warnings, one per distinct fix, each with every table concerned; how many of the
+        partitioned tables the server lists are hidden from the account."""
         server = self.get_object()
         snapshot = latest_snapshot(server.pk)
         health = (snapshot.health if snapshot else None) or {}
@@ -141,13 +146,16 @@ class ServerViewSet(viewsets.ModelViewSet):
             }
             for row in (snapshot.innodb_cmp if snapshot else [])
         ]
+        warnings = [Shortfall.from_dict(w) for w in (snapshot.warnings if snapshot else [])]
         return Response(
             {
                 "snapshot_at": snapshot.taken_at if snapshot else None,
                 "capabilities": capabilities(snapshot),
                 "pressure": health or None,
                 "innodb_cmp": cmp_rows,
-                "warnings": snapshot.warnings if snapshot else [],
+                "partitioned_tables": snapshot.partitioned_tables if snapshot else None,
+                "hidden_tables": sum(w.count for w in warnings if w.cause == HIDDEN),
+                "warnings": [warning.as_dict() for warning in warnings],
             }
         )
 

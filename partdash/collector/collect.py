@@ -3,12 +3,26 @@ the tables that are new or changed. Returns plain data; storing is `store.py`'s 
 
 import hashlib
 import logging
+import random
 from collections import defaultdict
 from dataclasses import dataclass, field
 from datetime import datetime
 
 from django.conf import settings
 
+from partdash.collector import catalogue
+from partdash.collector.catalogue import (
+    DEFERRED,
+    DROPPED,
+    ERROR,
+    INNODB_TABLE_STATS,
+    TABLESPACES,
+    Shortfall,
+    grouped,
+    hidden_shortfall,
+    setting_shortfall,
+    tables_shortfall,
+)
 from partdash.collector.dialects import Dialect, dialect_for
 from partdash.collector.names import PartitionKey, PartitionName, identity
 from partdash.collector.sources import (
@@ -26,6 +40,12 @@ from partdash.servers.connection import Session
 
 log = logging.getLogger(__name__)
 TableKey = tuple[str, str]
+
+
+def table_key(schema: str, table: str) -> TableKey:
+    """A table's key from its names (a stored table's, a warning's), matched as the
+    sources' names are."""
+    return PartitionName(schema, table, "").key.table_key
 
 
 @dataclass(slots=True)
@@ -81,8 +101,13 @@ class Collection:
     files_cover_partitions: bool = False
     by_path: dict[str, PartitionFigures] = field(default_factory=dict)  # names.path_key
     innodb_cmp: list[dict] = field(default_factory=list)
-    sources: dict[str, bool] = field(default_factory=dict)
-    warnings: list[str] = field(default_factory=list)
+    sources: dict[str, bool] = field(default_factory=dict)  # catalogue key -> was read
+    # What could not be read: per source as it happens, per table below, and all of it
+    # grouped by fix in `warnings` once the poll is done (`finish`).
+    shortfalls: list[Shortfall] = field(default_factory=list)
+    hidden: set[TableKey] = field(default_factory=set)  # listed, but not in information_schema
+    unreadable: dict[str, list[TableKey]] = field(default_factory=dict)  # reason -> tables
+    warnings: list[Shortfall] = field(default_factory=list)
     # Partitions are only ever added during a poll, so their count tells whether the
     # grouping and signatures computed earlier in the poll still hold.
     _grouped: tuple[int, dict] = (-1, {})
@@ -103,6 +128,45 @@ class Collection:
             self.signatures = {key: signature(m) for key, m in self.tables().items()}
             self._signed = len(self.partitions)
         return self.signatures
+
+    @property
+    def listed(self) -> bool:
+        """Whether a source that lists every partition was read: only then does the
+        absence of a table mean something."""
+        return self.sources.get(TABLESPACES.key, False) or self.sources.get(
+            INNODB_TABLE_STATS.key, False
+        )
+
+    @property
+    def lines(self) -> list[str]:
+        return [warning.line for warning in self.warnings]
+
+    def spelt(self, key: TableKey) -> tuple[str, str]:
+        """A table's schema and name as the server spells them."""
+        name = self.tables()[key][0].name
+        return (name.schema, name.table)
+
+    def finish(self) -> None:
+        """Group what could not be read into `warnings`: one per distinct fix."""
+        warnings = grouped(self.shortfalls)
+        if self.hidden:
+            hidden = [self.spelt(key) for key in self.hidden]
+            warnings.append(hidden_shortfall(hidden, len(self.sign()), self.facts.account))
+        for reason, keys in self.unreadable.items():
+            warnings.append(tables_shortfall(ERROR, [self.spelt(key) for key in keys], reason))
+        if self.gone:
+            warnings.append(tables_shortfall(DROPPED, [self.spelt(key) for key in self.gone]))
+        if self.deferred:
+            warnings.append(
+                Shortfall(
+                    DEFERRED,
+                    (catalogue.DEFINITIONS.key,),
+                    f"read the definitions of {len(self.definitions)} new or changed tables; "
+                    f"{self.deferred} more follow in the next polls",
+                    count=self.deferred,
+                )
+            )
+        self.warnings = warnings
 
 
 def _figures(collection: Collection, name: PartitionName) -> PartitionFigures:
@@ -169,17 +233,32 @@ def _merge_compression(
 
 
 def _read(collection: Collection, source: str, reader, merge=None):
-    """Read one source; a missing privilege or setting becomes a warning."""
+    """Read one source; a missing privilege or setting becomes a shortfall."""
     try:
         rows = reader()
     except SourceUnavailable as exc:
         collection.sources[source] = False
-        collection.warnings.append(str(exc))
+        collection.shortfalls.append(exc.shortfall(collection.facts.account, collection.dialect))
         return None
     collection.sources[source] = True
     if merge is not None:
         merge(collection, rows)
     return rows
+
+
+def _check_settings(collection: Collection) -> None:
+    """Sources that read fine but give less with a setting OFF (no file per partition,
+    statistics that do not persist) say so, as Test connection and the panel do. (The
+    others were not read at all with theirs OFF, and said so.)"""
+    variables = collection.facts.variables
+    for source in catalogue.SOURCES:
+        if (
+            source.setting in variables
+            and not source.setting_required
+            and collection.sources.get(source.key)
+            and not collection.facts.is_on(source.setting)
+        ):
+            collection.shortfalls.append(setting_shortfall(source))
 
 
 def _has_compressed(collection: Collection) -> bool:
@@ -193,51 +272,87 @@ def signature(partitions: list[PartitionFigures]) -> str:
     return hashlib.sha1("|".join(parts).encode(), usedforsecurity=False).hexdigest()
 
 
-def _explain_vanished(
-    session: Session, collection: Collection, vanished: dict[TableKey, PartitionName]
-) -> None:
-    """PARTITIONS shows nothing both for a table dropped since the cheap sources were
-    read and for one the account has no privilege on; the tablespace list (PROCESS)
-    still shows the latter. One read for all of them."""
+def _listed_again(session: Session, collection: Collection) -> set[TableKey] | None:
+    """The tables a cheap source lists now (None: it cannot be read again)."""
     try:
-        present = {f.name.key.table_key for f in tablespaces.read(session, collection.dialect)}
+        if collection.sources.get(TABLESPACES.key):
+            rows = tablespaces.read(session, collection.dialect)
+        elif collection.sources.get(INNODB_TABLE_STATS.key):
+            rows = innodb_stats.read(session)
+        else:
+            return None
     except SourceUnavailable:
-        present = set()
-    for table_key, name in vanished.items():
-        if table_key in present:
-            collection.warnings.append(
-                f"cannot read the partition definitions of {name.schema}.{name.table}: no "
-                f"privilege on it (GRANT SHOW VIEW ON `{name.schema}`.* TO the monitoring account)"
-            )
+        return None
+    return {row.name.key.table_key for row in rows}
+
+
+def _explain_vanished(session: Session, collection: Collection, vanished: list[TableKey]) -> None:
+    """PARTITIONS shows nothing both for a table dropped since the cheap sources were
+    read and for one the account has no privilege on; the cheap source that listed it
+    still lists the latter. One read for all of them, and only in a poll that met new
+    such tables: the hidden ones are remembered. Where that cannot be told, the table is
+    taken as hidden, not dropped."""
+    listed = _listed_again(session, collection)
+    for table_key in vanished:
+        if listed is None or table_key in listed:
+            collection.hidden.add(table_key)
         else:
             collection.gone.add(table_key)
-            collection.warnings.append(f"table {name.schema}.{name.table} was dropped mid-poll")
 
 
-def _read_definitions(session: Session, collection: Collection, known: dict[TableKey, str]) -> None:
+def _read_one(session: Session, collection: Collection, table_key: TableKey) -> bool:
+    """Read one table's definitions; False when information_schema does not show it."""
+    schema, table = collection.spelt(table_key)
+    try:
+        collection.definitions[table_key] = definitions.read(session, schema, table)
+    except TableGone:
+        return False
+    except SourceUnavailable as exc:  # it exists: keep what is known, retry next poll
+        collection.unreadable.setdefault(exc.reason or exc.cause, []).append(table_key)
+    return True
+
+
+def _still_hidden(
+    session: Session, collection: Collection, carried: list[TableKey]
+) -> tuple[set[TableKey], set[TableKey]]:
+    """Tables hidden at the previous poll stay hidden without a read each, except one
+    per schema, picked at random so a GRANT on a single table is noticed too: where it
+    shows, the rest of its schema is read again. Returns (still hidden, looked at)."""
+    by_schema: dict[str, list[TableKey]] = defaultdict(list)
+    for table_key in carried:
+        by_schema[table_key[0]].append(table_key)
+    hidden: set[TableKey] = set()
+    looked: set[TableKey] = set()
+    for keys in by_schema.values():
+        sentinel = random.choice(keys)
+        looked.add(sentinel)
+        if not _read_one(session, collection, sentinel):
+            hidden.update(keys)
+    return hidden, looked
+
+
+def _read_definitions(
+    session: Session,
+    collection: Collection,
+    known: dict[TableKey, str],
+    hidden_before: set[TableKey],
+) -> None:
     budget = settings.PARTDASH_DEFINITIONS_PER_POLL
-    vanished: dict[TableKey, PartitionName] = {}
     signatures = collection.sign()
-    for table_key, members in collection.tables().items():
-        if known.get(table_key) == signatures[table_key]:
+    wanted = [key for key in collection.tables() if known.get(key) != signatures[key]]
+    carried = [key for key in wanted if key in hidden_before]
+    hidden, looked = _still_hidden(session, collection, carried)
+    collection.hidden |= hidden
+    vanished: list[TableKey] = []
+    for table_key in wanted:
+        if table_key in hidden or table_key in looked:
             continue
         if len(collection.definitions) >= budget:
             collection.deferred += 1
-            continue
-        name = members[0].name
-        try:
-            collection.definitions[table_key] = definitions.read(session, name.schema, name.table)
-        except TableGone:
-            vanished[table_key] = name
-        except SourceUnavailable as exc:  # it exists: keep what is known, retry next poll
-            collection.warnings.append(str(exc))
+        elif not _read_one(session, collection, table_key):
+            vanished.append(table_key)
     if vanished:
         _explain_vanished(session, collection, vanished)
-    if collection.deferred:
-        collection.warnings.append(
-            f"read the definitions of {len(collection.definitions)} new or changed tables; "
-            f"{collection.deferred} more follow in the next polls"
-        )
 
 
 STATS_MARGIN_SECONDS = 10  # re-read recent rows: a refresh may commit after we looked
@@ -265,11 +380,15 @@ def _tables_changed(collection: Collection, known: dict[TableKey, str]) -> bool:
 
 
 def collect(
-    session: Session, known: dict[TableKey, str], stats_since: int | None = None
+    session: Session,
+    known: dict[TableKey, str],
+    stats_since: int | None = None,
+    hidden_before: set[TableKey] | frozenset = frozenset(),
 ) -> Collection:
     """Read every source once; definitions only for tables whose signature changed.
     `stats_since` (the previous poll's statistics watermark) allows reading only the
-    statistics rows refreshed since."""
+    statistics rows refreshed since; `hidden_before` are the tables the previous poll
+    found hidden from the account (see `_still_hidden`)."""
     facts = server_facts.read(session)
     dialect = dialect_for(session.flavor, session.version)
     collection = Collection(session.flavor, session.version, dialect, facts)
@@ -291,5 +410,7 @@ def collect(
             lambda: compression.read_per_index(session, per_index_on),
             _merge_compression,
         )
-    _read_definitions(session, collection, known)
+    _check_settings(collection)
+    _read_definitions(session, collection, known, set(hidden_before))
+    collection.finish()
     return collection

@@ -13,7 +13,8 @@ from dataclasses import dataclass, field
 
 from django.utils import timezone
 
-from partdash.collector.collect import collect
+from partdash.collector.catalogue import HIDDEN, Shortfall
+from partdash.collector.collect import Collection, collect, table_key
 from partdash.collector.store import PollStore
 from partdash.lib.secrets import SecretError
 from partdash.metrics.models import PartitionedTable, ServerSnapshot
@@ -26,7 +27,8 @@ log = logging.getLogger(__name__)
 
 @dataclass
 class PollReport:
-    """The outcome of one poll, as `manage.py poll` prints it."""
+    """The outcome of one poll, as `manage.py poll` prints it. `warnings` holds one line
+    per distinct fix (see `catalogue.grouped`), never one per table."""
 
     server: str
     ok: bool
@@ -40,52 +42,84 @@ class PollReport:
 
     @property
     def summary(self) -> str:
+        """One line, then one indented line per warning."""
         if not self.ok:
             return f"{self.server}: not polled: {self.error}"
+        count = len(self.warnings)
         line = (
             f"{self.server}: {self.partitions_seen} partitions seen, {self.changed} changed, "
-            f"{self.stored} stored in {self.seconds:.2f}s, {len(self.warnings)} warning(s)"
+            f"{self.stored} stored in {self.seconds:.2f}s, "
+            f"{count} warning{'' if count == 1 else 's'}"
         )
-        return line + "".join(f"; {warning}" for warning in self.warnings)
+        return "\n".join([line, *(f"  {warning}" for warning in self.warnings)])
 
 
 def known_signatures(server: Server) -> dict[tuple[str, str], str]:
     tables = PartitionedTable.objects.filter(server=server, dropped_at=None)
     return {
-        (schema.lower(), name.lower()): signature
+        table_key(schema, name): signature
         for schema, name, signature in tables.values_list("schema", "name", "signature")
     }
 
 
-def statistics_since(server: Server) -> int | None:
-    """The previous poll's statistics watermark, where an incremental read is safe."""
-    previous = (
+@dataclass
+class PreviousPoll:
+    """What the next poll needs to know of the previous one."""
+
+    stats_since: int | None = None  # its statistics watermark, where incremental is safe
+    hidden: set[tuple[str, str]] = field(default_factory=set)  # tables hidden from the account
+
+
+def previous_poll(server: Server) -> PreviousPoll:
+    latest = (
         ServerSnapshot.objects.filter(server=server)
         .order_by("-taken_at")
-        .values_list("stats_watermark", "files_cover_partitions")
+        .values_list("stats_watermark", "files_cover_partitions", "warnings")
         .first()
     )
-    if previous and previous[1]:
-        return previous[0]
-    return None
+    if latest is None:
+        return PreviousPoll()
+    watermark, covered, warnings = latest
+    hidden = {
+        table_key(schema, table)
+        for shortfall in map(Shortfall.from_dict, warnings or [])
+        if shortfall.cause == HIDDEN
+        for schema, table in shortfall.tables
+    }
+    return PreviousPoll(watermark if covered else None, hidden)
+
+
+LAST_ERROR_CHARS = 2000  # a bound, whatever a server's error message holds
+
+
+def one_line(message: str) -> str:
+    """A failure reason as one line."""
+    return " ".join(message.split())[:LAST_ERROR_CHARS]
 
 
 def record_failure(server: Server, message: str) -> None:
+    """The poll was tried and failed: `last_poll_at` says when, `last_error` why;
+    `last_success_at` keeps the last poll that worked."""
     Server.objects.filter(pk=server.pk).update(
-        status=ServerStatus.UNREACHABLE, last_poll_at=timezone.now(), last_error=message
+        status=ServerStatus.UNREACHABLE, last_poll_at=timezone.now(), last_error=one_line(message)
     )
 
 
-def _record_success(server: Server, collection, snapshot_at) -> None:
-    tables = PartitionedTable.objects.filter(server=server, dropped_at=None)
+def _record_success(server: Server, collection: Collection, snapshot_at) -> None:
+    """`last_error` holds one line per distinct fix (the tables concerned are on the
+    snapshot); `partitioned_tables` counts what the server lists, hidden tables too."""
+    if collection.listed:
+        partitioned_tables = len(collection.signatures)
+    else:
+        partitioned_tables = PartitionedTable.objects.filter(server=server, dropped_at=None).count()
     Server.objects.filter(pk=server.pk).update(
         status=ServerStatus.DEGRADED if collection.warnings else ServerStatus.OK,
         flavor=collection.flavor,
         version=collection.version,
         last_poll_at=snapshot_at,
         last_success_at=snapshot_at,
-        last_error="; ".join(collection.warnings),
-        partitioned_tables=tables.count(),
+        last_error="\n".join(collection.lines)[:LAST_ERROR_CHARS],
+        partitioned_tables=partitioned_tables,
         partitions=len(collection.partitions),
     )
 
@@ -116,8 +150,11 @@ def _poll(server: Server, poll_id: str | None) -> PollReport:
     started = time.monotonic()
     poll_id = poll_id or uuid.uuid4().hex
     try:
+        previous = previous_poll(server)
         with open_session(target_for(server)) as session:
-            collection = collect(session, known_signatures(server), statistics_since(server))
+            collection = collect(
+                session, known_signatures(server), previous.stats_since, previous.hidden
+            )
     except (ConnectionFailure, SecretError) as failure:
         message = str(failure)
         log.warning("poll of %s failed: %s", server.name, message)
@@ -136,7 +173,7 @@ def _poll(server: Server, poll_id: str | None) -> PollReport:
         stored=result.stored,
         definitions_read=len(collection.definitions),
         seconds=time.monotonic() - started,
-        warnings=collection.warnings,
+        warnings=collection.lines,
     )
     log.debug("%s", report.summary)
     return report

@@ -9,7 +9,7 @@ from django.conf import settings
 from django.db import connection, transaction
 from django.utils import timezone
 
-from partdash.collector.collect import Collection, TableKey
+from partdash.collector.collect import Collection, TableKey, table_key
 from partdash.collector.sources.definitions import TableDefinition
 from partdash.health import recent
 from partdash.health.counters import counter_delta
@@ -164,7 +164,7 @@ class PollStore:
 
     def _load_tables(self) -> None:
         for table in PartitionedTable.objects.filter(server=self.server):
-            self.tables[(table.schema.lower(), table.name.lower())] = table
+            self.tables[table_key(table.schema, table.name)] = table
 
     def _apply_definition(self, key: TableKey, definition: TableDefinition) -> None:
         table = self.tables.get(key) or PartitionedTable(
@@ -269,8 +269,8 @@ class PollStore:
         updates: list[tuple] = []
         updated_keys: list[tuple[int, str]] = []
         stored = 0
-        for table_key, members in self.collection.tables().items():
-            table = self.tables.get(table_key)
+        for by_name, members in self.collection.tables().items():
+            table = self.tables.get(by_name)
             if table is None or table.dropped_at:
                 continue
             for figures in members:
@@ -347,6 +347,7 @@ class PollStore:
                 self._apply_definition(key, definition)
             self._mark_dropped()
             snapshot = self._snapshot()
+            _keep_detail_on_latest_only(last)
             changed, stored = self._store_figures(snapshot, last)
             ServerSnapshot.objects.filter(pk=snapshot.pk).update(changed=changed)
             touched = self.changed_tables | {self.tables[k].pk for k in collection.definitions}
@@ -366,11 +367,26 @@ class PollStore:
             status_counters=collection.facts.status,
             innodb_cmp=collection.innodb_cmp,
             sources=collection.sources,
-            partitioned_tables=len(collection.signatures) if collection.sources else len(live),
+            partitioned_tables=len(collection.signatures) if collection.listed else len(live),
             partitions=len(collection.partitions),
             definitions_read=len(collection.definitions),
             stats_watermark=collection.stats_watermark,
             files_cover_partitions=collection.files_cover_partitions,
-            warnings=collection.warnings,
+            warnings=[warning.as_dict() for warning in collection.warnings],
             seconds=self.seconds,
         )
+
+
+def _keep_detail_on_latest_only(previous: ServerSnapshot | None) -> None:
+    """The tables behind each warning (every hidden table, say) are detail for the server
+    page, which shows the latest poll: older snapshots keep the lines and counts, so a
+    degraded server's store does not grow by the whole list every poll."""
+    if previous is None or not any(
+        isinstance(warning, dict) and warning.get("tables") for warning in previous.warnings
+    ):
+        return
+    summary = [
+        {**warning, "tables": []} if isinstance(warning, dict) else warning
+        for warning in previous.warnings
+    ]
+    ServerSnapshot.objects.filter(pk=previous.pk).update(warnings=summary)

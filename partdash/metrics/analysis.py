@@ -17,7 +17,8 @@ from django.conf import settings
 from django.db import connection
 from django.utils import timezone
 
-from partdash.collector.sources import file_io, innodb_stats, tablespaces
+from partdash.collector.catalogue import Shortfall, source_states
+from partdash.collector.dialects import dialect_for
 from partdash.health import findings as rules
 from partdash.health import recent
 from partdash.health.compression import partition_compression, table_compression
@@ -321,59 +322,15 @@ def server_pressure(server, snapshot: ServerSnapshot) -> dict:
 
 
 def capabilities(snapshot: ServerSnapshot | None) -> list[dict]:
-    """What the latest poll could read, and the exact setting or GRANT for what it could
-    not."""
+    """Each source of the catalogue as of the latest poll: what it gives, what it needs,
+    whether the poll could read it and, where not, the fix the poll gave (the same
+    words and statements as the poll's warnings and Test connection)."""
     if snapshot is None:
         return []
-    variables, sources = snapshot.variables or {}, snapshot.sources or {}
-
-    def on(name: str) -> bool:
-        return str(variables.get(name, "")).upper() in ("ON", "1")
-
-    def item(name: str, ok: bool, detail: str, fix: str) -> dict:
-        return {"name": name, "ok": ok, "detail": detail, "fix": "" if ok else fix}
-
-    ps_on = on("performance_schema")
-    return [
-        item(
-            "performance_schema",
-            ps_on and sources.get("file_io", False),
-            "per-partition read and write I/O (hotspots)"
-            if ps_on
-            else "off: hotspots fall back to row and size growth",
-            file_io.FIX if ps_on else "performance_schema=ON under [mysqld] in my.cnf, restart",
-        ),
-        item(
-            "persistent statistics",
-            sources.get("innodb_table_stats", False),
-            "rows and sizes per partition (estimates)",
-            innodb_stats.FIX,
-        ),
-        item(
-            "tablespace list",
-            sources.get("tablespaces", False),
-            "file and allocated sizes, page compression",
-            tablespaces.FIX,
-        ),
-        item(
-            "innodb_file_per_table",
-            on("innodb_file_per_table"),
-            "one file per partition",
-            "SET GLOBAL innodb_file_per_table=ON (and in my.cnf); rebuild existing tables",
-        ),
-        item(
-            "innodb_cmp_per_index_enabled",
-            on("innodb_cmp_per_index_enabled"),
-            "compression failure rate per table and partition",
-            "SET GLOBAL innodb_cmp_per_index_enabled=ON (and in my.cnf)",
-        ),
-        item(
-            "innodb_stats_persistent",
-            on("innodb_stats_persistent"),
-            "row estimates that survive restarts",
-            "SET GLOBAL innodb_stats_persistent=ON (and in my.cnf)",
-        ),
-    ]
+    dialect = dialect_for(snapshot.flavor, snapshot.version)
+    shortfalls = [Shortfall.from_dict(warning) for warning in snapshot.warnings or []]
+    states = source_states(snapshot.sources or {}, shortfalls, dialect)
+    return [state.as_dict() for state in states]
 
 
 def activity_shares(labels: list[str], recents: list[str | None], now: datetime) -> dict | None:

@@ -1,43 +1,49 @@
 """`Test connection`: can partdash reach a server, and what can it see there?
 
-The result says what is missing and the exact statement that fixes it: a GRANT for a
-missing privilege, a my.cnf line for a setting that is not dynamic.
+Every source of `partdash.collector.catalogue` is probed with its cheap query (at most
+one row) and judged with the same settings and the same fixes as a poll, so Test
+connection, the poll's warnings and the server page's capability panel agree: a GRANT
+for a missing privilege, a my.cnf or SET GLOBAL line for a setting.
 """
 
 from dataclasses import dataclass, field
 
 import pymysql
+from django.conf import settings as django_settings
 
-from partdash.collector.names import decode_filename, split_partition
+from partdash.collector.catalogue import (
+    CMP_PER_INDEX,
+    DEFINITIONS,
+    FILE_IO,
+    HIDDEN,
+    INNODB_CMP,
+    INNODB_TABLE_STATS,
+    PRIVILEGE,
+    SETTING,
+    TABLESPACES,
+    TABLESTATS,
+    Shortfall,
+    Source,
+    SourceState,
+    hidden_schemas_shortfall,
+    privilege_shortfall,
+    setting_shortfall,
+    source_states,
+)
+from partdash.collector.dialects import Dialect, dialect_for
+from partdash.collector.names import split_partition, split_tablespace
+from partdash.collector.sources import DENIED, server_facts
+from partdash.lib.quoting import identifier
 from partdash.servers.choices import Flavor
 from partdash.servers.connection import ConnectionFailure, Session, Target, open_session
 
-# Each privilege-gated source, probed with a query that reads at most one row.
-PRIVILEGE_PROBES = {
-    "PROCESS": (
-        "SELECT 1 FROM information_schema.INNODB_CMP LIMIT 1",
-        "GRANT PROCESS ON *.* TO {account}",
-    ),
-    "SELECT on mysql.innodb_table_stats": (
-        "SELECT 1 FROM mysql.innodb_table_stats LIMIT 1",
-        "GRANT SELECT ON mysql.innodb_table_stats TO {account}",
-    ),
-    "SELECT on performance_schema": (
-        "SELECT 1 FROM performance_schema.file_summary_by_instance LIMIT 1",
-        "GRANT SELECT ON performance_schema.* TO {account}",
-    ),
-}
-
-SETTINGS = ("performance_schema", "innodb_file_per_table", "innodb_cmp_per_index_enabled")
-
-SETTING_FIXES = {
-    "performance_schema": "add performance_schema=ON under [mysqld] in my.cnf and restart "
-    "(it is not dynamic; MariaDB ships with it OFF)",
-    "innodb_file_per_table": "SET GLOBAL innodb_file_per_table=ON (affects tables created "
-    "or rebuilt afterwards)",
-    "innodb_cmp_per_index_enabled": "SET GLOBAL innodb_cmp_per_index_enabled=ON (per-partition "
-    "compression figures; costs some CPU)",
-}
+# The settings Test connection shows, in this order.
+SETTINGS = (
+    "performance_schema",
+    "innodb_file_per_table",
+    "innodb_cmp_per_index_enabled",
+    "innodb_stats_persistent",
+)
 
 
 @dataclass
@@ -48,7 +54,8 @@ class MissingPrivilege:
 
 @dataclass
 class ProbeResult:
-    """What `Test connection` reports for one server."""
+    """What `Test connection` reports for one server. `sources` has one entry per
+    catalogue source, shaped like the capability panel's (`SourceState.as_dict`)."""
 
     reachable: bool
     error_kind: str = ""
@@ -59,6 +66,7 @@ class ProbeResult:
     settings: dict[str, bool] = field(default_factory=dict)
     missing_privileges: list[MissingPrivilege] = field(default_factory=list)
     fixes: list[str] = field(default_factory=list)
+    sources: list[dict] = field(default_factory=list)
     # What the server's greeting said about TLS (None: no greeting), and whether this
     # connection was encrypted.
     tls_offered: bool | None = None
@@ -67,6 +75,11 @@ class ProbeResult:
     @property
     def flavor_label(self) -> str:
         return Flavor(self.flavor).label
+
+    @property
+    def complete(self) -> bool:
+        """Every source partdash reads on this server is readable: a poll will be ok."""
+        return all(source["ok"] for source in self.sources)
 
     @property
     def summary(self) -> str:
@@ -80,67 +93,136 @@ class ProbeResult:
         return "; ".join(parts)
 
 
-def _quoted_account(current_user: str) -> str:
-    user, _, host = current_user.rpartition("@")
-    return f"'{user}'@'{host}'"
-
-
-def _settings(session: Session) -> dict[str, bool]:
-    rows = session.rows("SHOW GLOBAL VARIABLES WHERE Variable_name IN (%s, %s, %s)", SETTINGS)
-    values = {name.lower(): value.upper() in ("ON", "1") for name, value in rows}
-    return {name: values.get(name, False) for name in SETTINGS}
-
-
-def _missing_privileges(session: Session, account: str) -> list[MissingPrivilege]:
-    missing = []
-    for privilege, (query, grant) in PRIVILEGE_PROBES.items():
-        try:
-            session.rows(query)
-        except pymysql.MySQLError as exc:
-            if exc.args and exc.args[0] in (1044, 1142, 1227, 1143):
-                missing.append(MissingPrivilege(privilege, grant.format(account=account)))
-    return missing
-
-
-def _hidden_schemas(session: Session, account: str) -> list[MissingPrivilege]:
-    """Schemas whose partitioned tables InnoDB lists but information_schema hides: the
-    account has no privilege there, so a poll cannot read their partition definitions.
-    SHOW VIEW is enough to see them and, unlike SELECT, reads no data.
-    One table per schema is looked up by name (cheap: no scan of every table)."""
-    missing = []
+def _readable(session: Session, sql: str, args: tuple = ()) -> bool:
+    """Whether the account may read it; any other error is not the account's to fix."""
     try:
-        rows = session.rows(
-            "SELECT database_name, MIN(table_name) FROM mysql.innodb_table_stats "
-            "WHERE table_name LIKE %s OR table_name LIKE %s GROUP BY database_name",
-            ("%#P#%", "%#p#%"),
+        session.rows(sql, args)
+    except pymysql.MySQLError as exc:
+        if exc.args and exc.args[0] in DENIED:
+            return False
+    return True
+
+
+class _Prober:
+    """Judges each source as a poll would, from one cheap query each."""
+
+    def __init__(self, session: Session, facts: server_facts.ServerFacts, dialect: Dialect):
+        self.session, self.facts, self.dialect = session, facts, dialect
+        self.read: dict[str, bool] = {}
+        self.shortfalls: list[Shortfall] = []
+
+    def denied(self, source: Source) -> None:
+        self.shortfalls.append(privilege_shortfall(source, self.facts.account, self.dialect))
+
+    def off(self, source: Source) -> None:
+        self.shortfalls.append(setting_shortfall(source))
+
+    def check(self, source: Source) -> bool:
+        """Probe one source: its privilege, then its setting. Returns whether the
+        account may read it."""
+        readable = _readable(self.session, source.probe_query(self.dialect))
+        if not readable:
+            self.denied(source)
+        setting_off = bool(source.setting) and not self.facts.is_on(source.setting)
+        if setting_off:
+            self.off(source)
+        self.read[source.key] = readable and not (setting_off and source.setting_required)
+        return readable
+
+    def has_compressed_partitions(self) -> bool:
+        sql = (
+            f"SELECT 1 FROM {self.dialect.tablespaces_table} WHERE ROW_FORMAT = 'Compressed' "
+            "AND (NAME LIKE '%%#P#%%' OR NAME LIKE '%%#p#%%') LIMIT 1"
         )
-        for stored_schema, stored_table in rows:
-            name = split_partition(decode_filename(stored_schema), decode_filename(stored_table))
-            if name is None or session.rows(
-                "SELECT 1 FROM information_schema.PARTITIONS "
-                "WHERE TABLE_SCHEMA = %s AND TABLE_NAME = %s LIMIT 1",
-                (name.schema, name.table),
-            ):
-                continue
-            quoted = "`" + name.schema.replace("`", "``") + "`"
-            missing.append(
-                MissingPrivilege(
-                    f"SHOW VIEW on {quoted}", f"GRANT SHOW VIEW ON {quoted}.* TO {account}"
-                )
+        return bool(self.session.rows(sql))
+
+    def compression(self, process: bool) -> None:
+        """Per-index counters are read where compressed partitions exist or the setting
+        is ON, as a poll does; without PROCESS neither can be told."""
+        self.check(INNODB_CMP)
+        enabled = self.facts.is_on(CMP_PER_INDEX.setting)
+        if enabled:
+            self.check(CMP_PER_INDEX)
+        elif process and self.has_compressed_partitions():
+            self.off(CMP_PER_INDEX)
+            self.read[CMP_PER_INDEX.key] = False
+
+    def tablestats(self, process: bool) -> None:
+        """Read by a poll only when asked for; even a LIMIT 1 read of it costs what a
+        full one does, so PROCESS (which it needs) stands for it."""
+        if django_settings.PARTDASH_READ_TABLESTATS:
+            self.read[TABLESTATS.key] = process
+            if not process:
+                self.denied(TABLESTATS)
+
+    def hidden_schemas(self) -> None:
+        """Schemas whose partitioned tables InnoDB lists but information_schema hides:
+        one table per schema is looked up by name (cheap: no scan of every table)."""
+        samples = [
+            (schema, table)
+            for schema, table in self._one_table_per_schema()
+            if not self.session.rows(DEFINITIONS.probe, (schema, table))
+        ]
+        if samples:
+            self.shortfalls.append(hidden_schemas_shortfall(samples, self.facts.account))
+
+    def _one_table_per_schema(self) -> list[tuple[str, str]]:
+        tables: dict[str, str] = {}
+        if self.read.get(INNODB_TABLE_STATS.key):
+            rows = self.session.rows(
+                "SELECT database_name, MIN(table_name) FROM mysql.innodb_table_stats "
+                "WHERE table_name LIKE %s OR table_name LIKE %s GROUP BY database_name",
+                ("%#P#%", "%#p#%"),
             )
-    except pymysql.MySQLError:
-        pass  # no access to the statistics is reported as its own missing privilege
-    return missing
+            names = [split_partition(schema, table) for schema, table in rows]
+        elif self.read.get(TABLESPACES.key):
+            rows = self.session.rows(TABLESPACES.query(self.dialect))
+            names = [split_tablespace(row[0]) for row in rows]
+        else:
+            return []  # nothing lists the tables: the missing grants say so
+        for name in names:
+            if name is not None:
+                tables.setdefault(name.schema, name.table)
+        return sorted(tables.items())
+
+    def run(self) -> list[SourceState]:
+        process = self.check(TABLESPACES)
+        self.check(INNODB_TABLE_STATS)
+        self.check(FILE_IO)
+        self.compression(process)
+        self.tablestats(process)
+        self.hidden_schemas()
+        return source_states(self.read, self.shortfalls, self.dialect)
+
+
+def _missing_privileges(states: list[SourceState]) -> list[MissingPrivilege]:
+    missing: dict[str, MissingPrivilege] = {}
+    for state in states:
+        for shortfall in state.shortfalls:
+            if shortfall.cause == PRIVILEGE:
+                grant = shortfall.fixes[0]
+                missing.setdefault(grant, MissingPrivilege(state.source.privilege, grant))
+            elif shortfall.cause == HIDDEN:
+                for (schema, _), grant in zip(shortfall.tables, shortfall.fixes, strict=True):
+                    privilege = f"SHOW VIEW on {identifier(schema)}"
+                    missing.setdefault(grant, MissingPrivilege(privilege, grant))
+    return list(missing.values())
+
+
+def _fixes(states: list[SourceState]) -> list[str]:
+    """Every statement to run, each once: GRANTs (with their `;`), then settings."""
+    grants = [fix for s in states for x in s.shortfalls if x.cause != SETTING for fix in x.fixes]
+    lines = [fix for s in states for x in s.shortfalls if x.cause == SETTING for fix in x.fixes]
+    return list(dict.fromkeys([f"{grant};" for grant in grants] + lines))
 
 
 def probe(target: Target) -> ProbeResult:
-    """Connect and report reachability, flavour, version and capabilities."""
+    """Connect and report reachability, flavour, version and every source's state."""
     try:
         with open_session(target) as session:
-            account = _quoted_account(session.scalar("SELECT CURRENT_USER()"))
-            settings = _settings(session)
-            missing = _missing_privileges(session, account)
-            missing += _hidden_schemas(session, account)
+            facts = server_facts.read(session)
+            dialect = dialect_for(session.flavor, session.version)
+            states = _Prober(session, facts, dialect).run()
     except ConnectionFailure as failure:
         return ProbeResult(
             reachable=False,
@@ -148,16 +230,15 @@ def probe(target: Target) -> ProbeResult:
             error=failure.message,
             tls_offered=failure.tls_offered,
         )
-    fixes = [f"{m.grant};" for m in missing]
-    fixes += [SETTING_FIXES[name] for name, on in settings.items() if not on]
     return ProbeResult(
         reachable=True,
         flavor=session.flavor,
         version=session.version,
-        account=account,
-        settings=settings,
-        missing_privileges=missing,
-        fixes=fixes,
+        account=facts.account,
+        settings={name: facts.is_on(name) for name in SETTINGS},
+        missing_privileges=_missing_privileges(states),
+        fixes=_fixes(states),
+        sources=[state.as_dict() for state in states],
         tls_offered=session.tls_offered,
         encrypted=session.encrypted,
     )

@@ -1,8 +1,21 @@
-"""One module per place partdash reads from. Each `read()` returns plain tuples or
+"""One module per place partdash reads from; what each reads, needs and the fix are
+declared in `partdash.collector.catalogue`. Each `read()` returns plain tuples or
 dataclasses and raises `SourceUnavailable` when a privilege or setting is missing, so the
 rest of the poll goes on without it."""
 
 import pymysql
+
+from partdash.collector.catalogue import (
+    ERROR,
+    PRIVILEGE,
+    SETTING,
+    Shortfall,
+    Source,
+    error_shortfall,
+    privilege_shortfall,
+    setting_shortfall,
+)
+from partdash.collector.dialects import Dialect
 
 # Errors that mean "you may not read this" or "this does not exist here".
 DENIED = {1044, 1142, 1143, 1227}
@@ -10,12 +23,29 @@ MISSING = {1054, 1109, 1146}
 
 
 class SourceUnavailable(Exception):
-    """A source cannot be read on this server; the message says why and how to fix it."""
+    """A source cannot be read on this server: a missing privilege, a setting that is
+    OFF, or another refusal (`reason`). The collector turns it into a `Shortfall`, with
+    the account to GRANT to."""
+
+    def __init__(self, source: Source, cause: str, reason: str = ""):
+        super().__init__(f"cannot read {source.key}: {reason or cause}")
+        self.source, self.cause, self.reason = source, cause, reason
+
+    def shortfall(self, account: str, dialect: Dialect) -> Shortfall:
+        if self.cause == PRIVILEGE:
+            return privilege_shortfall(self.source, account, dialect)
+        if self.cause == SETTING:
+            return setting_shortfall(self.source)
+        return error_shortfall(self.source, dialect, self.reason)
 
 
-def unavailable(source: str, exc: pymysql.MySQLError, fix: str = "") -> SourceUnavailable:
+def unavailable(source: Source, exc: pymysql.MySQLError) -> SourceUnavailable:
     code = exc.args[0] if exc.args else None
-    reason = exc.args[-1] if exc.args else str(exc)
-    if code in DENIED and fix:
-        return SourceUnavailable(f"cannot read {source}: {reason} ({fix})")
-    return SourceUnavailable(f"cannot read {source}: {reason}")
+    if code in DENIED:
+        return SourceUnavailable(source, PRIVILEGE)
+    reason = str(exc.args[-1]) if exc.args else str(exc)
+    return SourceUnavailable(source, ERROR, reason.splitlines()[0] if reason else "error")
+
+
+def setting_off(source: Source) -> SourceUnavailable:
+    return SourceUnavailable(source, SETTING)

@@ -6,24 +6,13 @@ from typing import NamedTuple
 
 import pymysql
 
+from partdash.collector.catalogue import CMP_PER_INDEX, INNODB_CMP
 from partdash.collector.names import PartitionName, split_partition
-from partdash.collector.sources import SourceUnavailable, unavailable
-from partdash.collector.sources.tablespaces import FIX
+from partdash.collector.sources import setting_off, unavailable
 from partdash.servers.connection import Session
 
-CMP_SQL = (
-    "SELECT page_size, compress_ops, compress_ops_ok, compress_time, uncompress_ops, "
-    "uncompress_time FROM information_schema.INNODB_CMP"
-)
-PER_INDEX_SQL = (
-    "SELECT database_name, table_name, compress_ops, compress_ops_ok, compress_time, "
-    "uncompress_ops, uncompress_time FROM information_schema.INNODB_CMP_PER_INDEX "
-    "WHERE table_name LIKE '%%#P#%%' OR table_name LIKE '%%#p#%%'"
-)
-PER_INDEX_OFF = (
-    "innodb_cmp_per_index_enabled is OFF: no per-partition compression failure rates; "
-    "SET GLOBAL innodb_cmp_per_index_enabled=ON (costs some CPU)"
-)
+CMP_SQL = INNODB_CMP.sql
+PER_INDEX_SQL = CMP_PER_INDEX.sql
 COUNTERS = ("compress_ops", "compress_ops_ok", "compress_time", "uncompress_ops", "uncompress_time")
 
 
@@ -57,13 +46,13 @@ def read_cmp(session: Session) -> list[dict]:
     try:
         return parse_cmp(session.rows(CMP_SQL))
     except pymysql.MySQLError as exc:
-        raise unavailable("information_schema.INNODB_CMP", exc, FIX) from None
+        raise unavailable(INNODB_CMP, exc) from None
 
 
 def read_per_index(session: Session, enabled: bool) -> list[PartitionCompression]:
     if not enabled:
-        raise SourceUnavailable(PER_INDEX_OFF)
+        raise setting_off(CMP_PER_INDEX)
     try:
         return parse_per_index(session.rows(PER_INDEX_SQL))
     except pymysql.MySQLError as exc:
-        raise unavailable("information_schema.INNODB_CMP_PER_INDEX", exc, FIX) from None
+        raise unavailable(CMP_PER_INDEX, exc) from None

@@ -10,20 +10,12 @@ from dataclasses import dataclass, field
 
 import pymysql
 
+from partdash.collector.catalogue import DEFINITIONS, TABLE_OPTIONS_SQL
 from partdash.collector.sources import MISSING, unavailable
 from partdash.servers.connection import Session
 
-PARTITIONS_SQL = (
-    "SELECT PARTITION_NAME, SUBPARTITION_NAME, PARTITION_ORDINAL_POSITION, "
-    "SUBPARTITION_ORDINAL_POSITION, PARTITION_METHOD, SUBPARTITION_METHOD, "
-    "PARTITION_EXPRESSION, SUBPARTITION_EXPRESSION, PARTITION_DESCRIPTION "
-    "FROM information_schema.PARTITIONS WHERE TABLE_SCHEMA = %s AND TABLE_NAME = %s "
-    "AND PARTITION_NAME IS NOT NULL"
-)
-OPTIONS_SQL = (
-    "SELECT CREATE_OPTIONS FROM information_schema.TABLES "
-    "WHERE TABLE_SCHEMA = %s AND TABLE_NAME = %s"
-)
+PARTITIONS_SQL = DEFINITIONS.sql
+OPTIONS_SQL = TABLE_OPTIONS_SQL
 
 
 @dataclass(frozen=True)
@@ -50,7 +42,9 @@ class TableDefinition:
 
 
 class TableGone(Exception):
-    """The table was dropped (or renamed) between the cheap sources and this read."""
+    """information_schema shows no such table: it was dropped (or renamed) since the
+    cheap sources listed it, or the account has no privilege on it (the collector tells
+    which)."""
 
 
 def parse(schema: str, table: str, rows, create_options: str = "") -> TableDefinition:
@@ -80,5 +74,5 @@ def read(session: Session, schema: str, table: str) -> TableDefinition:
     except pymysql.MySQLError as exc:
         if exc.args and exc.args[0] in MISSING:
             raise TableGone(f"{schema}.{table}") from None
-        raise unavailable(f"the partition definitions of {schema}.{table}", exc) from None
+        raise unavailable(DEFINITIONS, exc) from None
     return parse(schema, table, rows, options)

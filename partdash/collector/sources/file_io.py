@@ -9,21 +9,12 @@ from typing import NamedTuple
 
 import pymysql
 
+from partdash.collector.catalogue import FILE_IO
 from partdash.collector.names import file_path_key
-from partdash.collector.sources import SourceUnavailable, unavailable
+from partdash.collector.sources import setting_off, unavailable
 from partdash.servers.connection import Session
 
-SQL = (
-    "SELECT FILE_NAME, COUNT_READ, COUNT_WRITE, SUM_NUMBER_OF_BYTES_READ, "
-    "SUM_NUMBER_OF_BYTES_WRITE FROM performance_schema.file_summary_by_instance "
-    "WHERE EVENT_NAME = 'wait/io/file/innodb/innodb_data_file' "
-    "AND (FILE_NAME LIKE '%%#P#%%' OR FILE_NAME LIKE '%%#p#%%')"
-)
-FIX = "GRANT SELECT ON performance_schema.* TO the monitoring account"
-OFF = (
-    "performance_schema is OFF: no per-partition I/O (hotspots fall back to row growth); "
-    "set performance_schema=ON under [mysqld] in my.cnf and restart"
-)
+SQL = FILE_IO.sql
 
 
 class PartitionIO(NamedTuple):
@@ -44,9 +35,12 @@ def parse(rows) -> list[PartitionIO]:
 
 
 def read(session: Session, performance_schema_on: bool) -> list[PartitionIO]:
-    if not performance_schema_on:
-        raise SourceUnavailable(OFF)
+    """With performance_schema OFF the table is empty but still guarded, so it is read
+    anyway (no rows, no cost): a missing SELECT is then reported beside the setting."""
     try:
-        return parse(session.rows(SQL))
+        rows = session.rows(SQL)
     except pymysql.MySQLError as exc:
-        raise unavailable("performance_schema.file_summary_by_instance", exc, FIX) from None
+        raise unavailable(FILE_IO, exc) from None
+    if not performance_schema_on:
+        raise setting_off(FILE_IO)
+    return parse(rows)

@@ -10,18 +10,14 @@ from typing import NamedTuple
 
 import pymysql
 
+from partdash.collector.catalogue import INNODB_TABLE_STATS
 from partdash.collector.names import PartitionName, split_partition
 from partdash.collector.sources import unavailable
 from partdash.servers.connection import Session
 
-SQL = (
-    "SELECT database_name, table_name, n_rows, clustered_index_size, "
-    "sum_of_other_index_sizes, UNIX_TIMESTAMP(last_update) FROM mysql.innodb_table_stats "
-    "WHERE (table_name LIKE '%%#P#%%' OR table_name LIKE '%%#p#%%')"
-)
+SQL = INNODB_TABLE_STATS.sql
 # Only rows refreshed since a moment: statistics change rarely, so most polls read few rows.
 SINCE = " AND last_update >= FROM_UNIXTIME(%s)"
-FIX = "GRANT SELECT ON mysql.innodb_table_stats TO the monitoring account"
 
 
 class PartitionStats(NamedTuple):
@@ -50,4 +46,4 @@ def read(session: Session, since: int | None = None) -> list[PartitionStats]:
             return parse(session.rows(SQL))
         return parse(session.rows(SQL + SINCE, (since,)))
     except pymysql.MySQLError as exc:
-        raise unavailable("mysql.innodb_table_stats", exc, FIX) from None
+        raise unavailable(INNODB_TABLE_STATS, exc) from None

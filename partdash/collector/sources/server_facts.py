@@ -2,6 +2,8 @@
 
 from dataclasses import dataclass, field
 
+from partdash.collector.catalogue import CLOCK_AND_ACCOUNT_SQL, SERVER_FACTS
+from partdash.lib.quoting import account
 from partdash.servers.connection import Session
 
 VARIABLES = (
@@ -31,6 +33,7 @@ class ServerFacts:
     variables: dict[str, str] = field(default_factory=dict)
     status: dict[str, str] = field(default_factory=dict)
     clock: int | None = None  # the server's UNIX_TIMESTAMP() when the poll began
+    account: str = ""  # CURRENT_USER(), quoted for a GRANT: 'partdash'@'%'
 
     def is_on(self, name: str) -> bool:
         return self.variables.get(name, "").upper() in ("ON", "1")
@@ -45,14 +48,16 @@ class ServerFacts:
 
 
 def _show(session: Session, what: str, names: tuple[str, ...]) -> dict[str, str]:
-    placeholders = ", ".join(["%s"] * len(names))
-    rows = session.rows(f"SHOW GLOBAL {what} WHERE Variable_name IN ({placeholders})", names)
-    return {name.lower(): value for name, value in rows}
+    sql = SERVER_FACTS.sql.format(what=what, names=", ".join(["%s"] * len(names)))
+    return {name.lower(): value for name, value in session.rows(sql, names)}
 
 
 def read(session: Session) -> ServerFacts:
     status = _show(session, "STATUS", STATUS)
-    clock = session.scalar("SELECT UNIX_TIMESTAMP()")
+    ((clock, current_user),) = session.rows(CLOCK_AND_ACCOUNT_SQL)
     return ServerFacts(
-        variables=_show(session, "VARIABLES", VARIABLES), status=status, clock=int(clock)
+        variables=_show(session, "VARIABLES", VARIABLES),
+        status=status,
+        clock=int(clock),
+        account=account(current_user),
     )

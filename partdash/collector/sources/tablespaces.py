@@ -1,16 +1,16 @@
 """File sizes per partition from InnoDB's tablespace list: apparent size, blocks really
-allocated (the page-compression saving), page size and row format. Needs PROCESS."""
+allocated (the page-compression saving), page size and row format. Needs PROCESS
+(`catalogue.TABLESPACES`)."""
 
 from typing import NamedTuple
 
 import pymysql
 
+from partdash.collector.catalogue import TABLESPACES
 from partdash.collector.dialects import Dialect
 from partdash.collector.names import PartitionName, split_tablespace
 from partdash.collector.sources import unavailable
 from partdash.servers.connection import Session
-
-FIX = "GRANT PROCESS ON *.* TO the monitoring account"
 
 
 class PartitionFile(NamedTuple):
@@ -23,11 +23,7 @@ class PartitionFile(NamedTuple):
 
 
 def sql(dialect: Dialect) -> str:
-    zip_size = dialect.zip_page_size_column or "0"
-    return (
-        f"SELECT NAME, SPACE, FILE_SIZE, ALLOCATED_SIZE, PAGE_SIZE, {zip_size}, ROW_FORMAT "
-        f"FROM {dialect.tablespaces_table} WHERE NAME LIKE '%%#P#%%' OR NAME LIKE '%%#p#%%'"
-    )
+    return TABLESPACES.query(dialect)
 
 
 def parse(rows) -> list[PartitionFile]:
@@ -48,4 +44,4 @@ def read(session: Session, dialect: Dialect) -> list[PartitionFile]:
     try:
         return parse(session.rows(sql(dialect)))
     except pymysql.MySQLError as exc:
-        raise unavailable(dialect.tablespaces_table, exc, FIX) from None
+        raise unavailable(TABLESPACES, exc) from None

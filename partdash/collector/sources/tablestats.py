@@ -12,10 +12,10 @@ from typing import NamedTuple
 
 import pymysql
 
+from partdash.collector.catalogue import TABLESTATS
 from partdash.collector.dialects import Dialect
 from partdash.collector.names import PartitionName, split_tablespace
 from partdash.collector.sources import unavailable
-from partdash.collector.sources.tablespaces import FIX
 from partdash.servers.connection import Session
 
 
@@ -26,11 +26,7 @@ class PartitionChanges(NamedTuple):
 
 
 def sql(dialect: Dialect) -> str:
-    autoinc = "AUTOINC" if dialect.has_autoinc else "0"
-    return (
-        f"SELECT NAME, MODIFIED_COUNTER, {autoinc} FROM {dialect.tablestats_table} "
-        "WHERE MODIFIED_COUNTER > 0 AND (NAME LIKE '%%#P#%%' OR NAME LIKE '%%#p#%%')"
-    )
+    return TABLESTATS.query(dialect)
 
 
 def parse(rows) -> list[PartitionChanges]:
@@ -46,4 +42,4 @@ def read(session: Session, dialect: Dialect) -> list[PartitionChanges]:
     try:
         return parse(session.rows(sql(dialect)))
     except pymysql.MySQLError as exc:
-        raise unavailable(dialect.tablestats_table, exc, FIX) from None
+        raise unavailable(TABLESTATS, exc) from None
