@@ -108,6 +108,21 @@ def test_over_tls_the_clear_text_request_is_answered_encrypted(certificates, plu
     assert failure.kind == "access_denied"
 
 
+def test_verify_ca_refuses_a_server_without_tls_before_any_password_question(certificates):
+    with FakeMySQL(switch_to=None, greeting_plugin="mysql_clear_password") as hostile:
+        target = Target(
+            hostile.host, hostile.port, "root", PASSWORD, "verify_ca", str(certificates.ca)
+        )
+        with pytest.raises(ConnectionFailure) as failure:
+            with open_session(target):
+                pass
+
+    assert failure.value.message == (
+        f"{hostile.host}:{hostile.port} does not offer TLS but verify_ca is set"
+    )
+    assert_never_received_the_password(hostile)
+
+
 def test_a_poll_of_a_server_asking_for_clear_text_fails_with_the_reason(fake):
     server = Server(name="hostile", host=fake.host, port=fake.port, user="root")
     server.set_password(PASSWORD)

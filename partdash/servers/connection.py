@@ -121,7 +121,8 @@ class GuardedConnection(pymysql.connections.Connection):
     def _request_authentication(self) -> None:
         plugin = self._auth_plugin_name.encode("ascii", "replace")
         starts_tls = self.ssl and self.tls_offered
-        if plugin in CLEAR_TEXT_PLUGINS and not starts_tls:
+        # Where TLS is required but not offered, PyMySQL refuses first, saying so.
+        if plugin in CLEAR_TEXT_PLUGINS and not starts_tls and not self._ssl_required:
             raise ClearTextRefused(plugin)
         super()._request_authentication()
 
