@@ -194,8 +194,9 @@ def started_for(var_dir: Path) -> list[str]:
 
 
 def open_to_others(var_dir: Path) -> list[str]:
-    """Everything under var_dir (itself included) that group or others may access."""
-    paths = [var_dir, *var_dir.rglob("*")]
+    """Everything under var_dir (itself included) that group or others may access, but for
+    the static files: public, served to anyone (Django's storage makes them 0644)."""
+    paths = [var_dir, *(p for p in var_dir.rglob("*") if "static" not in p.parts)]
     return [
         f"{path} {stat.S_IMODE(path.lstat().st_mode):04o}"
         for path in paths
@@ -213,7 +214,8 @@ def test_make_up_from_a_fresh_clone_runs_polls_and_stops_on_ctrl_c(clone, tmp_pa
         assert "created admin account 'admin'" in up.output()
         assert "installing requirements.txt" in up.output()
         # Its own virtualenv, from requirements.txt alone: the test tools are not in it.
-        no_pytest = subprocess.run([str(clone / ".venv/bin/python"), "-c", "import pytest"])
+        python = str(clone / ".venv/bin/python")
+        no_pytest = subprocess.run([python, "-c", "import pytest"], capture_output=True)
         assert no_pytest.returncode != 0
 
         token = token_for_admin(clone, env)
