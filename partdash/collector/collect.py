@@ -364,7 +364,10 @@ def _read_statistics(session: Session, collection: Collection, since: int | None
     incremental = since is not None and collection.sources.get("tablespaces", False)
     after = since - STATS_MARGIN_SECONDS if incremental else None
     rows = _read(
-        collection, "innodb_table_stats", lambda: innodb_stats.read(session, after), _merge_stats
+        collection,
+        "innodb_table_stats",
+        lambda: innodb_stats.read(session, after, collection.partitions),
+        _merge_stats,
     )
     collection.stats_incremental = bool(incremental and rows is not None)
     # The server's clock before the read, not the newest refresh seen: on a quiet server
@@ -407,7 +410,7 @@ def collect(
         _read(
             collection,
             "cmp_per_index",
-            lambda: compression.read_per_index(session, per_index_on),
+            lambda: compression.read_per_index(session, per_index_on, collection.partitions),
             _merge_compression,
         )
     _check_settings(collection)

@@ -10,6 +10,7 @@ from django.db import connection, transaction
 from django.utils import timezone
 
 from partdash.collector.collect import Collection, TableKey, table_key
+from partdash.collector.names import fold
 from partdash.collector.sources.definitions import TableDefinition
 from partdash.health import recent
 from partdash.health.counters import counter_delta
@@ -84,7 +85,7 @@ class StoreResult:
 
 
 def partition_key(partition: str, subpartition: str) -> str:
-    return f"{partition}#{subpartition}".lower()
+    return f"{fold(partition)}#{fold(subpartition)}"
 
 
 def counter_rate(new: int | None, old: int | None, seconds: float | None) -> float | None:

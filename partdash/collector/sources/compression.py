@@ -2,12 +2,13 @@
 (INNODB_CMP_PER_INDEX, when innodb_cmp_per_index_enabled is ON). Never the `_RESET`
 tables: reading those clears the counters for everyone."""
 
+from collections.abc import Container
 from typing import NamedTuple
 
 import pymysql
 
 from partdash.collector.catalogue import CMP_PER_INDEX, INNODB_CMP
-from partdash.collector.names import PartitionName, split_partition
+from partdash.collector.names import PartitionKey, PartitionName, split_partition
 from partdash.collector.sources import setting_off, unavailable
 from partdash.servers.connection import Session
 
@@ -31,10 +32,11 @@ def parse_cmp(rows) -> list[dict]:
     return [dict(zip(("page_size", *COUNTERS), map(int, row), strict=True)) for row in rows]
 
 
-def parse_per_index(rows) -> list[PartitionCompression]:
+def parse_per_index(rows, known: Container[PartitionKey] = ()) -> list[PartitionCompression]:
+    """`known`: partitions the tablespace list named, to read names that hold `#P#`."""
     totals: dict[PartitionName, list[int]] = {}
     for schema, table, *counters in rows:
-        name = split_partition(schema, table)
+        name = split_partition(schema, table, known)
         if name is not None:
             total = totals.setdefault(name, [0] * len(COUNTERS))
             for i, value in enumerate(counters):
@@ -49,10 +51,12 @@ def read_cmp(session: Session) -> list[dict]:
         raise unavailable(INNODB_CMP, exc) from None
 
 
-def read_per_index(session: Session, enabled: bool) -> list[PartitionCompression]:
+def read_per_index(
+    session: Session, enabled: bool, known: Container[PartitionKey] = ()
+) -> list[PartitionCompression]:
     if not enabled:
         raise setting_off(CMP_PER_INDEX)
     try:
-        return parse_per_index(session.rows(PER_INDEX_SQL))
+        return parse_per_index(session.rows(PER_INDEX_SQL), known)
     except pymysql.MySQLError as exc:
         raise unavailable(CMP_PER_INDEX, exc) from None

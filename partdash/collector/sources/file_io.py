@@ -29,7 +29,7 @@ def parse(rows) -> list[PartitionIO]:
     io = []
     for path, reads, writes, read_bytes, write_bytes in rows:
         key = file_path_key(path)
-        if key is not None and "#p#" in key:
+        if key is not None:  # a partition's file
             io.append(PartitionIO(key, reads, writes, read_bytes, write_bytes))
     return io
 

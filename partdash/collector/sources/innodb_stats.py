@@ -5,13 +5,14 @@ These are optimizer estimates, refreshed by InnoDB after about 10% of a table ch
 or by ANALYZE TABLE; `last_update` says how old they are.
 """
 
+from collections.abc import Container
 from datetime import UTC, datetime
 from typing import NamedTuple
 
 import pymysql
 
 from partdash.collector.catalogue import INNODB_TABLE_STATS
-from partdash.collector.names import PartitionName, split_partition
+from partdash.collector.names import PartitionKey, PartitionName, split_partition
 from partdash.collector.sources import unavailable
 from partdash.servers.connection import Session
 
@@ -28,10 +29,11 @@ class PartitionStats(NamedTuple):
     updated_at: datetime
 
 
-def parse(rows) -> list[PartitionStats]:
+def parse(rows, known: Container[PartitionKey] = ()) -> list[PartitionStats]:
+    """`known`: partitions the tablespace list named, to read names that hold `#P#`."""
     stats = []
     for schema, table, n_rows, clustered, other, updated in rows:
-        name = split_partition(schema, table)
+        name = split_partition(schema, table, known)
         if name is not None:
             # Epoch seconds: parsing an integer is far cheaper than a DATETIME string.
             when = datetime.fromtimestamp(int(updated), UTC) if updated is not None else None
@@ -39,11 +41,13 @@ def parse(rows) -> list[PartitionStats]:
     return stats
 
 
-def read(session: Session, since: int | None = None) -> list[PartitionStats]:
+def read(
+    session: Session, since: int | None = None, known: Container[PartitionKey] = ()
+) -> list[PartitionStats]:
     """Every partition's statistics, or (with `since`, epoch seconds) those refreshed since."""
     try:
         if since is None:
-            return parse(session.rows(SQL))
-        return parse(session.rows(SQL + SINCE, (since,)))
+            return parse(session.rows(SQL), known)
+        return parse(session.rows(SQL + SINCE, (since,)), known)
     except pymysql.MySQLError as exc:
         raise unavailable(INNODB_TABLE_STATS, exc) from None

@@ -18,6 +18,10 @@ from partdash.collector.names import PartitionName, split_tablespace
 from partdash.collector.sources import unavailable
 from partdash.servers.connection import Session
 
+# MariaDB's INNODB_SYS_TABLESTATS.NAME is VARCHAR(64): a longer (encoded) name is cut, so
+# `t#P#p10` can show as `t#P#p1`, another partition's name.
+NAME_WIDTH = 64
+
 
 class PartitionChanges(NamedTuple):
     name: PartitionName
@@ -32,6 +36,8 @@ def sql(dialect: Dialect) -> str:
 def parse(rows) -> list[PartitionChanges]:
     changes = []
     for name, modified, autoinc in rows:
+        if len(name) == NAME_WIDTH:
+            continue  # maybe cut short, and then maybe another partition's name
         parsed = split_tablespace(name)
         if parsed is not None:
             changes.append(PartitionChanges(parsed, modified or 0, autoinc or 0))
