@@ -1,8 +1,9 @@
 """A hostile MySQL server of the tests' own: it greets like a MySQL server (handshake v10),
 optionally offers TLS, then asks the client for its password in clear text (an
-AuthSwitchRequest for `mysql_clear_password` or MariaDB's `dialog`) and records every
-byte it receives. It never lets anyone in: whatever the answer, it ends with "access
-denied".
+AuthSwitchRequest for `mysql_clear_password` or MariaDB's `dialog`), or RSA-encrypted
+under a public key of its own (`caching_sha2_password` full authentication,
+`sha256_password`), and records every byte it receives. It never lets anyone in:
+whatever the answer, it ends with "access denied".
 
 Each connection is a `Conversation`: `wire` holds the bytes as they crossed the network
 (TLS records still encrypted), `payloads` the packets as the server read them.
@@ -14,6 +15,9 @@ import struct
 import threading
 from dataclasses import dataclass, field
 from typing import Self
+
+from cryptography.hazmat.primitives import hashes, serialization
+from cryptography.hazmat.primitives.asymmetric import padding
 
 CLIENT_SSL = 1 << 11
 CAPABILITIES = (
@@ -52,6 +56,11 @@ def greeting(plugin: str, offer_tls: bool) -> bytes:
     )
 
 
+RSA_PLUGINS = ("caching_sha2_password", "sha256_password")
+REQUEST_PUBLIC_KEY = {"caching_sha2_password": b"\x02", "sha256_password": b"\x01"}
+PERFORM_FULL_AUTHENTICATION = b"\x01\x04"
+
+
 def auth_switch(plugin: str) -> bytes:
     data = DIALOG_PASSWORD_QUESTION if plugin == "dialog" else SCRAMBLE + b"\0"
     return b"\xfe" + plugin.encode() + b"\0" + data
@@ -70,6 +79,8 @@ class Conversation:
     encrypted: bool = False
     switched: bool = False  # the AuthSwitchRequest was sent
     answered: bool = False  # the client answered it
+    key_sent: bool = False  # the server's own RSA public key was sent
+    decrypted: bytes = b""  # what the client encrypted under that key, decrypted
 
 
 class Channel:
@@ -144,7 +155,9 @@ class FakeMySQL:
     """`FakeMySQL(switch_to="mysql_clear_password")` on 127.0.0.1, a free port.
 
     - `greeting_plugin`: the plugin named in the greeting (the client's first answer);
-    - `switch_to`: the plugin of the AuthSwitchRequest sent after it (None: none);
+    - `switch_to`: the plugin of the AuthSwitchRequest sent after it (None: none); for
+      `caching_sha2_password` and `sha256_password` it then asks for full authentication
+      and hands out the public key of `rsa_key` (its own);
     - `tls`: a server context to offer TLS with (None: TLS not offered);
     - `silent`: accept connections and never send a byte.
     """
@@ -155,8 +168,10 @@ class FakeMySQL:
         greeting_plugin: str = "mysql_native_password",
         tls: ssl.SSLContext | None = None,
         silent: bool = False,
+        rsa_key=None,
     ):
         self.switch_to = switch_to
+        self.rsa_key = rsa_key
         self.greeting_plugin = greeting_plugin
         self.tls = tls
         self.silent = silent
@@ -226,7 +241,29 @@ class FakeMySQL:
             conversation.switched = True
             sequence, answer = channel.read_packet()
             conversation.answered = True
+            if self.switch_to in RSA_PLUGINS:
+                sequence = self._full_authentication(channel, conversation, sequence, answer)
         channel.write_packet(sequence + 1, access_denied())
+
+    def _full_authentication(self, channel, conversation, sequence: int, answer: bytes) -> int:
+        """Ask for the password under our own public key; decrypt whatever comes."""
+        if self.switch_to == "caching_sha2_password":  # the answer was the fast-path scramble
+            channel.write_packet(sequence + 1, PERFORM_FULL_AUTHENTICATION)
+            sequence, answer = channel.read_packet()
+        if answer != REQUEST_PUBLIC_KEY[self.switch_to]:
+            return sequence
+        public = self.rsa_key.public_key().public_bytes(
+            serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo
+        )
+        channel.write_packet(sequence + 1, b"\x01" + public)
+        conversation.key_sent = True
+        sequence, answer = channel.read_packet()
+        oaep = padding.OAEP(padding.MGF1(hashes.SHA1()), hashes.SHA1(), None)
+        salted = self.rsa_key.decrypt(answer, oaep)
+        conversation.decrypted = bytes(
+            b ^ SCRAMBLE[i % len(SCRAMBLE)] for i, b in enumerate(salted)
+        )
+        return sequence
 
 
 def server_tls_context(cert: str, key: str) -> ssl.SSLContext:

@@ -6,6 +6,7 @@ from collections.abc import Iterator
 
 import pymysql
 import pytest
+from cryptography.hazmat.primitives.asymmetric import rsa
 from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 
@@ -93,6 +94,35 @@ def test_a_clear_text_request_over_plain_tcp_is_refused(greeting_plugin, switch_
     assert failure.message == REFUSED.replace("mysql_clear_password", plugin)
     assert_never_received_the_password(hostile)
     assert not any(c.answered for c in hostile.conversations)
+
+
+@pytest.fixture(scope="module")
+def rsa_key():
+    return rsa.generate_private_key(public_exponent=65537, key_size=2048)
+
+
+@pytest.mark.parametrize("plugin", ["caching_sha2_password", "sha256_password"])
+def test_a_stock_pymysql_client_gives_its_password_to_a_server_with_its_own_key(plugin, rsa_key):
+    """What partdash does differently: PyMySQL encrypts the password under whatever public
+    key the server hands it over plain TCP, so the server reads it."""
+    with FakeMySQL(switch_to=plugin, rsa_key=rsa_key) as hostile:
+        with pytest.raises(pymysql.OperationalError):
+            pymysql.connect(host=hostile.host, port=hostile.port, user="root", password=PASSWORD)
+
+    assert hostile.conversations[0].decrypted == PASSWORD.encode() + b"\0"
+
+
+@pytest.mark.parametrize("plugin", ["caching_sha2_password", "sha256_password"])
+def test_a_password_under_the_servers_own_key_over_plain_tcp_is_refused(plugin, rsa_key):
+    with FakeMySQL(switch_to=plugin, rsa_key=rsa_key) as hostile:
+        failure = connect(hostile)
+
+    (conversation,) = hostile.conversations
+    assert conversation.key_sent and conversation.decrypted == b""
+    assert failure.kind == "tls"
+    assert failure.message.startswith("refused to send the password over an unencrypted")
+    assert "\n" not in failure.message
+    assert_never_received_the_password(hostile)
 
 
 @pytest.mark.parametrize("plugin", ["mysql_clear_password", "dialog"])

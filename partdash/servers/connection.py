@@ -81,12 +81,28 @@ class ClearTextRefused(pymysql.err.OperationalError):
         )
 
 
+class OwnKeyRefused(ClearTextRefused):
+    """The server asked for the password encrypted under a public key it sent itself, over
+    an unencrypted connection: whoever answers at the address can decrypt it, so it is as
+    good as clear text. (The MySQL client refuses this too unless told
+    --get-server-public-key.)"""
+
+    def __init__(self):
+        pymysql.err.OperationalError.__init__(
+            self,
+            "refused to send the password over an unencrypted connection: the server asked "
+            "for it encrypted under a public key it sent itself (sha256_password or "
+            "caching_sha2_password full authentication); enable TLS on the server",
+        )
+
+
 class GuardedConnection(pymysql.connections.Connection):
     """PyMySQL's connection with three changes, each keeping a credential or a worker safe:
 
     - it never answers a clear-text authentication request (`CLEAR_TEXT_PLUGINS`, in the
       greeting or in an auth switch) unless the connection is encrypted: PyMySQL would
-      send the stored password to whoever listens at the address;
+      send the stored password to whoever listens at the address; nor does it encrypt the
+      password under a public key the server sent over plain TCP (`OwnKeyRefused`);
     - with `tls_required=False` (the `preferred` mode) it decides from the greeting's
       CLIENT.SSL flag whether to start TLS, within this one connection (PyMySQL does that
       only when given no TLS context, and we pass our own, cached one);
@@ -125,6 +141,18 @@ class GuardedConnection(pymysql.connections.Connection):
         if plugin in CLEAR_TEXT_PLUGINS and not starts_tls and not self._ssl_required:
             raise ClearTextRefused(plugin)
         super()._request_authentication()
+
+    # PyMySQL stores the RSA public key the server sends (sha256_password,
+    # caching_sha2_password full authentication) here, then encrypts the password with it.
+    @property
+    def server_public_key(self) -> bytes | None:
+        return self._server_public_key
+
+    @server_public_key.setter
+    def server_public_key(self, key: bytes | None) -> None:
+        if key and not self._secure:
+            raise OwnKeyRefused()
+        self._server_public_key = key
 
     def _process_auth(self, plugin_name, auth_packet, handler=None):
         if plugin_name in CLEAR_TEXT_PLUGINS and not self._secure:
