@@ -9,7 +9,7 @@ from datetime import date, timedelta
 
 import pymysql
 
-from partdash.servers.connection import ConnectionFailure, Target, classify
+from partdash.servers.connection import ConnectionFailure, Target, connect
 
 DEMO_SCHEMA = "partdash_demo"
 
@@ -63,22 +63,8 @@ def _rows(table: str, today: date) -> tuple[str, list[tuple]]:
     return "INSERT INTO regions VALUES (%s, %s)", [(i, rng.randint(1, 6)) for i in range(3000)]
 
 
-def _connect(target: Target) -> pymysql.connections.Connection:
-    try:
-        return pymysql.connect(
-            host=target.host,
-            port=target.port,
-            user=target.user,
-            password=target.password,
-            connect_timeout=5,
-            autocommit=True,
-        )
-    except pymysql.MySQLError as exc:
-        raise classify(exc, target) from None
-
-
 def demo_schema_exists(target: Target) -> bool:
-    conn = _connect(target)
+    conn = connect(target)  # guarded: no clear-text password, bounded handshake
     try:
         with conn.cursor() as cursor:
             return bool(cursor.execute("SHOW DATABASES LIKE %s", (DEMO_SCHEMA,)))
@@ -89,7 +75,7 @@ def demo_schema_exists(target: Target) -> bool:
 def create_demo_schema(target: Target, today: date | None = None) -> list[str]:
     """Drop and recreate the demo schema; return the table names."""
     today = today or date.today()
-    conn = _connect(target)
+    conn = connect(target)  # guarded: no clear-text password, bounded handshake
     ddl = {"orders": _orders_ddl(today), **TABLES}
     try:
         with conn.cursor() as cursor:
