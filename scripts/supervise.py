@@ -43,11 +43,13 @@ EXCEPTION_LINE = re.compile(r"^[A-Za-z_][\w.]*(Error|Exception|Exit|Interrupt)\b
 
 
 def say(message: str) -> None:
-    print(f"\033[1m==> {message}\033[0m", flush=True)
+    with contextlib.suppress(OSError):  # the terminal may be gone (SIGHUP)
+        print(f"\033[1m==> {message}\033[0m", flush=True)
 
 
 def error(message: str) -> None:
-    print(f"error: {message}", file=sys.stderr, flush=True)
+    with contextlib.suppress(OSError):
+        print(f"error: {message}", file=sys.stderr, flush=True)
 
 
 class Stop(Exception):

@@ -257,13 +257,20 @@ def test_make_up_from_a_fresh_clone_runs_polls_and_stops_on_ctrl_c(clone, tmp_pa
 
 def test_make_up_again_reuses_everything_and_tightens_an_old_var(clone, tmp_path, mariadb):
     var = tmp_path / "var"
-    env = up_environment(var, mariadb.dsn)
+    keys = tmp_path / "etc" / "partdash" / "keys"  # kept apart from var/ and its backups
+    env = up_environment(var, mariadb.dsn) | {"PARTDASH_ENCRYPTION_KEYS_FILE": str(keys)}
     first = MakeUp(clone, env, terminal=False)
     try:
         wait_until(first.started, 300, "make up to start", first.output)
     finally:
         first.ctrl_c()
         first.close()
+    assert f"the encryption key in {keys}" in first.output()
+    assert stat.S_IMODE(keys.stat().st_mode) == 0o600
+    assert len(keys.read_text().split()) == 1
+    settings_file = (var / "partdash.env").read_text()
+    assert f"PARTDASH_ENCRYPTION_KEYS_FILE={keys}\n" in settings_file
+    assert "PARTDASH_ENCRYPTION_KEYS=" not in settings_file
     # An install from before var/ was private.
     var.chmod(0o755)
     (var / "partdash.sqlite3").chmod(0o644)
