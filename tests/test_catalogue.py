@@ -182,6 +182,28 @@ def test_performance_schema_off_is_one_setting_in_all_three(mariadb, make_server
     assert tested.missing_privileges == []
 
 
+def test_performance_schema_off_and_not_granted_gives_both_fixes_in_all_three(
+    mariadb, make_server, admin_client
+):
+    user = f"mon_{uuid4().hex[:8]}"
+    mariadb.execute(f"CREATE USER '{user}'@'%' IDENTIFIED BY 'pw'")
+    try:
+        for grant in ("PROCESS, SHOW VIEW ON *.*", MONITOR_GRANTS["statistics"]):
+            mariadb.execute(f"GRANT {grant} TO '{user}'@'%'")
+        server = as_monitor(make_server, mariadb, user, "pw", name="ps-off-bare")
+        poll_server(server)
+        tested = probe(target_for(server))
+    finally:
+        mariadb.execute(f"DROP USER '{user}'@'%'")
+    panel = admin_client.get(f"/api/v1/servers/{server.pk}/health/").json()["capabilities"]
+
+    (file_io,) = [c for c in panel if c["source"] == "file_io"]
+    assert file_io["causes"] == ["privilege", "setting"]
+    assert file_io["fixes"][0] == f"GRANT SELECT ON performance_schema.* TO '{user}'@'%'"
+    assert "performance_schema=ON under [mysqld]" in file_io["fixes"][1]
+    assert poll_pairs(server) == pairs(tested.sources) == pairs(panel)
+
+
 def test_performance_schema_on_but_not_granted_says_grant_not_my_cnf(
     instance, schemas, monitor, make_server, admin_client
 ):

@@ -18,7 +18,7 @@ from partdash.collector.service import poll_server
 from partdash.metrics.models import PartitionedTable
 from partdash.servers.models import Server
 from tests.conftest import ARTIFACTS, ROOT, log_in
-from tests.services import MariaDB
+from tests.services import MariaDB, free_port
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
@@ -239,6 +239,99 @@ def test_a_server_never_polled_says_so_on_the_fleet_and_server_pages(
     assert page.console_errors == []
 
 
+def test_a_server_never_polled_successfully_says_when_it_was_tried_and_why(
+    page, live_server, admin_user, make_server
+):
+    server = Server.objects.create(name="gone-db", host="127.0.0.1", port=free_port(), user="u")
+    assert not poll_server(server).ok
+    log_in(page, live_server)
+    open_page(page, live_server, "/", "#servers")
+
+    row = page.locator("#servers tbody tr[data-server='gone-db']")
+    reason = row.locator(".reason")
+    assert reason.inner_text().startswith("Never polled successfully; last tried ")
+    assert "connection refused" in reason.inner_text()
+    assert "No findings" not in row.inner_text() and row.locator(".ok-text").count() == 0
+
+    open_page(page, live_server, f"/servers/{server.pk}/", "#server-page")
+    notice = page.locator("#notices .never-succeeded").inner_text()
+    assert notice.startswith("Never polled successfully. Last tried ")
+    assert "connection refused" in notice
+    assert "not polled yet" not in page.locator("#notices").inner_text()
+    assert "no poll has succeeded" in page.locator("#tables").inner_text()
+    for panel in ("#capabilities", "#warnings", "#pressure"):
+        assert "until a poll succeeds" in page.locator(panel).inner_text()
+    screenshot(page, "server-never-succeeded")
+    assert page.console_errors == []
+
+
+@pytest.fixture
+def hidden_fleet(mariadb, make_server):
+    """A server polled through an account that sees one schema of three: the other two
+    hold 24 partitioned tables it cannot see."""
+    schemas = [f"pages_{uuid4().hex[:8]}" for _ in range(3)]
+    user = f"mon_{uuid4().hex[:8]}"
+    try:
+        for schema, count in zip(schemas, (2, 12, 12), strict=True):
+            mariadb.execute(f"CREATE DATABASE {schema}")
+            run(
+                mariadb,
+                schema,
+                *(
+                    f"CREATE TABLE t{n} (id INT PRIMARY KEY) PARTITION BY HASH(id) PARTITIONS 2"
+                    for n in range(count)
+                ),
+            )
+        mariadb.execute(f"CREATE USER '{user}'@'%' IDENTIFIED BY 'pw'")
+        for grant in ("PROCESS ON *.*", "SELECT ON mysql.innodb_table_stats"):
+            mariadb.execute(f"GRANT {grant} TO '{user}'@'%'")
+        mariadb.execute(f"GRANT SELECT ON {schemas[0]}.* TO '{user}'@'%'")
+        server = make_server(mariadb, name="hidden-db", password="pw")
+        server.user = user
+        server.save()
+        assert poll_server(server).ok
+        yield server
+    finally:
+        mariadb.execute(f"DROP USER IF EXISTS '{user}'@'%'")
+        for schema in schemas:
+            mariadb.execute(f"DROP DATABASE IF EXISTS {schema}")
+
+
+def test_hidden_tables_are_one_line_on_the_fleet_and_listed_on_the_server_page(
+    page, live_server, admin_user, hidden_fleet
+):
+    log_in(page, live_server)
+    open_page(page, live_server, "/", "#servers")
+    health = api(page, f"servers/{hidden_fleet.pk}/health/")
+    (listed,) = [s for s in api(page, "servers/") if s["name"] == "hidden-db"]
+    hidden = health["hidden_tables"]
+    assert hidden >= 24 and health["partitioned_tables"] == listed["partitioned_tables"]
+
+    row = page.locator("#servers tbody tr[data-server='hidden-db']")
+    reason = row.locator(".reason")
+    assert reason.count() == 1
+    assert reason.bounding_box()["height"] < 30  # one line, however many tables
+    assert f"+{len(health['warnings']) - 1} more" in reason.inner_text()
+    assert row.bounding_box()["height"] < 150
+    assert f"{hidden} of {health['partitioned_tables']}" in reason.get_attribute("title")
+
+    open_page(page, live_server, f"/servers/{hidden_fleet.pk}/", "#server-page")
+    notice = page.locator("#notices .hidden-tables").inner_text()
+    total = health["partitioned_tables"]
+    assert f"{hidden} of {total} partitioned tables are not visible" in notice
+    warning = page.locator("#warnings li[data-cause='hidden']")
+    assert warning.locator("details.tables summary").inner_text() == f"the {hidden} tables"
+    assert not warning.locator("ul.warning-tables").is_visible()  # folded
+    warning.locator("details.tables summary").click()
+    assert warning.locator("ul.warning-tables li").count() == hidden
+    (hidden_warning,) = [w for w in health["warnings"] if w["cause"] == "hidden"]
+    assert warning.locator(".fix code").count() == len(hidden_warning["fixes"])
+    tables = api(page, f"servers/{hidden_fleet.pk}/tables/")
+    assert page.locator("#tables tbody tr").count() == len(tables) == 2
+    screenshot(page, "server-hidden-tables")
+    assert page.console_errors == []
+
+
 # --- server ---------------------------------------------------------------------------------
 
 
@@ -251,8 +344,9 @@ def test_the_server_page_shows_capabilities_pressure_and_the_tables(
     assert page.locator("#server-status").inner_text() == "degraded"
     # performance_schema is OFF on this instance: the panel names it with its fix, and the
     # page explains where hotspots come from instead.
-    capability = page.locator("#capabilities li[data-name='performance_schema']")
+    capability = page.locator("#capabilities li[data-source='file_io']")
     assert "performance_schema=ON" in capability.locator("code").inner_text()
+    assert capability.get_attribute("data-state") == "missing"
     assert "row growth" in page.locator("#notices .ps-off").inner_text()
     health = api(page, f"servers/{fleet.server.pk}/health/")
     assert page.locator("#pressure .gauge").count() == len(health["pressure"]["limits"]) + (

@@ -2,31 +2,57 @@
 import { code, el } from "./dom.js";
 import { bytes, count, percent } from "./format.js";
 
-export const PERFORMANCE_SCHEMA = "performance_schema";
+// The catalogue key of performance_schema's file I/O (partdash/collector/catalogue.py).
+export const FILE_IO = "file_io";
 
+const MARKS = { ok: "✓", unused: "–", partial: "✗", missing: "✗" };
+
+function fixes(statements) {
+  if (!statements?.length) return null;
+  return el("div", { className: "fix" }, "Fix: ", statements.map((statement) => el("div", {}, code(statement))));
+}
+
+// One source of the catalogue: what it gives, whether the latest poll could read it and,
+// if not, why and the statement that fixes it (the same as the poll's warning).
 function capability(item) {
-  const mark = el("span", { className: item.ok ? "ok-text" : "bad-text" }, item.ok ? "✓" : "✗");
-  const fix = item.ok || !item.fix ? null : el("div", { className: "fix" }, "Fix: ", code(item.fix));
-  return el("li", { className: item.ok ? "capability on" : "capability off", dataset: { name: item.name } },
-    mark, " ", el("strong", {}, item.name), item.detail ? ` — ${item.detail}` : "", fix);
+  const good = item.ok;
+  return el("li", { className: `capability state-${item.state}`, dataset: { source: item.source, name: item.name, state: item.state } },
+    el("span", { className: good ? "ok-text" : "bad-text" }, MARKS[item.state] ?? "?"), " ",
+    el("strong", {}, item.name), ` — ${item.gives}`,
+    item.detail ? el("div", { className: "detail small" }, item.detail) : null,
+    good ? null : fixes(item.fixes));
 }
 
-// The latest poll's warnings, folded: the capabilities above usually say the same.
-function pollWarnings(warnings) {
-  if (!warnings?.length) return null;
-  return el("details", { className: "warnings" }, el("summary", {}, `${warnings.length} warning${warnings.length === 1 ? "" : "s"} from the latest poll`),
-    el("ul", {}, warnings.map((warning) => el("li", {}, warning))));
-}
-
-export function capabilityPanel(capabilities, warnings) {
-  if (!capabilities?.length) return el("p", { className: "empty" }, "Not known until the first poll.");
+export function capabilityPanel(capabilities) {
+  if (!capabilities?.length) return el("p", { className: "empty" }, "Not known until a poll succeeds.");
   const off = capabilities.filter((item) => !item.ok);
   const summary = off.length
-    ? el("p", {}, `${off.length} of ${capabilities.length} off; each fix is below.`)
+    ? el("p", {}, `${off.length} of ${capabilities.length} sources cannot be fully read; each fix is below.`)
     : el("p", { className: "ok-text" }, "Everything partdash reads is available.");
   // What is off first: that is what needs doing.
   const ordered = [...off, ...capabilities.filter((item) => item.ok)];
-  return [summary, el("ul", { className: "capabilities" }, ordered.map(capability)), pollWarnings(warnings)];
+  return [summary, el("ul", { className: "capabilities" }, ordered.map(capability))];
+}
+
+function tableList(tables) {
+  return el("ul", { className: "warning-tables" }, tables.map(([schema, table]) => el("li", {}, code(`${schema}.${table}`))));
+}
+
+// One warning of the latest poll: its line, every fix, and every table it concerns, folded.
+function pollWarning(warning) {
+  const tables = warning.tables?.length
+    ? el("details", { className: "tables" }, el("summary", {}, `the ${warning.tables.length} table${warning.tables.length === 1 ? "" : "s"}`), tableList(warning.tables))
+    : null;
+  return el("li", { className: `warning cause-${warning.cause}`, dataset: { cause: warning.cause } },
+    warning.message, fixes(warning.fixes), tables);
+}
+
+// The latest poll's warnings, one per distinct fix; the tables behind each are folded.
+export function warningsPanel(health) {
+  if (!health.snapshot_at) return el("p", { className: "empty" }, "Not known until a poll succeeds.");
+  const warnings = health.warnings;
+  if (!warnings?.length) return el("p", { className: "ok-text" }, "The latest poll read everything.");
+  return el("ul", { className: "warnings" }, warnings.map(pollWarning));
 }
 
 // A horizontal bar filled to `ratio` (capped at 100%) in the level's colour.
@@ -64,7 +90,7 @@ function cmpTable(rows) {
 
 export function pressurePanel(health) {
   const pressure = health.pressure;
-  if (!pressure) return el("p", { className: "empty" }, "Not known until the first poll.");
+  if (!pressure) return el("p", { className: "empty" }, "Not known until a poll succeeds.");
   return [
     ...(pressure.limits || []).map(limitGauge),
     workingSetGauge(pressure.working_set),

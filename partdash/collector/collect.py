@@ -16,6 +16,7 @@ from partdash.collector.catalogue import (
     DROPPED,
     ERROR,
     INNODB_TABLE_STATS,
+    PRIVILEGE,
     TABLESPACES,
     Shortfall,
     grouped,
@@ -233,12 +234,16 @@ def _merge_compression(
 
 
 def _read(collection: Collection, source: str, reader, merge=None):
-    """Read one source; a missing privilege or setting becomes a shortfall."""
+    """Read one source; a missing privilege or setting becomes a shortfall (both, where
+    both are missing: Test connection names both too)."""
     try:
         rows = reader()
     except SourceUnavailable as exc:
         collection.sources[source] = False
         collection.shortfalls.append(exc.shortfall(collection.facts.account, collection.dialect))
+        needed = exc.source.setting_required and exc.source.setting in collection.facts.variables
+        if exc.cause == PRIVILEGE and needed and not collection.facts.is_on(exc.source.setting):
+            collection.shortfalls.append(setting_shortfall(exc.source))
         return None
     collection.sources[source] = True
     if merge is not None:

@@ -6,9 +6,16 @@ import { age, count, localTime, number } from "../format.js";
 
 const REFRESH_MS = 15000;
 
+// One line of a (possibly multi-line) reason; the whole of it in the tooltip.
+function reasonLine(className, prefix, text) {
+  const lines = (text || "no reason was recorded").split("\n");
+  const more = lines.length > 1 ? ` (+${lines.length - 1} more on the server page)` : "";
+  return el("div", { className: `reason ${className}`, title: text }, prefix, lines[0], more);
+}
+
 function problems(server) {
-  if (!server.enabled) return el("span", { className: "empty" }, "Disabled: never polled.");
-  if (server.status === "never") {
+  if (!server.enabled && !server.last_poll_at) return el("span", { className: "empty" }, "Disabled: never polled.");
+  if (!server.last_poll_at) {
     return el(
       "span",
       { className: "empty never-polled" },
@@ -17,9 +24,22 @@ function problems(server) {
       ".",
     );
   }
+  // A server that cannot be polled has no findings to vouch for: say why, never "No findings".
+  if (!server.last_success_at) {
+    return reasonLine("last-error never-succeeded", `Never polled successfully; last tried ${age(server.last_poll_at)}: `, server.last_error);
+  }
+  if (server.status === "unreachable") {
+    const failing = reasonLine("last-error unreachable", `Last poll failed ${age(server.last_poll_at)}: `, server.last_error);
+    return server.findings?.length ? [failing, findingList(server.findings)] : failing;
+  }
   const findings = findingList(server.findings, "No findings.");
   if (!server.last_error) return findings;
-  return [el("div", { className: "last-error" }, server.last_error), findings];
+  return [reasonLine("last-error", "", server.last_error), findings];
+}
+
+function lastPollTitle(server) {
+  const success = server.last_success_at ? `last success ${age(server.last_success_at)}` : "never succeeded";
+  return `${age(server.last_poll_at)}; ${success}`;
 }
 
 function serverRow(server) {
@@ -35,7 +55,7 @@ function serverRow(server) {
     cell(`${server.host}:${server.port}`),
     cell(server.version ? `${server.flavor} ${server.version}` : "—"),
     cell(server.status, `status status-${server.status}`),
-    el("td", { title: age(server.last_poll_at) }, localTime(server.last_poll_at)),
+    el("td", { title: lastPollTitle(server) }, localTime(server.last_poll_at)),
     cell(count(server.partitioned_tables), "num"),
     cell(count(server.partitions), "num"),
     el("td", {}, problems(server)),

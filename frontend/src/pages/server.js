@@ -4,7 +4,7 @@ import { code, el, estimate, link, show } from "../dom.js";
 import { severityBadge } from "../findings.js";
 import { age, bytes, count, localTime, number } from "../format.js";
 import { Grid } from "../grid.js";
-import { capabilityPanel, PERFORMANCE_SCHEMA, pressurePanel } from "../health.js";
+import { capabilityPanel, FILE_IO, pressurePanel, warningsPanel } from "../health.js";
 
 const root = document.getElementById("server-page");
 const serverId = root.dataset.serverId;
@@ -38,24 +38,50 @@ function renderHeader(server) {
     ...fact("Flavour", server.flavor || "—"),
     ...fact("Version", server.version || "—"),
     ...fact("Last poll", localTime(server.last_poll_at), age(server.last_poll_at)),
+    ...fact("Last success", localTime(server.last_success_at), age(server.last_success_at)),
     ...fact("Poll interval", `${count(server.poll_interval)} s${server.enabled ? "" : " (disabled)"}`),
   );
 }
 
-function notices(server, health) {
-  const items = [];
+const when = (iso) => `${localTime(iso)} (${age(iso)})`;
+
+// Why there is nothing (or nothing new) to show: never tried, never succeeded, failing now.
+function pollNotice(server) {
   if (!server.last_poll_at) {
-    items.push(el("p", { className: "notice never-polled" },
+    return el("p", { className: "notice never-polled" },
       "This server has not been polled yet, so there is nothing to show. It is polled within its interval; to poll now run ",
-      code(`manage.py poll ${server.name}`), " or use Poll now in the admin."));
+      code(`manage.py poll ${server.name}`), " or use Poll now in the admin.");
   }
-  // A degraded poll's reasons are the capabilities below; an unreachable one has only this.
-  if (server.status === "unreachable") items.push(el("p", { className: "notice last-error" }, server.last_error));
-  const ps = health?.capabilities?.find((item) => item.name === PERFORMANCE_SCHEMA);
-  if (ps && !ps.ok) {
-    items.push(el("p", { className: "notice ps-off" },
-      "performance_schema is off: per-partition read and write rates are not available, so hot partitions are ",
-      "found from row growth between polls instead. To measure I/O, set ", code(ps.fix || "performance_schema=ON"), "."));
+  if (server.status !== "unreachable") return null;
+  const reason = el("span", { className: "reason" }, server.last_error || "no reason was recorded");
+  if (!server.last_success_at) {
+    return el("p", { className: "notice last-error never-succeeded" },
+      `Never polled successfully. Last tried ${when(server.last_poll_at)}: `, reason);
+  }
+  return el("p", { className: "notice last-error" },
+    `The last poll failed ${when(server.last_poll_at)}: `, reason,
+    `. What follows is as of the last successful poll, ${when(server.last_success_at)}.`);
+}
+
+function hiddenNotice(health) {
+  if (!health?.hidden_tables) return null;
+  const warning = health.warnings.find((item) => item.cause === "hidden");
+  return el("p", { className: "notice hidden-tables" },
+    `${count(health.hidden_tables)} of ${count(health.partitioned_tables)} partitioned tables are not visible to the account: `,
+    "their partitions are counted, but they are not listed below.",
+    warning?.fixes?.length ? [" To see them: ", code(warning.fixes[0]),
+      warning.fixes.length > 1 ? ` and ${warning.fixes.length - 1} more (under Warnings).` : "."] : null);
+}
+
+function notices(server, health) {
+  const items = [pollNotice(server), hiddenNotice(health)];
+  const io = health?.capabilities?.find((item) => item.source === FILE_IO);
+  if (io && !io.ok) {
+    const why = io.causes?.includes("setting") ? "performance_schema is off" : "the account cannot read performance_schema";
+    items.push(el("div", { className: "notice ps-off" },
+      `${why}: per-partition read and write rates are not available, so hot partitions are `,
+      "found from row growth between polls instead. To measure I/O:",
+      el("div", { className: "fixes" }, io.fixes.map((fix) => el("div", {}, code(fix))))));
   }
   show("notices", ...items);
 }
@@ -76,10 +102,11 @@ function setupFilters(grid, tables) {
   for (const input of [text, method, findingsOnly]) input.addEventListener("input", apply);
 }
 
-function emptyTables(server) {
-  const text = server.last_poll_at
-    ? "No partitioned tables on this server (or none the monitoring user can see)."
-    : "No tables yet: the server has not been polled.";
+function emptyTables(server, health) {
+  let text = "No tables yet: the server has not been polled.";
+  if (health?.hidden_tables) text = `None of the ${count(health.hidden_tables)} partitioned tables is visible to the account (see above).`;
+  else if (server.last_success_at) text = "No partitioned tables on this server.";
+  else if (server.last_poll_at) text = "No tables yet: no poll has succeeded.";
   show("tables", el("tbody", {}, el("tr", {}, el("td", { className: "empty" }, text))));
 }
 
@@ -91,9 +118,10 @@ async function load() {
   ]);
   renderHeader(server);
   notices(server, health);
-  show("capabilities", capabilityPanel(health.capabilities, health.warnings));
+  show("capabilities", capabilityPanel(health.capabilities));
+  show("warnings", warningsPanel(health));
   show("pressure", pressurePanel(health));
-  if (!tables.length) return emptyTables(server);
+  if (!tables.length) return emptyTables(server, health);
   const table = document.getElementById("tables");
   const grid = new Grid(table, document.getElementById("pager"), COLUMNS, Number(root.dataset.pageSize) || 50);
   setupFilters(grid, tables);
