@@ -99,6 +99,14 @@ class Table:
     def qualified(self) -> str:
         return qualified(self.schema, self.name)
 
+    def statements(self) -> list[str]:
+        """Create it and write ids 1..rows (the sequence engine's table, in any schema)."""
+        return [
+            f"CREATE TABLE {self.qualified} (id INT PRIMARY KEY) {self.partitioning}",
+            f"INSERT INTO {self.qualified} SELECT seq "
+            f"FROM {qualified(self.schema, f'seq_1_to_{self.rows}')}",
+        ]
+
 
 TABLES = [
     Table(LATIN, "café-événements", "PARTITION BY HASH (id) PARTITIONS 4", 200),
@@ -115,6 +123,14 @@ TABLES = [
         "PARTITION BY RANGE (id) (PARTITION `Ιανουάριος` VALUES LESS THAN (10), "
         "PARTITION `ΟΔΟΣ` VALUES LESS THAN (20), PARTITION `ΜΈΓΙΣΤΟ` VALUES LESS THAN MAXVALUE)",
         30,
+    ),
+    # Compressed: INNODB_CMP_PER_INDEX spells `συμπίεση#P#α#P#1` too.
+    Table(
+        GREEK,
+        "συμπίεση",
+        "ROW_FORMAT=COMPRESSED KEY_BLOCK_SIZE=4 "
+        "PARTITION BY HASH (id) (PARTITION `α#P#1`, PARTITION `Β`)",
+        200,
     ),
     Table(
         CYRILLIC,
@@ -147,11 +163,7 @@ def named_tables(mariadb_ps: MariaDB) -> Iterator[list[Table]]:
         mariadb_ps,
         *drop,
         *(f"CREATE DATABASE {identifier(schema)}" for schema in SCHEMAS),
-        *(f"CREATE TABLE {t.qualified} (id INT PRIMARY KEY) {t.partitioning}" for t in TABLES),
-        *(
-            f"INSERT INTO {t.qualified} SELECT seq FROM {identifier(t.schema)}.seq_1_to_{t.rows}"
-            for t in TABLES
-        ),
+        *(statement for table in TABLES for statement in table.statements()),
         f"ANALYZE TABLE {', '.join(t.qualified for t in TABLES)}",
         f"FLUSH TABLES {', '.join(t.qualified for t in TABLES)} FOR EXPORT",
         "UNLOCK TABLES",
@@ -190,7 +202,12 @@ def partitions(server, table: Table) -> list[Partition]:
 
 def figures(server) -> dict[tuple, tuple]:
     return {
-        (t.schema, t.name, p.name, p.subpartition): (p.rows, p.data_bytes, p.file_bytes)
+        (t.schema, t.name, p.name, p.subpartition): (
+            p.rows,
+            p.data_bytes,
+            p.file_bytes,
+            p.compress_ops,
+        )
         for t in TABLES
         for p in partitions(server, t)
     }
@@ -215,6 +232,8 @@ def test_a_root_poll_reads_every_figure_of_every_named_partition(
             assert partition.data_bytes and partition.file_bytes, where
             assert partition.write_ops and partition.write_bytes, where
             assert partition.read_ops is not None, where
+            if "COMPRESSED" in table.partitioning:
+                assert partition.compress_ops, where
     upper, lower = (stored(server, t) for t in named_tables[1:3])
     assert (upper.name, upper.partition_count, lower.name, lower.partition_count) == (
         "É",
@@ -337,3 +356,43 @@ def test_tablespace_names_of_the_named_tables_split_into_their_names(mariadb_ps,
     for table in named_tables:
         for partition, sub in information_schema(mariadb_ps, table):
             assert (table.schema, table.name, partition, sub) in seen
+
+
+def test_in_memory_statistics_reach_named_partitions_and_never_a_cut_name(
+    mariadb_ps, make_server, settings
+):
+    """INNODB_SYS_TABLESTATS spells names encoded and cuts them at 64 characters: a cut
+    `...#P#p10` reads `...#P#p1`, another partition's name."""
+    settings.PARTDASH_READ_TABLESTATS = True
+    schema = f"stats_ü_{uuid4().hex[:6]}"
+    prefix = f"{encode_filename(schema)}/"
+    # The long table's name for p10 is 65 characters, cut to its p1's 64.
+    long_name = "Ω" + "x" * (65 - len(prefix) - len(encode_filename("Ω")) - len("#P#p10"))
+    short = Table(schema, "Ü#1", "STATS_AUTO_RECALC=0 PARTITION BY HASH (id) PARTITIONS 2", 9)
+    long = Table(
+        schema,
+        long_name,
+        "STATS_AUTO_RECALC=0 PARTITION BY RANGE (id) ("
+        "PARTITION p1 VALUES LESS THAN (10), PARTITION p10 VALUES LESS THAN MAXVALUE)",
+        100,
+    )
+    sql(
+        mariadb_ps,
+        f"CREATE DATABASE {identifier(schema)}",
+        *short.statements(),
+        *long.statements(),
+    )
+    try:
+        server = make_server(mariadb_ps)
+        assert poll_server(server).ok
+        changed = {
+            (t.name, p.name): (p.modified_counter, count(mariadb_ps, t, p))
+            for t in (short, long)
+            for p in partitions(server, t)
+        }
+    finally:
+        sql(mariadb_ps, f"DROP DATABASE {identifier(schema)}")
+
+    assert changed[("Ü#1", "p0")] == (4, 4) and changed[("Ü#1", "p1")] == (5, 5)
+    assert changed[(long_name, "p1")][0] in (0, 9)  # never p10's 91
+    assert changed[(long_name, "p10")][0] in (0, 91)
