@@ -283,7 +283,7 @@ def _listed_again(session: Session, collection: Collection) -> set[TableKey] | N
         if collection.sources.get(TABLESPACES.key):
             rows = tablespaces.read(session, collection.dialect)
         elif collection.sources.get(INNODB_TABLE_STATS.key):
-            rows = innodb_stats.read(session)
+            rows = innodb_stats.read(session, None, collection.partitions)
         else:
             return None
     except SourceUnavailable:
