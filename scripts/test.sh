@@ -8,9 +8,10 @@ ensure_packages /usr/sbin/mariadbd mariadb-server /usr/bin/mariadb-install-db ma
 ensure_venv requirements-dev.txt
 ensure_frontend
 
-say "ruff lint and format check"
+say "ruff lint and format check; bash -n scripts/*.sh"
 "$VENV/bin/ruff" check .
 "$VENV/bin/ruff" format --check .
+for script in scripts/*.sh; do bash -n "$script"; done
 
 say "validating docker/compose.yml (docker-compose config; no engine runs here)"
 SECRET_KEY=ci PARTDASH_ENCRYPTION_KEYS=ci docker-compose -f docker/compose.yml config -q
