@@ -1,4 +1,7 @@
-"""`manage.py poll NAME` / `--all`: poll now, in this process, like the Celery task."""
+"""`manage.py poll NAME` / `--all`: poll now, in this process, like the Celery task.
+
+Prints `PollReport.summary`: one line, then one line per distinct warning (grouped by
+fix, so a server with hundreds of hidden tables prints a few lines, not hundreds)."""
 
 from partdash.collector.service import poll_server
 from partdash.lib.commands import PartdashCommand
@@ -6,7 +9,10 @@ from partdash.servers.models import Server
 
 
 class Command(PartdashCommand):
-    help = "Poll one server (or --all enabled servers) now and print a one-line summary."
+    help = (
+        "Poll one server (or --all enabled servers) now; print a summary line per server, "
+        "then one line per distinct warning."
+    )
 
     def add_arguments(self, parser) -> None:
         parser.add_argument("name", nargs="?")
