@@ -15,7 +15,6 @@ import argparse
 import contextlib
 import ctypes
 import os
-import re
 import signal
 import socket
 import subprocess
@@ -37,9 +36,6 @@ WORKER_GRACE = 6.0
 WEB_GRACE = 4.0  # gunicorn gets --graceful-timeout 3
 BEAT_GRACE = 3.0
 REDIS_GRACE = 2.0
-
-# The line of a Python traceback that names the exception: "ModuleNotFoundError: ...".
-EXCEPTION_LINE = re.compile(r"^[A-Za-z_][\w.]*(Error|Exception|Exit|Interrupt)\b(: .*)?$")
 
 
 def say(message: str) -> None:
@@ -139,16 +135,13 @@ class Process:
             self.popen.wait(timeout=2)
 
     def reason(self) -> str:
-        """What this run wrote last: the exception a traceback ends with, else its last line."""
+        """Why it died, from what this run wrote to its log."""
         try:
             with self.log.open("rb") as log:
                 log.seek(self.log_offset)
-                lines = [line.strip() for line in log.read().decode(errors="replace").splitlines()]
-        except OSError:
-            return "no log"
-        lines = [line for line in lines if line]
-        exceptions = [line for line in lines if EXCEPTION_LINE.match(line)]
-        return (exceptions or lines or ["no output"])[-1]
+                return reason(log.read().decode(errors="replace"))
+        except OSError as failure:
+            return f"its log cannot be read ({failure.strerror})"
 
     def describe_exit(self) -> str:
         status = self.status()
@@ -157,6 +150,21 @@ class Process:
         else:
             how = f"exited (status {status})"
         return f"{self.name} {how}: {self.reason()}; see {shown(self.log)}"
+
+
+def reason(output: str) -> str:
+    """The exception the last traceback in `output` ends with ("ModuleNotFoundError: No
+    module named 'packaging'"), else the last line: gunicorn, for one, logs a worker's
+    traceback and then more lines of its own."""
+    lines = output.splitlines()
+    tracebacks = [i for i, line in enumerate(lines) if line.startswith("Traceback (most recent")]
+    if tracebacks:
+        # The frames are indented; the exception is the first line that is not.
+        for line in lines[tracebacks[-1] + 1 :]:
+            if line.strip() and not line[0].isspace():
+                return line.strip()
+    last = [line.strip() for line in lines if line.strip()]
+    return last[-1] if last else "it wrote nothing"
 
 
 def shown(path: Path) -> str:

@@ -7,6 +7,7 @@ The clone is of HEAD: commit before running these tests, uncommitted changes are
 """
 
 import fcntl
+import importlib.util
 import json
 import os
 import pty
@@ -327,3 +328,32 @@ def test_make_up_names_the_process_that_died_and_why(clone, tmp_path):
     assert "ModuleNotFoundError: No module named 'packaging'" in Path(log).read_text()
     assert status != 0
     assert left == []
+
+
+def supervise_module():
+    spec = importlib.util.spec_from_file_location("supervise", ROOT / "scripts" / "supervise.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+GUNICORN_BOOT_FAILURE = """\
+[2026-01-05 10:00:00 +0000] [7] [ERROR] Exception in worker process
+Traceback (most recent call last):
+  File "/srv/partdash/.venv/lib/python3.11/site-packages/gunicorn/arbiter.py", line 608
+    worker.init_process()
+    ^^^^^^^^^^^^^^^^^^^^^
+django.core.exceptions.ImproperlyConfigured: PARTDASH_ENCRYPTION_KEYS_FILE: cannot read /k
+[2026-01-05 10:00:00 +0000] [7] [INFO] Worker exiting (pid: 7)
+[2026-01-05 10:00:01 +0000] [6] [ERROR] Reason: Worker failed to boot.
+"""
+
+
+def test_the_reason_given_for_a_death_is_the_exception_of_the_last_traceback():
+    reason = supervise_module().reason
+
+    assert reason(GUNICORN_BOOT_FAILURE) == (
+        "django.core.exceptions.ImproperlyConfigured: PARTDASH_ENCRYPTION_KEYS_FILE: cannot read /k"
+    )
+    assert reason("Error: Invalid value for '-c'\n\n") == "Error: Invalid value for '-c'"
+    assert reason("") == "it wrote nothing"
