@@ -214,8 +214,6 @@ SOURCES: tuple[Source, ...] = (
     DEFINITIONS,
     SERVER_FACTS,
 )
-BY_KEY = {source.key: source for source in SOURCES}
-SETTINGS = tuple(source.setting for source in SOURCES if source.setting)
 
 
 # -- shortfalls --------------------------------------------------------------------------
