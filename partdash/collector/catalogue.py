@@ -310,7 +310,8 @@ def hidden_shortfall(hidden: list[tuple[str, str]], listed: int, account: str) -
     return Shortfall(
         HIDDEN,
         (DEFINITIONS.key,),
-        f"{len(hidden)} of {listed} partitioned tables are not visible to the account, so "
+        f"{len(hidden)} of {listed} partitioned tables "
+        f"{'is' if len(hidden) == 1 else 'are'} not visible to the account, so "
         f"their partition definitions cannot be read ({_in_schemas(schemas)})",
         show_view_grants(schemas, account),
         tuple(sorted(hidden)),
