@@ -8,9 +8,11 @@ import gc
 import logging
 import time
 import uuid
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
 
+from celery.exceptions import SoftTimeLimitExceeded
+from django.db import DatabaseError
 from django.utils import timezone
 
 from partdash.collector.catalogue import HIDDEN, Shortfall
@@ -143,7 +145,16 @@ def poll_server(server: Server, poll_id: str | None = None) -> PollReport:
     """Poll one server now. Never raises for a server-side problem: the report and the
     server's status say what went wrong."""
     with cyclic_gc_paused():
-        return _poll(server, poll_id)
+        try:
+            return _poll(server, poll_id)
+        except SoftTimeLimitExceeded:
+            raise  # the task records it, naming the limit
+        except Exception as exc:  # a bug must not leave the last poll's status standing
+            log.exception("poll of %s failed unexpectedly", server.name)
+            message = one_line(f"poll failed: {type(exc).__name__}: {exc}")
+            with suppress(DatabaseError):  # the metadata store itself may be what failed
+                record_failure(server, message)
+            return PollReport(server=server.name, ok=False, error=message)
 
 
 def _poll(server: Server, poll_id: str | None) -> PollReport:
