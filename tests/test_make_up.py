@@ -197,12 +197,15 @@ def started_for(var_dir: Path) -> list[str]:
 def open_to_others(var_dir: Path) -> list[str]:
     """Everything under var_dir (itself included) that group or others may access, but for
     the static files: public, served to anyone (Django's storage makes them 0644)."""
-    paths = [var_dir, *(p for p in var_dir.rglob("*") if "static" not in p.parts)]
-    return [
-        f"{path} {stat.S_IMODE(path.lstat().st_mode):04o}"
-        for path in paths
-        if path.lstat().st_mode & 0o077
-    ]
+    found = []
+    for path in [var_dir, *(p for p in var_dir.rglob("*") if "static" not in p.parts)]:
+        try:
+            mode = stat.S_IMODE(path.lstat().st_mode)
+        except FileNotFoundError:  # a file of the running processes, gone meanwhile
+            continue
+        if mode & 0o077:
+            found.append(f"{path} {mode:04o}")
+    return found
 
 
 def test_make_up_from_a_fresh_clone_runs_polls_and_stops_on_ctrl_c(clone, tmp_path, mariadb):
