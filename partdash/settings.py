@@ -77,6 +77,7 @@ INSTALLED_APPS = [
     "partdash.servers",
     "partdash.metrics",
     "partdash.dashboard",
+    "partdash.alerts",
 ]
 
 MIDDLEWARE = [

@@ -1,0 +1,207 @@
+"""Alerts: rule overrides, one state per (rule, server, table, partition), the transitions
+waiting to be announced (an outbox, like healthchecks' Flip), the emails that carried
+them, and silences.
+
+Evaluation (pure, `partdash.health.alerting`) turns stored health and the open alerts
+into transitions; the alerts service writes them here in the poll's transaction; a Celery
+task claims each server's evaluation atomically and sends one email for it.
+"""
+
+from django.conf import settings
+from django.db import models
+from django.db.models import Q
+
+
+class RuleName(models.TextChoices):
+    SKEW = "skew", "Skew"
+    HOTSPOT = "hotspot", "Hotspot"
+    RUNWAY = "runway", "Runway"
+    COMPRESSION = "compression", "Compression"
+    FRAGMENTATION = "fragmentation", "Fragmentation"
+    STALENESS = "staleness", "Stale statistics"
+    PRESSURE = "pressure", "Server pressure"
+    PARTITION_SIZE = "partition_size", "Partition size"
+    TABLE_SIZE = "table_size", "Table size"
+    TABLE_GROWTH = "table_growth", "Table growth per day"
+    UNREACHABLE = "unreachable", "Unreachable"
+    STALE_POLLS = "stale_polls", "No successful poll"
+
+
+class Severity(models.TextChoices):
+    WARNING = "warning", "Warning"
+    CRITICAL = "critical", "Critical"
+
+
+class AlertRule(models.Model):
+    """An override of a built-in rule. Null scope fields match everything; the most
+    specific rule that matches wins (table over schema over tag over server over none),
+    so a disabled rule on one table switches the rule off there alone. Null figures fall
+    back to the next less specific rule, then to the built-in default."""
+
+    rule = models.CharField(max_length=20, choices=RuleName)
+    enabled = models.BooleanField(default=True)
+    threshold = models.FloatField(null=True, blank=True)
+    clear_threshold = models.FloatField(null=True, blank=True)
+    for_polls = models.PositiveSmallIntegerField(null=True, blank=True)
+    severity = models.CharField(max_length=10, choices=Severity, blank=True)
+    server = models.ForeignKey(
+        "servers.Server", null=True, blank=True, on_delete=models.CASCADE, related_name="+"
+    )
+    # Null (not "") means "everywhere", as the API shows it (CONTRACT: alert rules).
+    tag = models.CharField(max_length=100, null=True, blank=True)  # noqa: DJ001
+    schema = models.CharField(max_length=64, null=True, blank=True)  # noqa: DJ001
+    table = models.CharField(max_length=64, null=True, blank=True)  # noqa: DJ001
+    recipients = models.TextField(blank=True, help_text="Comma-separated email addresses.")
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["rule", "id"]
+
+    def __str__(self) -> str:
+        scope = [f"{k}={v}" for k, v in self.scope().items() if v is not None]
+        return f"{self.rule} ({', '.join(scope) or 'everywhere'})"
+
+    def scope(self) -> dict:
+        return {
+            "server": self.server_id,
+            "tag": self.tag,
+            "schema": self.schema,
+            "table": self.table,
+        }
+
+
+class Alert(models.Model):
+    """One condition on one server (and table, and partition, where it has one). At most
+    one open (pending or firing) alert per key; resolved ones are history."""
+
+    class State(models.TextChoices):
+        PENDING = "pending", "Pending"
+        FIRING = "firing", "Firing"
+        RESOLVED = "resolved", "Resolved"
+
+    rule = models.CharField(max_length=20, choices=RuleName)
+    severity = models.CharField(max_length=10, choices=Severity, default=Severity.WARNING)
+    server = models.ForeignKey("servers.Server", on_delete=models.CASCADE, related_name="alerts")
+    partitioned_table = models.ForeignKey(
+        "metrics.PartitionedTable",
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="alerts",
+    )
+    # Names kept as they were, so history reads right after a table is dropped.
+    schema = models.CharField(max_length=64, blank=True)
+    table = models.CharField(max_length=64, blank=True)
+    partition = models.CharField(max_length=130, blank=True)
+    state = models.CharField(max_length=10, choices=State, default=State.PENDING)
+    value = models.FloatField(null=True, blank=True)
+    threshold = models.FloatField(null=True, blank=True)
+    message = models.TextField(blank=True)
+    fix = models.JSONField(null=True, blank=True)  # {advice, sql}, as on the finding
+    held_polls = models.PositiveIntegerField(default=0)  # consecutive polls it held
+    clear_polls = models.PositiveIntegerField(default=0)  # consecutive clear polls, firing
+    started_at = models.DateTimeField()  # when the condition began to hold
+    fired_at = models.DateTimeField(null=True, blank=True)
+    resolved_at = models.DateTimeField(null=True, blank=True)
+    notified_at = models.DateTimeField(null=True, blank=True)  # firing announced (sent)
+    reminded_at = models.DateTimeField(null=True, blank=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["-started_at"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["rule", "server", "schema", "table", "partition"],
+                condition=~Q(state="resolved"),
+                name="one_open_alert_per_condition",
+            )
+        ]
+        indexes = [models.Index(fields=["server", "state"])]
+
+    def __str__(self) -> str:
+        where = f"{self.schema}.{self.table}" if self.table else str(self.server_id)
+        return f"{self.state} {self.rule} {where}"
+
+
+class Notification(models.Model):
+    """One email: the transitions of one server's evaluation (or one reminder digest).
+    Claimed with a conditional UPDATE, so one worker sends it; `message_id` is fixed
+    when it is created, so a resend after a crash carries the same Message-ID."""
+
+    server = models.ForeignKey(
+        "servers.Server", on_delete=models.CASCADE, related_name="notifications"
+    )
+    evaluation = models.CharField(max_length=64, unique=True)
+    message_id = models.CharField(max_length=255, unique=True)
+    recipients = models.TextField(blank=True)
+    subject = models.CharField(max_length=500, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    claimed_at = models.DateTimeField(null=True, blank=True)
+    sent_at = models.DateTimeField(null=True, blank=True)
+    attempts = models.PositiveIntegerField(default=0)
+    last_error = models.TextField(blank=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+
+    def __str__(self) -> str:
+        return self.subject or self.evaluation
+
+
+class Transition(models.Model):
+    """An alert's change, waiting to be announced: the outbox. Written in the poll's
+    transaction; a transition belongs to exactly one notification."""
+
+    class Kind(models.TextChoices):
+        FIRING = "firing", "Firing"
+        RESOLVED = "resolved", "Resolved"
+        REMINDER = "reminder", "Still firing"
+
+    alert = models.ForeignKey(Alert, on_delete=models.CASCADE, related_name="transitions")
+    server = models.ForeignKey("servers.Server", on_delete=models.CASCADE, related_name="+")
+    kind = models.CharField(max_length=10, choices=Kind)
+    value = models.FloatField(null=True, blank=True)
+    threshold = models.FloatField(null=True, blank=True)
+    message = models.TextField(blank=True)
+    created_at = models.DateTimeField()
+    silenced = models.BooleanField(default=False)  # held back by a silence: never sent
+    notification = models.ForeignKey(
+        Notification,
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="transitions",
+    )
+
+    class Meta:
+        ordering = ["created_at", "id"]
+        indexes = [models.Index(fields=["server", "notification"])]
+
+    def __str__(self) -> str:
+        return f"{self.kind} {self.alert}"
+
+
+class Silence(models.Model):
+    """Holds notifications back while it lasts. Null fields match everything."""
+
+    server = models.ForeignKey(
+        "servers.Server", null=True, blank=True, on_delete=models.CASCADE, related_name="+"
+    )
+    # Null means "every" (CONTRACT: silences).
+    schema = models.CharField(max_length=64, null=True, blank=True)  # noqa: DJ001
+    table = models.CharField(max_length=64, null=True, blank=True)  # noqa: DJ001
+    rule = models.CharField(max_length=20, choices=RuleName, null=True, blank=True)  # noqa: DJ001
+    starts_at = models.DateTimeField()
+    ends_at = models.DateTimeField()
+    comment = models.TextField(blank=True)
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["-ends_at"]
+
+    def __str__(self) -> str:
+        return f"silence until {self.ends_at:%Y-%m-%d %H:%M} UTC"
