@@ -125,14 +125,15 @@ class Alert(models.Model):
 
 
 class Notification(models.Model):
-    """One email: the transitions of one server's evaluation (or one reminder digest).
+    """One email: the transitions of one server's evaluation (or one reminder digest) for
+    one set of recipients.
     Claimed with a conditional UPDATE, so one worker sends it; `message_id` is fixed
     when it is created, so a resend after a crash carries the same Message-ID."""
 
     server = models.ForeignKey(
         "servers.Server", on_delete=models.CASCADE, related_name="notifications"
     )
-    evaluation = models.CharField(max_length=64, unique=True)
+    evaluation = models.CharField(max_length=64, db_index=True)
     message_id = models.CharField(max_length=255, unique=True)
     recipients = models.TextField(blank=True)
     subject = models.CharField(max_length=500, blank=True)
@@ -161,6 +162,10 @@ class Transition(models.Model):
     alert = models.ForeignKey(Alert, on_delete=models.CASCADE, related_name="transitions")
     server = models.ForeignKey("servers.Server", on_delete=models.CASCADE, related_name="+")
     kind = models.CharField(max_length=10, choices=Kind)
+    # The evaluation (one per poll of the server, or one reminder run) it came from: its
+    # transitions go out together, one email per server per evaluation and recipients.
+    evaluation = models.CharField(max_length=64, db_index=True)
+    recipients = models.TextField(blank=True)  # resolved when evaluated; "" = ALERT_EMAILS
     value = models.FloatField(null=True, blank=True)
     threshold = models.FloatField(null=True, blank=True)
     message = models.TextField(blank=True)
