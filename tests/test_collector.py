@@ -17,10 +17,10 @@ from partdash.collector.collect import collect
 from partdash.collector.service import known_signatures, poll_server
 from partdash.collector.sources import definitions
 from partdash.collector.sources.definitions import TableGone
-from partdash.collector.store import PollStore, counter_rate
 from partdash.metrics.history import table_history
 from partdash.metrics.models import Partition, PartitionedTable, PartitionSample, ServerSnapshot
 from partdash.metrics.retention import apply_retention
+from partdash.metrics.store import PollStore, counter_rate
 from partdash.servers.connection import Session, open_session, target_for
 from tests.services import MariaDB
 from tests.sql import run

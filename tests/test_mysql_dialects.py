@@ -5,8 +5,8 @@ import pytest
 
 from partdash.collector.collect import collect
 from partdash.collector.dialects import MARIADB, MARIADB_OLD, MYSQL8, MYSQL57, dialect_for
-from partdash.collector.service import PollStore
 from partdash.metrics.models import Partition, PartitionedTable
+from partdash.metrics.store import PollStore
 from partdash.servers.connection import _session_settings
 from tests.recorded_mysql import RecordedSession, mysql57, mysql80
 

@@ -4,8 +4,8 @@ by more than a table open costs (PARTDASH_MIN_SAMPLED_READS page reads)."""
 import pytest
 
 from partdash.collector.collect import collect
-from partdash.collector.store import PollStore
 from partdash.metrics.models import Partition, PartitionSample
+from partdash.metrics.store import PollStore
 from tests.recorded_mysql import RecordedSession, mysql80
 
 pytestmark = pytest.mark.django_db

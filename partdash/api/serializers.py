@@ -13,14 +13,14 @@ from rest_framework import serializers
 from partdash.health.bounds import bound_to_date, is_catchall
 from partdash.health.partitions import PartitionState
 from partdash.health.sizes import estimated_data_free, row_share
-from partdash.metrics.analysis import (
+from partdash.metrics.history import METRICS
+from partdash.metrics.models import Partition, PartitionedTable
+from partdash.metrics.readings import (
     activity_shares,
     latest_snapshot,
     partition_figures,
     table_shares,
 )
-from partdash.metrics.history import METRICS
-from partdash.metrics.models import Partition, PartitionedTable
 from partdash.servers.models import LATEST_POLL_FIELDS, Server
 
 

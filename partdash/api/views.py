@@ -29,9 +29,9 @@ from partdash.collector.catalogue import HIDDEN, Shortfall
 from partdash.collector.scheduling import request_poll
 from partdash.health.compression import failure_rate
 from partdash.health.pressure import as_number
-from partdash.metrics.analysis import capabilities, latest_snapshot
 from partdash.metrics.history import METRICS, table_history
 from partdash.metrics.models import PartitionedTable, ServerSnapshot
+from partdash.metrics.readings import capabilities, latest_snapshot
 from partdash.servers.models import Server
 
 QUEUED = inline_serializer(

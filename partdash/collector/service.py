@@ -1,4 +1,8 @@
-"""One poll of one server: connect, collect, store, record the outcome.
+"""One poll of one server, the conductor of its stages: collect
+(`partdash.collector.collect`), store (`partdash.metrics.store`), analyse
+(`partdash.metrics.analysis`) and evaluate the alerts (`partdash.alerts.service`), in
+this order, then record the outcome on the server. Store, analyse and evaluate share
+one transaction, so a poll is stored all or nothing.
 
 The Celery task and `manage.py poll` both call `poll_server`, so a poll behaves the
 same whichever way it was started.
@@ -12,14 +16,16 @@ from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
 
 from celery.exceptions import SoftTimeLimitExceeded
-from django.db import DatabaseError
+from django.db import DatabaseError, transaction
 from django.utils import timezone
 
+from partdash.alerts.service import evaluate_after_failure, evaluate_after_poll
 from partdash.collector.catalogue import HIDDEN, Shortfall
 from partdash.collector.collect import Collection, collect, table_key
-from partdash.collector.store import PollStore
 from partdash.lib.secrets import SecretError
+from partdash.metrics.analysis import analyse_server
 from partdash.metrics.models import PartitionedTable, ServerSnapshot
+from partdash.metrics.store import PollStore, StoreResult
 from partdash.servers.choices import ServerStatus
 from partdash.servers.connection import ConnectionFailure, open_session, target_for
 from partdash.servers.models import Server
@@ -101,10 +107,14 @@ def one_line(message: str) -> str:
 
 def record_failure(server: Server, message: str) -> None:
     """The poll was tried and failed: `last_poll_at` says when, `last_error` why;
-    `last_success_at` keeps the last poll that worked."""
-    Server.objects.filter(pk=server.pk).update(
-        status=ServerStatus.UNREACHABLE, last_poll_at=timezone.now(), last_error=one_line(message)
-    )
+    `last_success_at` keeps the last poll that worked. Then the alerts learn of it."""
+    with transaction.atomic():
+        Server.objects.filter(pk=server.pk).update(
+            status=ServerStatus.UNREACHABLE,
+            last_poll_at=timezone.now(),
+            last_error=one_line(message),
+        )
+        evaluate_after_failure(server)
 
 
 def _record_success(server: Server, collection: Collection, snapshot_at) -> None:
@@ -157,6 +167,19 @@ def poll_server(server: Server, poll_id: str | None = None) -> PollReport:
             return PollReport(server=server.name, ok=False, error=message)
 
 
+def _store_analyse_evaluate(
+    server: Server, collection: Collection, poll_id: str, seconds: float
+) -> StoreResult:
+    """The stages after collecting, in one transaction. A retried task's poll was
+    stored already (no snapshot): nothing to analyse or evaluate."""
+    with transaction.atomic():
+        result = PollStore(server, collection, poll_id, seconds).save()
+        if result.snapshot is not None:
+            analyse_server(server, result.snapshot, result.changed_tables)
+            evaluate_after_poll(server, result.snapshot)
+    return result
+
+
 def _poll(server: Server, poll_id: str | None) -> PollReport:
     started = time.monotonic()
     poll_id = poll_id or uuid.uuid4().hex
@@ -173,7 +196,7 @@ def _poll(server: Server, poll_id: str | None) -> PollReport:
         server.record_tls(getattr(failure, "tls_offered", None))
         return PollReport(server=server.name, ok=False, error=message)
     server.record_tls(session.tls_offered)
-    result = PollStore(server, collection, poll_id, time.monotonic() - started).save()
+    result = _store_analyse_evaluate(server, collection, poll_id, time.monotonic() - started)
     if result.snapshot is not None:
         _record_success(server, collection, result.snapshot.taken_at)
     report = PollReport(

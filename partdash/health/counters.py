@@ -4,7 +4,7 @@ performance_schema file counters reset on TRUNCATE and restart, INNODB_CMP_PER_I
 restart, and MODIFIED_COUNTER every time InnoDB recalculates a partition's statistics.
 A decrease therefore means a reset, and what accumulated since is the new value itself
 (the part counted before the reset is lost: the delta is a lower bound). The same rule
-as `partdash.collector.store.counter_rate`.
+as `partdash.metrics.store.counter_rate`.
 """
 
 

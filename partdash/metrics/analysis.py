@@ -7,7 +7,8 @@ last hour, `PARTDASH_HOTSPOT_WINDOW_SECONDS`), which the store keeps on each par
 as per-slot deltas (`partdash.health.recent`). A table is analysed again only when its
 figures changed this poll, when a slot of its activity leaves the window, or when it
 was last analysed on an earlier (UTC) day, since runway and ages count down with the
-calendar; a quiet server's poll analyses nothing.
+calendar; a quiet server's poll analyses nothing. What the API and the pages derive from
+the stored results on each request is in `partdash.metrics.readings`.
 """
 
 from dataclasses import asdict, fields, is_dataclass, replace
@@ -15,13 +16,10 @@ from datetime import date, datetime, timedelta
 
 from django.conf import settings
 from django.db import connection
-from django.utils import timezone
 
-from partdash.collector.catalogue import Shortfall, source_states
-from partdash.collector.dialects import dialect_for
 from partdash.health import findings as rules
 from partdash.health import recent
-from partdash.health.compression import partition_compression, table_compression
+from partdash.health.compression import table_compression
 from partdash.health.hotspots import PartitionActivity, find_hotspots, written_partitions
 from partdash.health.partitions import PartitionState
 from partdash.health.pressure import (
@@ -316,73 +314,3 @@ def server_pressure(server, snapshot: ServerSnapshot) -> dict:
         # Server-wide findings, ranked with the tables' (`server_findings`).
         "findings": [plain(f) for f in sorted(filter(None, found), key=lambda f: -f.score)],
     }
-
-
-# -- capabilities ----------------------------------------------------------------------
-
-
-def capabilities(snapshot: ServerSnapshot | None) -> list[dict]:
-    """Each source of the catalogue as of the latest poll: what it gives, what it needs,
-    whether the poll could read it and, where not, the fix the poll gave (the same
-    words and statements as the poll's warnings and Test connection)."""
-    if snapshot is None:
-        return []
-    dialect = dialect_for(snapshot.flavor, snapshot.version)
-    shortfalls = [Shortfall.from_dict(warning) for warning in snapshot.warnings or []]
-    states = source_states(snapshot.sources or {}, shortfalls, dialect)
-    return [state.as_dict() for state in states]
-
-
-def activity_shares(labels: list[str], recents: list[str | None], now: datetime) -> dict | None:
-    """Each partition's share of its table's writes and reads in the window ending at
-    `now` (the table's analysis time), as the hotspot rules saw them; None when the
-    window holds no activity."""
-    activity = [
-        activity_of(label, window_sums(text, now))
-        for label, text in zip(labels, recents, strict=True)
-    ]
-    hotspots = find_hotspots(activity)
-    if hotspots is None:
-        return None
-    return {
-        "shares": {k: round(v, 4) for k, v in hotspots.shares.items() if v},
-        "read_shares": {k: round(v, 4) for k, v in hotspots.read_shares.items() if v},
-    }
-
-
-def table_shares(table: PartitionedTable) -> dict | None:
-    """`activity_shares` of a stored table's live partitions."""
-    rows = table.partitions.filter(dropped_at=None).values_list("name", "subpartition", "recent")
-    labels = [PartitionState(name, subpartition).label for name, subpartition, _ in rows]
-    now = table.analysed_at or timezone.now()
-    return activity_shares(labels, [text for _, _, text in rows], now)
-
-
-def partition_figures(
-    partition, table: PartitionedTable, page_size: int, now: datetime, shares: dict | None
-) -> dict:
-    """Per-partition health for the API: compression (over the same window as its
-    table's), and its shares of the table's activity (`activity_shares`)."""
-    state = PartitionState.from_object(partition)
-    label = state.label
-    sums = window_sums(partition.recent, now)
-    compression = partition_compression(
-        with_window_compression(state, sums), table.create_options, page_size
-    )
-    return {
-        "is_hotspot": label in ((table.health or {}).get("hotspots") or []),
-        "write_share": shares["shares"].get(label, 0.0) if shares else None,
-        "read_share": shares["read_shares"].get(label, 0.0) if shares else None,
-        "compression": None
-        if compression is None
-        else {
-            "kind": compression.kind,
-            "ratio": compression.ratio,
-            "failure_rate": compression.failure_rate,
-            "verdict": compression.verdict,
-        },
-    }
-
-
-def latest_snapshot(server_id: int) -> ServerSnapshot | None:
-    return ServerSnapshot.objects.filter(server_id=server_id).order_by("-taken_at").first()

@@ -2,8 +2,8 @@
 
 from datetime import datetime
 
-from partdash.collector.store import counter_rate
 from partdash.metrics.models import Partition, PartitionedTable, PartitionSample, ServerSnapshot
+from partdash.metrics.store import counter_rate
 
 LEVEL_METRICS = ("rows", "data_bytes", "index_bytes", "file_bytes")
 RATE_METRICS = {"write_bytes_per_s": "write_bytes", "read_bytes_per_s": "read_bytes"}

@@ -1,5 +1,6 @@
 """Storing a `Collection`: definitions for new or changed tables, the latest figures per
-partition, and a sample row only where a partition's figures changed."""
+partition, and a sample row only where a partition's figures changed. The poll service
+(`partdash.collector.service`) then analyses what changed, in the same transaction."""
 
 from dataclasses import dataclass
 from datetime import datetime
@@ -14,7 +15,6 @@ from partdash.collector.names import fold
 from partdash.collector.sources.definitions import TableDefinition
 from partdash.health import recent
 from partdash.health.counters import counter_delta
-from partdash.metrics.analysis import analyse_server
 from partdash.metrics.models import (
     SAMPLED_FIGURES as SAMPLED,
 )
@@ -78,10 +78,16 @@ _REMEMBERED: dict[int, _Remembered] = {}
 
 @dataclass
 class StoreResult:
+    """What one store wrote. `changed_tables` are the tables whose figures or definitions
+    changed (what the analysis needs to look at), None when partitions were added or
+    dropped (every table is due); `snapshot` is None for a retried task's poll, which
+    was stored already."""
+
     snapshot: ServerSnapshot | None
     partitions_seen: int
     changed: int
     stored: int
+    changed_tables: set[int] | None
 
 
 def partition_key(partition: str, subpartition: str) -> str:
@@ -147,7 +153,8 @@ def _insert_samples(samples: list[tuple]) -> int:
 
 
 class PollStore:
-    """Writes one collection for one server inside one transaction."""
+    """Writes one collection for one server inside one transaction (the poll's, when
+    called inside one: the poll service stores and analyses all or nothing)."""
 
     def __init__(self, server, collection: Collection, poll_id: str, seconds: float):
         self.server = server
@@ -338,9 +345,10 @@ class PollStore:
 
     def save(self) -> StoreResult:
         collection = self.collection
-        with transaction.atomic():
+        # No savepoint: inside the poll's transaction it would cost two queries a poll.
+        with transaction.atomic(savepoint=False):
             if ServerSnapshot.objects.filter(poll_id=self.poll_id).exists():
-                return StoreResult(None, len(collection.partitions), 0, 0)  # a retried task
+                return StoreResult(None, len(collection.partitions), 0, 0, set())  # a retry
             last = ServerSnapshot.objects.filter(server=self.server).order_by("-taken_at").first()
             self.previous_poll_at = last.taken_at if last else None
             self._load_tables()
@@ -352,8 +360,13 @@ class PollStore:
             changed, stored = self._store_figures(snapshot, last)
             ServerSnapshot.objects.filter(pk=snapshot.pk).update(changed=changed)
             touched = self.changed_tables | {self.tables[k].pk for k in collection.definitions}
-            analyse_server(self.server, snapshot, None if self.reshaped else touched)
-        return StoreResult(snapshot, len(collection.partitions), changed, stored)
+        return StoreResult(
+            snapshot,
+            len(collection.partitions),
+            changed,
+            stored,
+            None if self.reshaped else touched,
+        )
 
     def _snapshot(self) -> ServerSnapshot:
         collection = self.collection

@@ -1,0 +1,86 @@
+"""What the API and the pages read from the stored health on each request: the
+sources a server's latest poll could read, and each partition's share of its table's
+activity and its compression. The window and its sums are the analysis's own
+(`partdash.metrics.analysis`), so a partition's figures match its table's findings.
+"""
+
+from datetime import datetime
+
+from django.utils import timezone
+
+from partdash.collector.catalogue import Shortfall, source_states
+from partdash.collector.dialects import dialect_for
+from partdash.health.compression import partition_compression
+from partdash.health.hotspots import find_hotspots
+from partdash.health.partitions import PartitionState
+from partdash.metrics.analysis import activity_of, window_sums, with_window_compression
+from partdash.metrics.models import PartitionedTable, ServerSnapshot
+
+# -- capabilities ----------------------------------------------------------------------
+
+
+def capabilities(snapshot: ServerSnapshot | None) -> list[dict]:
+    """Each source of the catalogue as of the latest poll: what it gives, what it needs,
+    whether the poll could read it and, where not, the fix the poll gave (the same
+    words and statements as the poll's warnings and Test connection)."""
+    if snapshot is None:
+        return []
+    dialect = dialect_for(snapshot.flavor, snapshot.version)
+    shortfalls = [Shortfall.from_dict(warning) for warning in snapshot.warnings or []]
+    states = source_states(snapshot.sources or {}, shortfalls, dialect)
+    return [state.as_dict() for state in states]
+
+
+def activity_shares(labels: list[str], recents: list[str | None], now: datetime) -> dict | None:
+    """Each partition's share of its table's writes and reads in the window ending at
+    `now` (the table's analysis time), as the hotspot rules saw them; None when the
+    window holds no activity."""
+    activity = [
+        activity_of(label, window_sums(text, now))
+        for label, text in zip(labels, recents, strict=True)
+    ]
+    hotspots = find_hotspots(activity)
+    if hotspots is None:
+        return None
+    return {
+        "shares": {k: round(v, 4) for k, v in hotspots.shares.items() if v},
+        "read_shares": {k: round(v, 4) for k, v in hotspots.read_shares.items() if v},
+    }
+
+
+def table_shares(table: PartitionedTable) -> dict | None:
+    """`activity_shares` of a stored table's live partitions."""
+    rows = table.partitions.filter(dropped_at=None).values_list("name", "subpartition", "recent")
+    labels = [PartitionState(name, subpartition).label for name, subpartition, _ in rows]
+    now = table.analysed_at or timezone.now()
+    return activity_shares(labels, [text for _, _, text in rows], now)
+
+
+def partition_figures(
+    partition, table: PartitionedTable, page_size: int, now: datetime, shares: dict | None
+) -> dict:
+    """Per-partition health for the API: compression (over the same window as its
+    table's), and its shares of the table's activity (`activity_shares`)."""
+    state = PartitionState.from_object(partition)
+    label = state.label
+    sums = window_sums(partition.recent, now)
+    compression = partition_compression(
+        with_window_compression(state, sums), table.create_options, page_size
+    )
+    return {
+        "is_hotspot": label in ((table.health or {}).get("hotspots") or []),
+        "write_share": shares["shares"].get(label, 0.0) if shares else None,
+        "read_share": shares["read_shares"].get(label, 0.0) if shares else None,
+        "compression": None
+        if compression is None
+        else {
+            "kind": compression.kind,
+            "ratio": compression.ratio,
+            "failure_rate": compression.failure_rate,
+            "verdict": compression.verdict,
+        },
+    }
+
+
+def latest_snapshot(server_id: int) -> ServerSnapshot | None:
+    return ServerSnapshot.objects.filter(server_id=server_id).order_by("-taken_at").first()
