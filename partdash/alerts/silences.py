@@ -1,0 +1,57 @@
+"""Which silences hold now, and which alerts they match: one definition for the API's
+`silenced`, the alerts page and the admin.
+
+A silence's null fields match everything; a non-null field matches only its own value, so
+a silence on a schema never matches a server's own alerts (`unreachable`), which have
+no schema.
+"""
+
+from datetime import datetime, timedelta
+
+from django.db.models import Exists, OuterRef, Q, QuerySet
+from django.utils import timezone
+
+from partdash.alerts.models import Silence
+
+# Longer than a week-long maintenance with room to spare, short enough that a forgotten
+# silence does not hide a table for good.
+MAX_SILENCE = timedelta(days=30)
+# The choices of the silence page and its links (CONTRACT: "a duration choice").
+DURATIONS = {
+    "1h": ("1 hour", timedelta(hours=1)),
+    "4h": ("4 hours", timedelta(hours=4)),
+    "24h": ("24 hours", timedelta(hours=24)),
+    "7d": ("7 days", timedelta(days=7)),
+}
+
+
+def active_silences(now: datetime | None = None) -> QuerySet[Silence]:
+    """Silences in force at `now` (default: this moment)."""
+    now = now or timezone.now()
+    return Silence.objects.filter(starts_at__lte=now, ends_at__gt=now)
+
+
+def matching(silences: QuerySet[Silence], prefix: str = "") -> QuerySet[Silence]:
+    """`silences` narrowed to those matching the alert at `OuterRef(prefix + field)`."""
+
+    def field(name: str) -> Q:
+        outer = OuterRef(f"{prefix}{name}")
+        return Q(**{f"{name}__isnull": True}) | Q(**{name: outer})
+
+    return silences.filter(field("server"), field("schema"), field("table"), field("rule"))
+
+
+def silenced_now(now: datetime | None = None) -> Exists:
+    """An annotation for an Alert queryset: whether a silence in force matches it."""
+    return Exists(matching(active_silences(now)))
+
+
+def silence_problems(starts_at: datetime, ends_at: datetime, now: datetime) -> dict[str, str]:
+    """What is wrong with a silence's time box, by field."""
+    if ends_at <= starts_at:
+        return {"ends_at": "must be after starts_at"}
+    if ends_at <= now:
+        return {"ends_at": "is in the past: this silence would hold nothing back"}
+    if ends_at - starts_at > MAX_SILENCE:
+        return {"ends_at": f"a silence lasts at most {MAX_SILENCE.days} days"}
+    return {}

@@ -1,0 +1,387 @@
+"""Alerts, alert rules, silences and notifications under /api/v1/ (CONTRACT: REST API).
+
+Viewsets are declarative: a queryset, a serializer and a `query_class`, a serializer of
+the list's query string whose `apply` filters the queryset (bad values are a 400).
+"""
+
+from django.utils import timezone
+from drf_spectacular.utils import extend_schema, extend_schema_view
+from rest_framework import mixins, serializers, viewsets
+from rest_framework.decorators import action
+from rest_framework.response import Response
+
+from partdash.alerts.listing import alerts_as_shown, open_counts
+from partdash.alerts.models import Alert, AlertRule, Notification, RuleName, Severity, Silence
+from partdash.alerts.overrides import override_problems, recipient_list, recipient_problems
+from partdash.alerts.silences import active_silences, silence_problems
+from partdash.servers.models import Server
+
+MAX_LIST = 5000  # rows of one list, at most: a storm of per-partition alerts stays a page
+
+
+class BlankAsNull(serializers.CharField):
+    """Text stored as "" where there is none, shown as null (as findings show a server's
+    own finding: no schema, no table)."""
+
+    def to_representation(self, value) -> str | None:
+        return value or None
+
+
+class NullableScope(serializers.CharField):
+    """A scope field (tag, schema, table) where null, or "", means everywhere."""
+
+    def __init__(self, **kwargs):
+        super().__init__(allow_null=True, allow_blank=True, required=False, default=None, **kwargs)
+
+    def to_internal_value(self, data) -> str | None:
+        return super().to_internal_value(data) or None
+
+
+class QueryFilteredMixin:
+    """Filters a list from its query string through `query_class` (a serializer with an
+    `apply(queryset)`); other actions see the whole queryset."""
+
+    query_class: type[serializers.Serializer] | None = None
+
+    def filter_queryset(self, queryset):
+        queryset = super().filter_queryset(queryset)
+        if self.action != "list" or self.query_class is None:
+            return queryset
+        query = self.query_class(data=self.request.query_params.dict())
+        query.is_valid(raise_exception=True)
+        return query.apply(queryset)
+
+
+# --- alerts ---------------------------------------------------------------------------
+
+
+class FixSerializer(serializers.Serializer):
+    advice = serializers.CharField()
+    sql = serializers.CharField(allow_null=True, required=False)
+
+
+class AlertSerializer(serializers.ModelSerializer):
+    server_id = serializers.IntegerField(read_only=True)
+    server = serializers.CharField(source="server.name", read_only=True)
+    table_id = serializers.IntegerField(source="partitioned_table_id", allow_null=True)
+    schema = BlankAsNull(allow_null=True)
+    table = BlankAsNull(allow_null=True)
+    partition = BlankAsNull(allow_null=True)
+    fix = FixSerializer(allow_null=True, help_text="What to do: advice, and the SQL to run.")
+    silenced = serializers.BooleanField(
+        source="is_silenced", help_text="A silence in force matches this alert now."
+    )
+
+    class Meta:
+        model = Alert
+        fields = [
+            "id",
+            "rule",
+            "severity",
+            "server_id",
+            "server",
+            "table_id",
+            "schema",
+            "table",
+            "partition",
+            "state",
+            "value",
+            "threshold",
+            "message",
+            "fix",
+            "started_at",
+            "resolved_at",
+            "notified_at",
+            "silenced",
+        ]
+        read_only_fields = fields
+
+
+class AlertQuery(serializers.Serializer):
+    state = serializers.ChoiceField(Alert.State.choices, required=False)
+    server = serializers.IntegerField(required=False, help_text="a server's id")
+    table = serializers.IntegerField(required=False, help_text="a partitioned table's id")
+    rule = serializers.ChoiceField(RuleName.choices, required=False)
+    silenced = serializers.BooleanField(
+        required=False, allow_null=True, default=None, help_text="held by a silence now"
+    )
+    limit = serializers.IntegerField(
+        required=False, min_value=1, max_value=MAX_LIST, default=1000, help_text="at most"
+    )
+
+    def apply(self, alerts):
+        query = self.validated_data
+        filters = {
+            "state": query.get("state"),
+            "server_id": query.get("server"),
+            "partitioned_table_id": query.get("table"),
+            "rule": query.get("rule"),
+            "is_silenced": query.get("silenced"),
+        }
+        alerts = alerts.filter(**{k: v for k, v in filters.items() if v is not None})
+        # History reads newest first; open alerts critical first, then newest.
+        if query.get("state") == Alert.State.RESOLVED:
+            alerts = alerts.order_by("-resolved_at", "-id")
+        else:
+            alerts = alerts.order_by("severity", "-started_at", "-id")
+        return alerts[: query["limit"]]
+
+
+class OpenCountsSerializer(serializers.Serializer):
+    server_id = serializers.IntegerField()
+    server = serializers.CharField()
+    firing = serializers.IntegerField(help_text="firing, not silenced")
+    pending = serializers.IntegerField(help_text="pending, not silenced")
+    silenced = serializers.IntegerField(help_text="open (pending or firing) and silenced")
+
+
+@extend_schema_view(list=extend_schema(parameters=[AlertQuery]))
+class AlertViewSet(QueryFilteredMixin, viewsets.ReadOnlyModelViewSet):
+    """Alerts, open and resolved: `?state=firing|pending|resolved`, `server`, `table`,
+    `rule`, `silenced=true|false`, `limit`."""
+
+    serializer_class = AlertSerializer
+    query_class = AlertQuery
+
+    def get_queryset(self):
+        return alerts_as_shown()
+
+    @extend_schema(responses=OpenCountsSerializer(many=True))
+    @action(detail=False, methods=["get"])
+    def counts(self, request) -> Response:
+        """Open alerts per server (only servers that have some), for badges."""
+        counts = open_counts(alerts_as_shown())
+        names = dict(Server.objects.filter(pk__in=counts).values_list("pk", "name"))
+        rows = [
+            {"server_id": pk, "server": names.get(pk, ""), **vars(count)}
+            for pk, count in sorted(counts.items())
+        ]
+        return Response(OpenCountsSerializer(rows, many=True).data)
+
+
+# --- alert rules ----------------------------------------------------------------------
+
+
+class RecipientsField(serializers.ListField):
+    """Email addresses: a list (or one comma-separated string) in, a list out; stored
+    comma-separated."""
+
+    child = serializers.CharField()
+
+    def to_internal_value(self, data) -> str:
+        if isinstance(data, str):
+            addresses = recipient_list(data)
+        else:
+            addresses = super().to_internal_value(data)
+        problems = recipient_problems(addresses)
+        if problems:
+            raise serializers.ValidationError(problems)
+        return ", ".join(recipient_list(" ".join(addresses)))
+
+    def to_representation(self, value: str) -> list[str]:
+        return recipient_list(value)
+
+
+class AlertRuleSerializer(serializers.ModelSerializer):
+    rule = serializers.ChoiceField(RuleName.choices)
+    server = serializers.PrimaryKeyRelatedField(
+        queryset=Server.objects.all(), allow_null=True, required=False, default=None
+    )
+    tag = NullableScope(max_length=100)
+    schema = NullableScope(max_length=64)
+    table = NullableScope(max_length=64)
+    severity = serializers.ChoiceField(
+        Severity.choices, allow_null=True, allow_blank=True, required=False
+    )
+    for_polls = serializers.IntegerField(allow_null=True, required=False)
+    recipients = RecipientsField(required=False)
+
+    class Meta:
+        model = AlertRule
+        fields = [
+            "id",
+            "rule",
+            "enabled",
+            "threshold",
+            "clear_threshold",
+            "for_polls",
+            "severity",
+            "server",
+            "tag",
+            "schema",
+            "table",
+            "recipients",
+        ]
+
+    def to_representation(self, instance: AlertRule) -> dict:
+        shown = super().to_representation(instance)
+        shown["severity"] = shown["severity"] or None
+        return shown
+
+    def validate_severity(self, value: str | None) -> str:
+        return value or ""
+
+    def validate(self, attrs: dict) -> dict:
+        merged = {**self._stored(), **attrs}
+        problems = override_problems(
+            merged.get("rule"),
+            merged.get("threshold"),
+            merged.get("clear_threshold"),
+            merged.get("for_polls"),
+        )
+        if problems:
+            raise serializers.ValidationError(problems)
+        self._refuse_a_second_rule_for_one_scope(merged)
+        return attrs
+
+    def _stored(self) -> dict:
+        if self.instance is None:
+            return {}
+        fields = ["rule", "threshold", "clear_threshold", "for_polls", "tag", "schema", "table"]
+        return {"server": self.instance.server, **{f: getattr(self.instance, f) for f in fields}}
+
+    def _refuse_a_second_rule_for_one_scope(self, merged: dict) -> None:
+        """Two overrides of one rule with one scope would leave "the most specific wins"
+        without a winner."""
+        scope = {f: merged.get(f) for f in ("rule", "server", "tag", "schema", "table")}
+        twins = AlertRule.objects.filter(**scope)
+        if self.instance is not None:
+            twins = twins.exclude(pk=self.instance.pk)
+        twin = twins.first()
+        if twin is not None:
+            raise serializers.ValidationError(
+                {"non_field_errors": [f"rule {twin.pk} already overrides {twin}: edit that one"]}
+            )
+
+
+class AlertRuleViewSet(viewsets.ModelViewSet):
+    """Overrides of the built-in rules; viewers read, staff write."""
+
+    queryset = AlertRule.objects.select_related("server")
+    serializer_class = AlertRuleSerializer
+    http_method_names = ["get", "post", "patch", "delete", "head", "options"]
+
+
+# --- silences -------------------------------------------------------------------------
+
+
+class SilenceSerializer(serializers.ModelSerializer):
+    server = serializers.PrimaryKeyRelatedField(
+        queryset=Server.objects.all(), allow_null=True, required=False, default=None
+    )
+    schema = NullableScope(max_length=64)
+    table = NullableScope(max_length=64)
+    rule = serializers.ChoiceField(
+        RuleName.choices, allow_null=True, allow_blank=True, required=False, default=None
+    )
+    starts_at = serializers.DateTimeField(required=False, help_text="default: now")
+    created_by = serializers.SlugRelatedField(slug_field="username", read_only=True)
+
+    class Meta:
+        model = Silence
+        fields = [
+            "id",
+            "server",
+            "schema",
+            "table",
+            "rule",
+            "starts_at",
+            "ends_at",
+            "comment",
+            "created_by",
+        ]
+
+    def validate_rule(self, value: str | None) -> str | None:
+        return value or None
+
+    def validate(self, attrs: dict) -> dict:
+        now = timezone.now()
+        attrs.setdefault("starts_at", now)
+        problems = silence_problems(attrs["starts_at"], attrs["ends_at"], now)
+        if problems:
+            raise serializers.ValidationError(problems)
+        return attrs
+
+
+class SilenceQuery(serializers.Serializer):
+    active = serializers.BooleanField(
+        required=False, allow_null=True, default=None, help_text="in force now (or not)"
+    )
+
+    def apply(self, silences):
+        active = self.validated_data.get("active")
+        if active is None:
+            return silences
+        in_force = active_silences().values("pk")
+        return silences.filter(pk__in=in_force) if active else silences.exclude(pk__in=in_force)
+
+
+@extend_schema_view(list=extend_schema(parameters=[SilenceQuery]))
+class SilenceViewSet(
+    QueryFilteredMixin,
+    mixins.CreateModelMixin,
+    mixins.ListModelMixin,
+    mixins.RetrieveModelMixin,
+    mixins.DestroyModelMixin,
+    viewsets.GenericViewSet,
+):
+    """Time-boxed silences: notifications of the alerts they match are held back while
+    they last. `created_by` is whoever created it."""
+
+    queryset = Silence.objects.select_related("created_by")
+    serializer_class = SilenceSerializer
+    query_class = SilenceQuery
+
+    def perform_create(self, serializer: SilenceSerializer) -> None:
+        serializer.save(created_by=self.request.user)
+
+
+# --- notifications --------------------------------------------------------------------
+
+
+class NotificationSerializer(serializers.ModelSerializer):
+    server_id = serializers.IntegerField(read_only=True)
+    server = serializers.CharField(source="server.name", read_only=True)
+    recipients = RecipientsField(read_only=True)
+
+    class Meta:
+        model = Notification
+        fields = [
+            "id",
+            "server_id",
+            "server",
+            "subject",
+            "recipients",
+            "created_at",
+            "sent_at",
+            "attempts",
+            "last_error",
+        ]
+        read_only_fields = fields
+
+
+class NotificationQuery(serializers.Serializer):
+    failed = serializers.BooleanField(
+        required=False, allow_null=True, default=None, help_text="an SMTP attempt failed"
+    )
+    server = serializers.IntegerField(required=False, help_text="a server's id")
+    limit = serializers.IntegerField(required=False, min_value=1, max_value=500, default=50)
+
+    def apply(self, notifications):
+        query = self.validated_data
+        if query.get("failed") is not None:
+            failed = notifications.exclude(last_error="")
+            notifications = failed if query["failed"] else notifications.filter(last_error="")
+        if query.get("server") is not None:
+            notifications = notifications.filter(server_id=query["server"])
+        return notifications.order_by("-created_at", "-id")[: query["limit"]]
+
+
+@extend_schema_view(list=extend_schema(parameters=[NotificationQuery]))
+class NotificationViewSet(QueryFilteredMixin, viewsets.ReadOnlyModelViewSet):
+    """Alert emails, newest first: `?failed=true` lists those whose last SMTP attempt
+    failed, with the error."""
+
+    queryset = Notification.objects.select_related("server")
+    serializer_class = NotificationSerializer
+    query_class = NotificationQuery
