@@ -33,8 +33,8 @@ class NullableScope(serializers.CharField):
     def __init__(self, **kwargs):
         super().__init__(allow_null=True, allow_blank=True, required=False, default=None, **kwargs)
 
-    def to_internal_value(self, data) -> str | None:
-        return super().to_internal_value(data) or None
+    def run_validation(self, data=serializers.empty) -> str | None:
+        return super().run_validation(data) or None
 
 
 class QueryFilteredMixin:
