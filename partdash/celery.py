@@ -1,4 +1,5 @@
-"""The Celery application: Redis broker, one static beat entry that dispatches due polls."""
+"""The Celery application: Redis broker; beat dispatches due polls, applies retention,
+sweeps the alert outbox and sends reminders."""
 
 import os
 
@@ -8,13 +9,13 @@ os.environ.setdefault("DJANGO_SETTINGS_MODULE", "partdash.settings")
 
 app = Celery("partdash")
 app.config_from_object("django.conf:settings", namespace="CELERY")
-app.autodiscover_tasks(["partdash.collector", "partdash.metrics"])
+app.autodiscover_tasks(["partdash.collector", "partdash.metrics", "partdash.alerts"])
 
 
 @app.on_after_finalize.connect
 def schedule_dispatcher(sender: Celery, **kwargs) -> None:
     """Beat's static entries: due polls (each server's own interval is read from the
-    database) and retention."""
+    database), retention, the alert outbox's sweep and reminders."""
     from django.conf import settings
 
     sender.add_periodic_task(
@@ -26,4 +27,14 @@ def schedule_dispatcher(sender: Celery, **kwargs) -> None:
         settings.PARTDASH_RETENTION_EVERY_SECONDS,
         sender.signature("partdash.metrics.tasks.apply_retention"),
         name="retention and downsampling",
+    )
+    sender.add_periodic_task(
+        settings.PARTDASH_ALERT_SWEEP_SECONDS,
+        sender.signature("partdash.alerts.tasks.sweep_outbox"),
+        name="alert outbox sweep",
+    )
+    sender.add_periodic_task(
+        settings.PARTDASH_ALERT_REMINDER_EVERY_SECONDS,
+        sender.signature("partdash.alerts.tasks.send_reminders"),
+        name="alert reminders",
     )

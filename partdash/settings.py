@@ -226,7 +226,15 @@ EMAIL_HOST = env.str("EMAIL_HOST", default="")
 EMAIL_PORT = env.int("EMAIL_PORT", default=25)
 EMAIL_HOST_USER = env.str("EMAIL_HOST_USER", default="")
 EMAIL_HOST_PASSWORD = env.str("EMAIL_HOST_PASSWORD", default="")
-EMAIL_USE_TLS = env.bool("EMAIL_USE_TLS", default=False)
+EMAIL_USE_TLS = env.bool("EMAIL_USE_TLS", default=False)  # STARTTLS, usually port 587
+EMAIL_USE_SSL = env.bool("EMAIL_USE_SSL", default=False)  # TLS from the start, port 465
+# Seconds for each SMTP socket operation: a hung mail server fails a delivery attempt
+# (recorded, retried) instead of holding a worker.
+EMAIL_TIMEOUT = env.int("EMAIL_TIMEOUT", default=20)
+if EMAIL_USE_TLS and EMAIL_USE_SSL:
+    raise ImproperlyConfigured(
+        "EMAIL_USE_TLS (STARTTLS) and EMAIL_USE_SSL (implicit TLS) are both set: keep one."
+    )
 DEFAULT_FROM_EMAIL = env.str("DEFAULT_FROM_EMAIL", default="partdash@localhost")
 EMAIL_BACKEND = (
     "django.core.mail.backends.smtp.EmailBackend"
@@ -234,6 +242,25 @@ EMAIL_BACKEND = (
     else "django.core.mail.backends.console.EmailBackend"
 )
 ALERT_EMAILS = env.list("ALERT_EMAILS", default=[])
+# Links in alert emails point under this address.
+PARTDASH_BASE_URL = env.str("PARTDASH_BASE_URL", default="http://127.0.0.1:8000").rstrip("/")
+# Alerts still firing are reminded of, one digest per server, this often.
+PARTDASH_ALERT_REPEAT_HOURS = env.float("PARTDASH_ALERT_REPEAT_HOURS", default=24.0)
+PARTDASH_ALERT_REMINDER_EVERY_SECONDS = env.float(
+    "PARTDASH_ALERT_REMINDER_EVERY_SECONDS", default=300.0
+)
+# Delivery of alert emails (partdash.alerts.delivery). A worker holds a claimed email
+# for the lease; a worker killed mid-send leaves it to be sent again once the lease ends,
+# so the lease must outlast one send (a handful of SMTP round trips of EMAIL_TIMEOUT).
+PARTDASH_ALERT_CLAIM_LEASE_SECONDS = env.float("PARTDASH_ALERT_CLAIM_LEASE_SECONDS", default=300.0)
+# How often beat sweeps the outbox for what a killed or absent worker left behind.
+PARTDASH_ALERT_SWEEP_SECONDS = env.float("PARTDASH_ALERT_SWEEP_SECONDS", default=30.0)
+# After a failed attempt, the next waits this long, doubling up to an hour; after
+# PARTDASH_ALERT_MAX_ATTEMPTS attempts an email is given up (its last error stays shown).
+PARTDASH_ALERT_RETRY_SECONDS = env.float("PARTDASH_ALERT_RETRY_SECONDS", default=30.0)
+PARTDASH_ALERT_MAX_ATTEMPTS = env.int("PARTDASH_ALERT_MAX_ATTEMPTS", default=30)
+# Transitions an email shows in full; the rest of a storm is counted, with a link.
+PARTDASH_ALERT_EMAIL_DETAILED = env.int("PARTDASH_ALERT_EMAIL_DETAILED", default=50)
 
 LOGGING = {
     "version": 1,

@@ -1,0 +1,287 @@
+"""Delivery of alert emails from the outbox (Transition rows), like healthchecks'
+sendalerts: every step is a conditional UPDATE whose row count says who won.
+
+1. Grouping: an evaluation's unsilenced transitions that no notification holds yet
+   become one Notification per distinct set of recipients. Each set is taken by one
+   UPDATE ... WHERE notification IS NULL, so two workers never split or share one.
+2. Claiming: a worker takes a notification with an UPDATE that must change one row
+   (not sent, attempts left, and unclaimed or its lease run out).
+3. Sending, then recording `sent_at`. A worker that dies before the SMTP server accepts
+   leaves the notification claimed: once the lease ends, the sweeper sends it. One that
+   dies after the SMTP server accepted and before `sent_at` is written causes the one
+   possible duplicate, with the same Message-ID (fixed when the notification was made).
+
+Every claim counts an attempt (`attempts`). A failed one is recorded (`last_error`) and
+moves the lease so that it ends when the next attempt is due (backoff): nothing competes
+for the notification meanwhile, and after PARTDASH_ALERT_MAX_ATTEMPTS it is given up.
+"""
+
+import logging
+import os
+import time
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from pathlib import Path
+from uuid import uuid4
+
+from django.conf import settings
+from django.core.mail import get_connection
+from django.db import transaction
+from django.db.models import F, Q, QuerySet
+from django.utils import timezone
+
+from partdash.alerts import emails
+from partdash.alerts.models import Alert, Notification, Transition
+
+log = logging.getLogger(__name__)
+
+NO_RECIPIENTS = "not sent: no recipients (set ALERT_EMAILS, or recipients on the rule)"
+MAX_BACKOFF = timedelta(hours=1)
+
+
+# --- the outbox ---------------------------------------------------------------------------
+
+
+def recipient_set(raw: str) -> str:
+    """A transition's recipients as one canonical string: "" stands for ALERT_EMAILS;
+    addresses deduplicated (case-insensitively) and sorted, so the same people written
+    two ways get one email."""
+    addresses = [a.strip() for a in raw.split(",")] if raw.strip() else settings.ALERT_EMAILS
+    unique = {a.lower(): a for a in reversed([a for a in addresses if a])}
+    return ",".join(sorted(unique.values(), key=str.lower))
+
+
+def waiting(server_id: int | None = None, evaluation: str | None = None) -> QuerySet:
+    """Transitions to announce that no notification holds yet (silenced ones never are)."""
+    query = Transition.objects.filter(notification=None, silenced=False)
+    if server_id is not None:
+        query = query.filter(server_id=server_id)
+    if evaluation is not None:
+        query = query.filter(evaluation=evaluation)
+    return query
+
+
+def group_evaluation(server_id: int, evaluation: str) -> list[Notification]:
+    """Group the evaluation's waiting transitions into one notification per set of
+    recipients; returns the notifications this call made."""
+    raw_sets = set(waiting(server_id, evaluation).values_list("recipients", flat=True))
+    spellings: dict[str, list[str]] = {}
+    for raw in raw_sets:
+        spellings.setdefault(recipient_set(raw), []).append(raw)
+    made = [_take(server_id, evaluation, rs, raws) for rs, raws in sorted(spellings.items())]
+    return [notification for notification in made if notification is not None]
+
+
+def _take(server_id: int, evaluation: str, recipients: str, raws: list[str]):
+    with transaction.atomic():
+        notification = Notification.objects.create(
+            server_id=server_id,
+            evaluation=evaluation,
+            message_id=emails.new_message_id(),
+            recipients=recipients,
+            last_error="" if recipients else NO_RECIPIENTS,
+        )
+        taken = waiting(server_id, evaluation).filter(recipients__in=raws)
+        if not taken.update(notification=notification):
+            notification.delete()  # another worker grouped them first
+            return None
+        notification.subject = emails.subject_of(
+            notification.server.name, emails.lines_of(notification)
+        )
+        notification.save(update_fields=["subject"])
+    return notification
+
+
+def lease() -> timedelta:
+    return timedelta(seconds=settings.PARTDASH_ALERT_CLAIM_LEASE_SECONDS)
+
+
+def deliverable(now: datetime) -> QuerySet:
+    """Notifications a worker may claim at `now`."""
+    return (
+        Notification.objects.filter(sent_at=None, attempts__lt=settings.PARTDASH_ALERT_MAX_ATTEMPTS)
+        .exclude(recipients="")
+        .filter(Q(claimed_at=None) | Q(claimed_at__lt=now - lease()))
+    )
+
+
+def claim(notification_id: int) -> datetime | None:
+    """Take the notification for one attempt; returns the claim time, or None when it is
+    sent, given up, or held by another worker."""
+    now = timezone.now()
+    won = (
+        deliverable(now)
+        .filter(pk=notification_id)
+        .update(claimed_at=now, attempts=F("attempts") + 1)
+    )
+    return now if won == 1 else None
+
+
+# --- sending ------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Outcome:
+    sent: bool = False
+    failed: bool = False
+    retry_in: float = 0.0  # seconds until the next attempt is due, when failed
+
+
+NOT_CLAIMED = Outcome()
+
+
+def send_notification(notification_id: int) -> Outcome:
+    """Claim, send and record one notification."""
+    claimed_at = claim(notification_id)
+    if claimed_at is None:
+        return NOT_CLAIMED
+    pause_for_tests("claimed")
+    notification = Notification.objects.select_related("server").get(pk=notification_id)
+    try:
+        message = emails.build_message(notification)
+        with get_connection(fail_silently=False) as connection:
+            connection.send_messages([message])
+    except Exception as error:  # SMTP, network, TLS, templates: all recorded and retried
+        return record_failure(notification, claimed_at, error)
+    pause_for_tests("accepted")
+    record_sent(notification)
+    return Outcome(sent=True)
+
+
+def backoff(attempts: int) -> timedelta:
+    """The wait after the `attempts`-th failure: doubling from PARTDASH_ALERT_RETRY_SECONDS."""
+    seconds = settings.PARTDASH_ALERT_RETRY_SECONDS * 2 ** min(max(attempts - 1, 0), 20)
+    return min(timedelta(seconds=seconds), MAX_BACKOFF)
+
+
+def one_line(error: BaseException) -> str:
+    text = " ".join(str(error).split()) or "no detail"
+    return f"{type(error).__name__}: {text}"[:1000]
+
+
+def record_failure(notification: Notification, claimed_at: datetime, error: Exception) -> Outcome:
+    attempts = notification.attempts  # this one included: counted when it was claimed
+    wait = backoff(attempts)
+    now = timezone.now()
+    last = f"{now:%Y-%m-%d %H:%M:%S} UTC, attempt {attempts}: {one_line(error)}"
+    if attempts >= settings.PARTDASH_ALERT_MAX_ATTEMPTS:
+        last = f"gave up after {attempts} attempts; {last}"
+    # The lease now ends when the next attempt is due.
+    Notification.objects.filter(pk=notification.pk, sent_at=None).update(
+        last_error=last, claimed_at=now + wait - lease()
+    )
+    log.warning("alert email %s to %s failed: %s", notification.pk, notification.recipients, last)
+    return Outcome(failed=True, retry_in=wait.total_seconds())
+
+
+def record_sent(notification: Notification) -> None:
+    """Sent: the notification, and the firing of its alerts as announced. `last_error`
+    stays, telling what an earlier attempt met."""
+    now = timezone.now()
+    with transaction.atomic():
+        Notification.objects.filter(pk=notification.pk).update(sent_at=now)
+        announced = Transition.objects.filter(
+            notification=notification, kind=Transition.Kind.FIRING
+        ).values("alert_id")
+        Alert.objects.filter(pk__in=announced, notified_at=None).update(notified_at=now)
+    log.info("alert email %s sent to %s", notification.pk, notification.recipients)
+
+
+def deliver_evaluation(server_id: int, evaluation: str) -> list[tuple[int, Outcome]]:
+    """Group the evaluation's transitions, then send each of its unsent notifications."""
+    pause_for_tests("grouping")
+    group_evaluation(server_id, evaluation)
+    pause_for_tests("grouped")
+    pending = Notification.objects.filter(
+        server_id=server_id, evaluation=evaluation, sent_at=None
+    ).exclude(recipients="")
+    ids = pending.order_by("pk").values_list("pk", flat=True)
+    return [(pk, send_notification(pk)) for pk in ids]
+
+
+# --- the sweeper --------------------------------------------------------------------------
+
+
+def sweep() -> list[int]:
+    """What a killed or absent worker left behind: group transitions that have waited
+    longer than a lease, and return the notifications whose lease has run out."""
+    now = timezone.now()
+    leftovers = (
+        waiting()
+        .filter(created_at__lt=now - lease())
+        .values_list("server_id", "evaluation")
+        .distinct()
+    )
+    for server_id, evaluation in list(leftovers):
+        group_evaluation(server_id, evaluation)
+    return list(deliverable(now).order_by("pk").values_list("pk", flat=True))
+
+
+# --- reminders ----------------------------------------------------------------------------
+
+
+def due_reminders(now: datetime) -> QuerySet:
+    """Firing alerts announced more than PARTDASH_ALERT_REPEAT_HOURS ago, and not
+    reminded of since, that no silence holds."""
+    from partdash.alerts.silences import silenced_now
+
+    cutoff = now - timedelta(hours=settings.PARTDASH_ALERT_REPEAT_HOURS)
+    return (
+        Alert.objects.filter(state=Alert.State.FIRING, notified_at__lt=cutoff)
+        .filter(Q(reminded_at=None) | Q(reminded_at__lt=cutoff))
+        .annotate(is_silenced=silenced_now(now))
+        .filter(is_silenced=False)
+    )
+
+
+def queue_reminders() -> list[tuple[int, str]]:
+    """One reminder evaluation per server with alerts due: a Transition (kind reminder)
+    for each, the alert's `reminded_at` moved in the same transaction. Returns the
+    (server, evaluation) pairs to deliver."""
+    now = timezone.now()
+    by_server: dict[int, list[Alert]] = {}
+    for alert in due_reminders(now).order_by("server_id", "pk"):
+        by_server.setdefault(alert.server_id, []).append(alert)
+    queued = []
+    for server_id, alerts in by_server.items():
+        evaluation = f"reminder-{uuid4().hex}"
+        with transaction.atomic():
+            # Each alert is reminded of by the run whose UPDATE moved its reminded_at.
+            taken = [alert for alert in alerts if _take_reminder(alert, now)]
+            Transition.objects.bulk_create(reminder(alert, evaluation, now) for alert in taken)
+        if taken:
+            queued.append((server_id, evaluation))
+    return queued
+
+
+def _take_reminder(alert: Alert, now: datetime) -> bool:
+    return due_reminders(now).filter(pk=alert.pk).update(reminded_at=now) == 1
+
+
+def reminder(alert: Alert, evaluation: str, now: datetime) -> Transition:
+    """A reminder goes to whom the firing went (the recipients resolved when it fired)."""
+    fired = alert.transitions.filter(kind=Transition.Kind.FIRING).order_by("-created_at").first()
+    return Transition(
+        alert=alert,
+        server_id=alert.server_id,
+        kind=Transition.Kind.REMINDER,
+        evaluation=evaluation,
+        recipients=fired.recipients if fired else "",
+        value=alert.value,
+        threshold=alert.threshold,
+        message=alert.message,
+        created_at=now,
+    )
+
+
+# --- crash tests --------------------------------------------------------------------------
+
+
+def pause_for_tests(step: str) -> None:
+    """The crash tests stop a worker at a named step of delivery (`grouping`, `grouped`,
+    `claimed`, `accepted`) and SIGKILL it there: with PARTDASH_TEST_DELIVERY_PAUSE_AT
+    naming the step, the task writes PARTDASH_TEST_DELIVERY_PAUSE_FILE and sleeps."""
+    if os.environ.get("PARTDASH_TEST_DELIVERY_PAUSE_AT") != step:
+        return
+    Path(os.environ["PARTDASH_TEST_DELIVERY_PAUSE_FILE"]).write_text(str(os.getpid()))
+    time.sleep(3600)
