@@ -46,11 +46,14 @@ def silenced_now(now: datetime | None = None) -> Exists:
     return Exists(matching(active_silences(now)))
 
 
-def silence_problems(starts_at: datetime, ends_at: datetime, now: datetime) -> dict[str, str]:
-    """What is wrong with a silence's time box, by field."""
+def silence_problems(
+    starts_at: datetime, ends_at: datetime, now: datetime, ended_is_fine: bool = False
+) -> dict[str, str]:
+    """What is wrong with a silence's time box, by field. A new silence must end in the
+    future; `ended_is_fine` lets an ended one be kept (its comment edited)."""
     if ends_at <= starts_at:
         return {"ends_at": "must be after starts_at"}
-    if ends_at <= now:
+    if ends_at <= now and not ended_is_fine:
         return {"ends_at": "is in the past: this silence would hold nothing back"}
     if ends_at - starts_at > MAX_SILENCE:
         return {"ends_at": f"a silence lasts at most {MAX_SILENCE.days} days"}
