@@ -6,12 +6,17 @@ where the excess says how far past its limit the figure is (capped at 50). Runwa
 has run out (rows already in the catch-all, or the last bound in the past) is critical;
 less than `RUNWAY_CRITICAL_DAYS` days is critical, less than `RUNWAY_WARNING_DAYS` a
 warning.
+
+Each finding carries its `fix` (`partdash.health.fixes`): advice, and where partdash can
+write it, the statement to run.
 """
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Literal
 
+from partdash.health import fixes
 from partdash.health.compression import Compression
+from partdash.health.fixes import Fix, TableFacts
 from partdash.health.hotspots import Hotspots
 from partdash.health.pressure import LimitPressure, WorkingSet
 from partdash.health.runway import Runway
@@ -19,6 +24,9 @@ from partdash.health.skew import SkewFinding
 
 RUNWAY_WARNING_DAYS = 14
 RUNWAY_CRITICAL_DAYS = 3
+# A runway fix adds partitions this far ahead: the finding clears, and returns no sooner
+# than RUNWAY_WARNING_DAYS later.
+RUNWAY_HORIZON_DAYS = 2 * RUNWAY_WARNING_DAYS
 # Skew this many times past its limit is critical (a HASH table at 3x the mean).
 SKEW_CRITICAL_FACTOR = 2.0
 
@@ -32,6 +40,7 @@ class Finding:
     severity: Severity
     score: float
     message: str
+    fix: Fix | None = None
 
 
 def _score(severity: Severity, excess: float) -> float:
@@ -144,6 +153,7 @@ def limit_finding(limit: LimitPressure) -> Finding | None:
         _score(severity, limit.ratio - 1),
         f"{limit.partitions:,} partitions against {limit.setting}={limit.limit:,} "
         f"({limit.ratio:.0%}): {LIMIT_ADVICE.get(limit.setting, 'raise it')}",
+        fixes.limit_fix(limit),
     )
 
 
@@ -156,7 +166,13 @@ def working_set_finding(working: WorkingSet) -> Finding | None:
         "critical",
         _score("critical", (working.ratio - 1) * 10),
         f"{working.reason}; raise innodb_buffer_pool_size or write fewer partitions at once",
+        fixes.working_set_fix(working),
     )
+
+
+def with_fix(finding: Finding, table: TableFacts) -> Finding:
+    """The finding of a table with what to do about it."""
+    return replace(finding, fix=fixes.table_fix(finding.kind, table, RUNWAY_HORIZON_DAYS))
 
 
 def table_score(findings: list[Finding]) -> float:

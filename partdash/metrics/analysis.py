@@ -20,6 +20,7 @@ from django.db import connection
 from partdash.health import findings as rules
 from partdash.health import recent
 from partdash.health.compression import table_compression
+from partdash.health.fixes import TableFacts
 from partdash.health.hotspots import PartitionActivity, find_hotspots, written_partitions
 from partdash.health.partitions import PartitionState
 from partdash.health.pressure import (
@@ -119,6 +120,11 @@ def _skew(finding) -> dict | None:
     }
 
 
+def _partition_names(states: list[PartitionState], labels: set[str]) -> list[str]:
+    """The partitions (a subpartition's parent) of the given labels, in order."""
+    return list(dict.fromkeys(s.name for s in states if s.label in labels))
+
+
 def table_health(
     table: PartitionedTable,
     states: list[PartitionState],
@@ -155,7 +161,22 @@ def table_health(
         rules.fragmentation_finding(len(fragments), sum(f.data_free or 0 for f in fragments)),
         rules.staleness_finding(len(stale)),
     ]
-    found = sorted((f for f in found if f), key=lambda f: -f.score)
+    facts = TableFacts(
+        schema=table.schema,
+        name=table.name,
+        method=table.method,
+        expression=table.expression,
+        partitions=states,
+        now=now,
+        create_options=table.create_options,
+        runway=runway,
+        compression=compression,
+        page_size=page_size,
+        fragmented=_partition_names(states, {f.name for f in fragments}),
+        fragmented_bytes=sum(f.data_free or 0 for f in fragments),
+        stale=_partition_names(states, {s.name for s in stale}),
+    )
+    found = sorted((rules.with_fix(f, facts) for f in found if f), key=lambda f: -f.score)
     ends = [recent.window_ends(e, now.timestamp(), seconds) for e in entries]
     return {
         "skew": _skew(skew_rows),
@@ -201,7 +222,7 @@ def _tables_to_analyse(
     server, changed_tables: set[int] | None, now: datetime
 ) -> list[PartitionedTable]:
     tables = PartitionedTable.objects.filter(server=server, dropped_at=None).only(
-        "id", "method", "expression", "create_options", "analysed_at", "health"
+        "id", "schema", "name", "method", "expression", "create_options", "analysed_at", "health"
     )
     return [t for t in tables if _is_due(t, changed_tables, now)]
 

@@ -1,0 +1,367 @@
+"""What a DBA can do about each finding: advice, and where partdash can write it, the
+statement to run as is (names quoted, numbers computed to clear the finding).
+
+- runway: the REORGANIZE PARTITION (or ADD PARTITION) of `runway_fix.py`;
+- fragmentation: REBUILD PARTITION of the fragmented partitions;
+- staleness: ANALYZE PARTITION of the stale ones;
+- compression failing: a larger KEY_BLOCK_SIZE, or page compression;
+- skew of HASH on a bare column: KEY on that column (hashing spreads strided values);
+- pressure: SET GLOBAL of the setting, sized so the partitions fill two thirds of it,
+  and the my.cnf line that keeps it after a restart.
+Everything else is advice only: where no statement is safe to run blind, `sql` is None.
+"""
+
+import math
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+
+from partdash.health.bounds import is_catchall, parse_expression
+from partdash.health.compression import Compression
+from partdash.health.partitions import EVEN_METHODS, LIST_METHODS, PartitionState
+from partdash.health.pressure import WARN_RATIO, WORKING_SET_RATIO, LimitPressure, WorkingSet
+from partdash.health.runway import Runway
+from partdash.health.runway_fix import (
+    CannotPlan,
+    bound_words,
+    horizon_date,
+    runway_plan,
+    step_words,
+)
+from partdash.lib.quoting import identifier, qualified
+
+# A limit raised to clear a pressure finding leaves the partitions at this share of it,
+# so the finding stays away while the partitions grow by half again.
+LIMIT_HEADROOM = 1.5
+# The server's maxima (MariaDB 10.11, MySQL 8.0): beyond them SET GLOBAL fails.
+SETTING_MAXIMA = {"table_open_cache": 1048576, "table_definition_cache": 2097152}
+BUFFER_POOL_CHUNK = 128 << 20  # innodb_buffer_pool_chunk_size's default: the pool's unit
+# Past this many partitions a list is replaced by ALL (same effect, a readable statement).
+LISTED_PARTITIONS = 100
+
+_QUOTED = re.compile(r"`((?:[^`]|``)*)`")
+
+
+@dataclass(frozen=True, slots=True)
+class Fix:
+    """`advice` in words; `sql` a statement to run as is, or None."""
+
+    advice: str
+    sql: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class TableFacts:
+    """What the fixes of one table's findings need: its name and definition, its
+    partitions in definition order, and the analysis' figures."""
+
+    schema: str
+    name: str
+    method: str
+    expression: str | None
+    partitions: Sequence[PartitionState]
+    now: datetime
+    create_options: str = ""
+    runway: Runway | None = None
+    compression: Compression | None = None
+    page_size: int = 16384
+    fragmented: Sequence[str] = ()  # partition names (subpartitions' parents)
+    fragmented_bytes: int = 0
+    stale: Sequence[str] = ()
+
+    @property
+    def quoted(self) -> str:
+        """`schema`.`table`, quoted for a statement."""
+        return qualified(self.schema, self.name)
+
+
+def column_of(expression: str | None) -> str | None:
+    """The column a partitioning expression reads, spelled as the server stores it
+    (`to_days(\\`d\\`)` -> `d`); None for anything but a function of one column or a
+    bare column (the first for RANGE COLUMNS)."""
+    if parse_expression(expression) is None:
+        return None
+    quoted = _QUOTED.search(expression or "")
+    if quoted:
+        return quoted[1].replace("``", "`")
+    return parse_expression(expression)[1]  # type: ignore[index]
+
+
+def partition_list(names: Sequence[str], all_names: Sequence[str]) -> str:
+    """`p1`, `p2` (each once, in order), or ALL when they are all of them or too many."""
+    unique = list(dict.fromkeys(names))
+    if len(unique) > LISTED_PARTITIONS or set(unique) >= set(all_names):
+        return "ALL"
+    return ", ".join(identifier(name) for name in unique)
+
+
+# -- runway -----------------------------------------------------------------------------
+
+
+def _current_id(partitions: Sequence[PartitionState]) -> int | None:
+    """The next id: the highest AUTO_INCREMENT among the partitions (runway's reading)."""
+    autoincs = [p.autoinc for p in partitions if p.autoinc is not None]
+    return max(autoincs) if autoincs else None
+
+
+def _id_target(runway: Runway, partitions, horizon_days: int) -> tuple[int, str]:
+    """The id the new last bound must reach, and what is assumed about it."""
+    last = runway.last_bound
+    current = _current_id(partitions)
+    note = ""
+    if current is None:
+        # Without AUTO_INCREMENT, ids in the catch-all are guessed dense after the bound.
+        current = last + (runway.catchall_rows or 0) + 1  # type: ignore[operator]
+        note = " (ids guessed dense after the last bound: no AUTO_INCREMENT to read)"
+    target = current
+    if runway.fill_rate_per_day:
+        target = max(target, current + math.ceil(runway.fill_rate_per_day * horizon_days))
+    return target, note
+
+
+def runway_fix(table: TableFacts, horizon_days: int) -> Fix:
+    """Partitions continuing the table's pattern until the runway is `horizon_days` long
+    (time ranges: from today; id ranges: at the fill rate) and every row already in the
+    catch-all has a bounded partition (ids: up to the AUTO_INCREMENT)."""
+    runway = table.runway
+    catchall = next((p.name for p in table.partitions if is_catchall(p.description)), None)
+    if runway is None or runway.last_bound is None:
+        return _runway_advice(table, catchall, "the last bound cannot be read")
+    note = ""
+    if runway.bound_kind == "id":
+        target, note = _id_target(runway, table.partitions, horizon_days)
+    else:
+        target = horizon_date(table.now, horizon_days)
+    try:
+        plan = runway_plan(
+            table.schema,
+            table.name,
+            table.method,
+            table.expression,
+            table.partitions,
+            target,
+        )
+    except CannotPlan as reason:
+        return _runway_advice(table, catchall, str(reason))
+    return Fix(_plan_words(table, plan, runway, note), plan.sql)
+
+
+def _plan_words(table: TableFacts, plan, runway: Runway, note: str) -> str:
+    new = plan.partitions
+    span = identifier(new[0].name) + (f" to {identifier(new[-1].name)}" if len(new) > 1 else "")
+    words = (
+        f"Add {len(new)} {step_words(plan.step)} partition(s), {span}, up to "
+        f"{bound_words(new[-1].bound)} (exclusive), continuing the table's own interval "
+        "and names."
+    )
+    rows = runway.catchall_rows or 0
+    if plan.catchall is None:
+        return words + " ADD PARTITION only creates empty partitions: quick." + note
+    words += f" The catch-all {identifier(plan.catchall)} is recreated last, as MAXVALUE."
+    if not rows:
+        return words + " It is empty, so this is quick." + note
+    words += (
+        f" Its ~{rows:,} rows move into the new partitions: REORGANIZE copies them and "
+        "blocks writes to the table while it runs (plan it off-peak)."
+    )
+    if runway.bound_kind == "id":
+        return words + note
+    column = column_of(table.expression)
+    if column is None:
+        return words
+    check = (
+        f"SELECT MAX({identifier(column)}) FROM {table.quoted} "
+        f"PARTITION ({identifier(plan.catchall)})"
+    )
+    return (
+        f"{words} Rows from {bound_words(new[-1].bound)} on stay in the catch-all: "
+        f"check first with {check}."
+    )
+
+
+def _runway_advice(table: TableFacts, catchall: str | None, reason: str) -> Fix:
+    how = (
+        f"ALTER TABLE {table.quoted} REORGANIZE PARTITION {identifier(catchall)} INTO "
+        f"(... new partitions ..., PARTITION {identifier(catchall)} VALUES LESS THAN MAXVALUE)"
+        if catchall
+        else f"ALTER TABLE {table.quoted} ADD PARTITION (...)"
+    )
+    return Fix(
+        f"Add partitions beyond the last bound with {how}; partdash cannot write it for "
+        f"this table: {reason}.",
+        None,
+    )
+
+
+# -- fragmentation, staleness -------------------------------------------------------------
+
+
+def _names(table: TableFacts) -> list[str]:
+    return list(dict.fromkeys(p.name for p in table.partitions))
+
+
+def rebuild_fix(table: TableFacts) -> Fix:
+    names = partition_list(table.fragmented, _names(table))
+    return Fix(
+        f"REBUILD PARTITION rewrites {names} (~{table.fragmented_bytes / (1 << 20):,.0f} MiB "
+        "free inside them) and gives the free space back to the file system. It copies "
+        "their rows and blocks writes to the table while it runs: plan it off-peak. "
+        "(OPTIMIZE PARTITION on InnoDB rebuilds the whole table.)",
+        f"ALTER TABLE {table.quoted} REBUILD PARTITION {names}",
+    )
+
+
+def analyze_fix(table: TableFacts) -> Fix:
+    names = partition_list(table.stale, _names(table))
+    return Fix(
+        f"ANALYZE PARTITION recomputes the statistics of {names} (a sample of pages: "
+        "quick). InnoDB did not recalculate them itself: check innodb_stats_auto_recalc "
+        "and the table's STATS_AUTO_RECALC.",
+        f"ALTER TABLE {table.quoted} ANALYZE PARTITION {names}",
+    )
+
+
+# -- compression ------------------------------------------------------------------------
+
+
+def compression_fix(table: TableFacts) -> Fix:
+    compression = table.compression
+    page_compression = (
+        "page compression (MariaDB: ROW_FORMAT=DYNAMIC PAGE_COMPRESSED=1; MySQL: "
+        "ROW_FORMAT=DYNAMIC COMPRESSION='zlib'), which never fails a page"
+    )
+    if compression is not None and compression.kind == "page":
+        return Fix(
+            "Page compression saves little: the data is incompressible (then PAGE_COMPRESSED=0 "
+            "or COMPRESSION='none' saves the CPU), or the file system does not punch holes "
+            "(use ext4, XFS or Btrfs).",
+            None,
+        )
+    kib = (compression.zip_page_size or 0) // 1024 if compression else 0
+    page_kib = table.page_size // 1024
+    if not kib or kib >= page_kib:
+        return Fix(
+            f"Compression fails even at KEY_BLOCK_SIZE={kib or page_kib}: the data does not "
+            f"compress. Stop compressing (ROW_FORMAT=DYNAMIC KEY_BLOCK_SIZE=0) or use "
+            f"{page_compression}. Either rebuilds the table.",
+            None,
+        )
+    larger = kib * 2
+    return Fix(
+        f"Raise KEY_BLOCK_SIZE from {kib} to {larger}: pages fit more often (fewer failed "
+        f"compressions and page splits) for a smaller saving. Or use {page_compression}. "
+        "Either rebuilds every partition (copies the rows, blocks writes): plan it off-peak.",
+        f"ALTER TABLE {table.quoted} KEY_BLOCK_SIZE={larger}",
+    )
+
+
+# -- skew, hotspots ---------------------------------------------------------------------
+
+
+def skew_fix(table: TableFacts) -> Fix:
+    method = (table.method or "").upper().strip()
+    count = len(_names(table))
+    if method in ("HASH", "LINEAR HASH"):
+        column = column_of(table.expression)
+        bare = parse_expression(table.expression)
+        if column is not None and bare is not None and bare[0] is None:
+            return Fix(
+                f"HASH({column}) places a row by its value modulo {count}: values in steps "
+                "of the partition count (or of a common factor) all land together. KEY "
+                "hashes the value first, which spreads such values; it rewrites the whole "
+                "table (copies every row, blocks writes). If a few values hold most rows, "
+                "no hashing spreads them: partition on another column.",
+                f"ALTER TABLE {table.quoted} PARTITION BY KEY ({identifier(column)}) "
+                f"PARTITIONS {count}",
+            )
+    if method in EVEN_METHODS:
+        return Fix(
+            "A few values of the partitioning key hold most rows, so more partitions will "
+            "not help: partition on a column (or columns) with many evenly used values, "
+            "with KEY(...) rather than HASH of an expression.",
+            None,
+        )
+    if method in LIST_METHODS:
+        return Fix("One list holds most rows: split its values over more lists.", None)
+    return Fix(
+        "One closed partition is much larger than the others (unequal bounds, or a "
+        "backfill): split it with REORGANIZE PARTITION ... INTO (...) at bounds of the "
+        "table's interval.",
+        None,
+    )
+
+
+def hotspot_fix(table: TableFacts) -> Fix:
+    if (table.method or "").upper().strip() in LIST_METHODS:
+        return Fix("One list takes most of the I/O: split its values over more lists.", None)
+    return Fix(
+        "Most of the I/O goes to few partitions: a few key values (a hot id or tenant) take "
+        "it, which no number of partitions spreads. Partition on a key that spreads the "
+        "writes, or accept it if the hot values are by design.",
+        None,
+    )
+
+
+def table_fix(kind: str, table: TableFacts, horizon_days: int) -> Fix | None:
+    """The fix of a table's finding of this kind."""
+    if kind == "runway":
+        return runway_fix(table, horizon_days)
+    build = {
+        "fragmentation": rebuild_fix,
+        "staleness": analyze_fix,
+        "compression": compression_fix,
+        "skew": skew_fix,
+        "hotspot": hotspot_fix,
+    }.get(kind)
+    return build(table) if build else None
+
+
+# -- server pressure --------------------------------------------------------------------
+
+
+def _round_up(value: float, unit: int) -> int:
+    return max(unit, math.ceil(value / unit) * unit)
+
+
+def limit_fix(limit: LimitPressure) -> Fix:
+    """Raise the setting so the server's partitions fill two thirds of it (a multiple of
+    100), at once and in my.cnf; open_files_limit needs a restart."""
+    setting = limit.setting
+    value = _round_up(limit.partitions * LIMIT_HEADROOM, 100)
+    if setting == "open_files_limit":
+        return Fix(
+            f"open_files_limit cannot change while the server runs: set it in my.cnf under "
+            f"[mysqld] (open_files_limit = {value}) and LimitNOFILE={value} in the "
+            "service's systemd override, then restart. Or merge or drop partitions.",
+            None,
+        )
+    maximum = SETTING_MAXIMA.get(setting)
+    if maximum is not None and value > maximum:
+        return Fix(
+            f"{limit.partitions:,} partitions need more than {setting}'s maximum "
+            f"({maximum:,}): merge or drop partitions.",
+            None,
+        )
+    return Fix(
+        f"Raise {setting} to {value:,} (the partitions then fill {1 / LIMIT_HEADROOM:.0%} of "
+        f"it; the finding starts at {WARN_RATIO:.0%}). SET GLOBAL lasts until the next "
+        f"restart: also set it in my.cnf under [mysqld]: {setting} = {value}. Each cache "
+        "entry takes memory and, for table_open_cache, file handles (open_files_limit). "
+        "Or merge or drop partitions.",
+        f"SET GLOBAL {setting} = {value}",
+    )
+
+
+def working_set_fix(working: WorkingSet) -> Fix:
+    """A buffer pool the written partitions fill two thirds of, in whole chunks."""
+    size = _round_up(working.bytes * LIMIT_HEADROOM, BUFFER_POOL_CHUNK)
+    mib = size >> 20
+    return Fix(
+        f"Raise innodb_buffer_pool_size to {mib:,} MiB (the written partitions then fill "
+        f"{working.bytes / size:.0%} of it; the finding starts at {WORKING_SET_RATIO:.0%}), "
+        "only if the host has that much memory to spare: the pool resizes online, in the "
+        f"background. Also set it in my.cnf under [mysqld]: innodb_buffer_pool_size = {mib}M. "
+        "Or write fewer partitions at once (fewer open time ranges, fewer HASH partitions).",
+        f"SET GLOBAL innodb_buffer_pool_size = {size}",
+    )
