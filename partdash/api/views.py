@@ -49,6 +49,16 @@ SERVER_HEALTH = inline_serializer(
         "warnings": serializers.ListField(child=serializers.DictField()),
     },
 )
+# What to do about a finding: advice, and the statement to run as is where partdash can
+# write one (partdash.health.fixes).
+FIX = inline_serializer(
+    "Fix",
+    {
+        "advice": serializers.CharField(),
+        "sql": serializers.CharField(allow_null=True),
+    },
+    allow_null=True,
+)
 FINDINGS = inline_serializer(
     "Finding",
     {
@@ -61,6 +71,7 @@ FINDINGS = inline_serializer(
         "severity": serializers.CharField(),
         "score": serializers.FloatField(),
         "message": serializers.CharField(),
+        "fix": FIX,
     },
     many=True,
 )
