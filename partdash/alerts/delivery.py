@@ -44,11 +44,10 @@ MAX_BACKOFF = timedelta(hours=1)
 
 def recipient_set(raw: str) -> str:
     """A transition's recipients as one canonical string: "" stands for ALERT_EMAILS;
-    addresses deduplicated (case-insensitively) and sorted, so the same people written
-    two ways get one email."""
-    addresses = [a.strip() for a in raw.split(",")] if raw.strip() else settings.ALERT_EMAILS
-    unique = {a.lower(): a for a in reversed([a for a in addresses if a])}
-    return ",".join(sorted(unique.values(), key=str.lower))
+    addresses lower-cased, deduplicated and sorted, so the same people written two ways
+    get one email."""
+    addresses = raw.split(",") if raw.strip() else settings.ALERT_EMAILS
+    return ",".join(sorted({a.strip().lower() for a in addresses if a.strip()}))
 
 
 def waiting(server_id: int | None = None, evaluation: str | None = None) -> QuerySet:
