@@ -261,6 +261,23 @@ PARTDASH_ALERT_RETRY_SECONDS = env.float("PARTDASH_ALERT_RETRY_SECONDS", default
 PARTDASH_ALERT_MAX_ATTEMPTS = env.int("PARTDASH_ALERT_MAX_ATTEMPTS", default=30)
 # Transitions an email shows in full; the rest of a storm is counted, with a link.
 PARTDASH_ALERT_EMAIL_DETAILED = env.int("PARTDASH_ALERT_EMAIL_DETAILED", default=50)
+# Alert rules (partdash.alerts.rules): a condition fires after holding on this many
+# consecutive polls and resolves after being clear on as many.
+PARTDASH_ALERT_FOR_POLLS = env.int("PARTDASH_ALERT_FOR_POLLS", default=2)
+# A firing alert clears below this fraction of its threshold (above threshold/ratio where
+# lower is worse): a value hovering at the limit sends nothing more.
+PARTDASH_ALERT_CLEAR_RATIO = env.float("PARTDASH_ALERT_CLEAR_RATIO", default=0.9)
+# Size rules' thresholds: a partition's data + index bytes, a table's, a table's growth.
+PARTDASH_ALERT_PARTITION_SIZE_BYTES = env.int(
+    "PARTDASH_ALERT_PARTITION_SIZE_BYTES", default=50 << 30
+)
+PARTDASH_ALERT_TABLE_SIZE_BYTES = env.int("PARTDASH_ALERT_TABLE_SIZE_BYTES", default=1 << 40)
+PARTDASH_ALERT_TABLE_GROWTH_BYTES_PER_DAY = env.int(
+    "PARTDASH_ALERT_TABLE_GROWTH_BYTES_PER_DAY", default=10 << 30
+)
+# `stale_polls`: no successful poll for this many poll intervals; beat checks this often.
+PARTDASH_ALERT_STALE_POLL_INTERVALS = env.float("PARTDASH_ALERT_STALE_POLL_INTERVALS", default=3)
+PARTDASH_ALERT_STALE_CHECK_SECONDS = env.float("PARTDASH_ALERT_STALE_CHECK_SECONDS", default=60.0)
 
 LOGGING = {
     "version": 1,
