@@ -41,6 +41,7 @@ BUFFER_POOL_CHUNK = 128 << 20  # innodb_buffer_pool_chunk_size's default: the po
 LISTED_PARTITIONS = 100
 
 _QUOTED = re.compile(r"`((?:[^`]|``)*)`")
+_BARE = re.compile(r"[\w$]+")
 
 
 @dataclass(frozen=True, slots=True)
@@ -86,6 +87,17 @@ def column_of(expression: str | None) -> str | None:
     if quoted:
         return quoted[1].replace("``", "`")
     return parse_expression(expression)[1]  # type: ignore[index]
+
+
+def bare_column(expression: str | None) -> str | None:
+    """The column of an expression that is one column and nothing else."""
+    text = (expression or "").strip()
+    while text.startswith("(") and text.endswith(")"):
+        text = text[1:-1].strip()
+    quoted = _QUOTED.fullmatch(text)
+    if quoted:
+        return quoted[1].replace("``", "`")
+    return text if _BARE.fullmatch(text) else None
 
 
 def partition_list(names: Sequence[str], all_names: Sequence[str]) -> str:
@@ -263,9 +275,8 @@ def skew_fix(table: TableFacts) -> Fix:
     method = (table.method or "").upper().strip()
     count = len(_names(table))
     if method in ("HASH", "LINEAR HASH"):
-        column = column_of(table.expression)
-        bare = parse_expression(table.expression)
-        if column is not None and bare is not None and bare[0] is None:
+        column = bare_column(table.expression)
+        if column is not None:
             return Fix(
                 f"HASH({column}) places a row by its value modulo {count}: values in steps "
                 "of the partition count (or of a common factor) all land together. KEY "

@@ -430,6 +430,20 @@ def _subpartitions(partitions: Sequence[PartitionState]) -> int:
     return sum(1 for p in partitions if p.subpartition) or len(merge_subpartitions(partitions))
 
 
+def _readable_tail(
+    bounded: list[PartitionState], expression: str | None
+) -> tuple[list[PartitionState], list[Bound]]:
+    """The last partitions whose bounds read as dates or ids, with their bounds: a guard
+    partition first (`VALUES LESS THAN (0)`, no date) does not stop the pattern."""
+    read = [range_bound(expression, p.description) for p in bounded]
+    start = len(read)
+    while start > 0 and read[start - 1] is not None:
+        start -= 1
+    if start == len(read):
+        raise CannotPlan("the last partition's bound is not one partdash can read")
+    return bounded[start:], read[start:]  # type: ignore[return-value]
+
+
 def runway_plan(
     schema: str,
     table: str,
@@ -443,12 +457,12 @@ def runway_plan(
     everything below it then has a bounded partition). Raises CannotPlan."""
     if (method or "").upper().strip() not in RANGE_METHODS:
         raise CannotPlan("the table is not RANGE-partitioned")
+    if parse_expression(expression) is None:
+        raise CannotPlan("the partitioning expression is not one partdash can continue")
     merged = merge_subpartitions(partitions)
     catchalls = [p for p in merged if is_catchall(p.description)]
     bounded = [p for p in merged if not is_catchall(p.description)]
-    read = [range_bound(expression, p.description) for p in bounded]
-    if not bounded or any(bound is None for bound in read):
-        raise CannotPlan("a partition's bound is not one partdash can read")
+    bounded, read = _readable_tail(bounded, expression)
     encoding = _encoding(method, expression, read[-1])
     points = [_as_point(bound) for bound in read]
     step = table_step(encoding, points)  # type: ignore[arg-type]
@@ -477,8 +491,7 @@ def runway_plan(
     catchall = catchalls[0] if catchalls else None
     if catchall is not None:
         lines.append(
-            f"PARTITION {identifier(catchall.name)} "
-            f"{_catchall_sql(method, catchall.description)}"
+            f"PARTITION {identifier(catchall.name)} {_catchall_sql(method, catchall.description)}"
         )
         head = f"REORGANIZE PARTITION {identifier(catchall.name)} INTO"
     else:
