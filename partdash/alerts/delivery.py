@@ -202,18 +202,18 @@ def deliver_evaluation(server_id: int, evaluation: str) -> list[tuple[int, Outco
 
 
 def sweep() -> list[int]:
-    """What a killed or absent worker left behind: group transitions that have waited
-    longer than a lease, and return the notifications whose lease has run out."""
+    """What a killed or absent worker left behind, longer than a lease ago: transitions
+    it did not group (grouped now), and notifications it did not send. Returns the
+    notifications to attempt."""
     now = timezone.now()
+    stale = now - lease()
     leftovers = (
-        waiting()
-        .filter(created_at__lt=now - lease())
-        .values_list("server_id", "evaluation")
-        .distinct()
+        waiting().filter(created_at__lt=stale).values_list("server_id", "evaluation").distinct()
     )
-    for server_id, evaluation in list(leftovers):
-        group_evaluation(server_id, evaluation)
-    return list(deliverable(now).order_by("pk").values_list("pk", flat=True))
+    made = [n.pk for sid, ev in list(leftovers) for n in group_evaluation(sid, ev) if n.recipients]
+    # An unclaimed one younger than a lease is its evaluation's task's to send.
+    left = deliverable(now).filter(Q(claimed_at__isnull=False) | Q(created_at__lt=stale))
+    return sorted({*made, *left.values_list("pk", flat=True)})
 
 
 # --- reminders ----------------------------------------------------------------------------

@@ -11,7 +11,7 @@ import pytest
 from django.conf import settings
 
 from tests.alerts.mailbox import Mailbox
-from tests.conftest import CeleryProcesses
+from tests.conftest import CeleryProcesses, wait_until
 from tests.services import log_tail
 
 # The worker's delivery settings in these tests: a lease of a few seconds (a killed
@@ -80,6 +80,16 @@ class DeliveryProcesses(CeleryProcesses):
             self.env = base
         self.worker = self.processes[-1]
         return self
+
+    def wait_ready(self) -> None:
+        """Until the worker took its queue (its log says "ready")."""
+        log = self.log_dir / f"worker{self.workers}.log"
+        wait_until(
+            lambda: log.exists() and " ready." in log.read_text(errors="replace"),
+            timeout=60,
+            what="the worker to be ready",
+            logs=self.logs,
+        )
 
     def kill_worker(self) -> None:
         """SIGKILL the worker and its pool processes at once, as a crash would."""

@@ -1,0 +1,171 @@
+"""Delivery by a real Celery worker and beat, over a real Redis, to a real SMTP server:
+the task C1 queues by name sends one email per evaluation and recipients; a storm is one
+email; a mail server that is down is retried until it is back; reminders come from beat;
+and a worker killed with SIGKILL at each step of delivery loses nothing and duplicates
+nothing, except in the one documented window (same Message-ID)."""
+
+import time
+from datetime import timedelta
+
+import pytest
+
+from partdash.alerts.models import Alert, Notification, Transition
+from tests import alert_rows
+from tests.alerts.conftest import DELIVERY_ENV
+from tests.alerts.mailbox import transition
+from tests.conftest import wait_until
+
+pytestmark = [pytest.mark.e2e, pytest.mark.django_db(transaction=True), pytest.mark.timeout(150)]
+
+LEASE = float(DELIVERY_ENV["PARTDASH_ALERT_CLAIM_LEASE_SECONDS"])
+
+
+def queue(server, evaluation: str) -> None:
+    """As the alerts service does on commit: the task by its name, ids only."""
+    from partdash.celery import app
+
+    app.send_task("partdash.alerts.tasks.deliver_evaluation", args=(server.pk, evaluation))
+
+
+def firing(on, of=None, rule="runway", **fields):
+    return alert_rows.alert(on, rule=rule, of=of, **{"notified_at": None, **fields})
+
+
+def settle(mailbox, seconds: float) -> None:
+    """Long enough for a lease to end and the sweeper to act on anything left."""
+    time.sleep(seconds)
+
+
+def test_one_evaluation_is_one_email_per_set_of_recipients(delivery_processes, mailbox):
+    db1 = alert_rows.server("db1")
+    orders = alert_rows.table(db1, "shop", "orders")
+    transition(firing(db1, orders, fix={"advice": "Add partitions.", "sql": "ALTER TABLE x"}))
+    transition(alert_rows.alert(db1, "skew", Alert.State.RESOLVED), Transition.Kind.RESOLVED)
+    transition(firing(db1, None, "unreachable"), recipients="dba@example.com")
+    transition(firing(db1, alert_rows.table(db1, "s", "quiet")), silenced=True)
+    processes = delivery_processes()
+
+    queue(db1, "eval-1")
+
+    wait_until(lambda: mailbox.count() == 2, 60, "two emails", processes.logs)
+    settle(mailbox, LEASE + 2)
+    by_to = {e.recipients[0]: e for e in mailbox.emails()}
+    assert len(mailbox.emails()) == 2
+    assert by_to["ops@example.com"].subject == "[partdash] db1: 1 firing, 1 resolved"
+    assert by_to["ops@example.com"].lines("FIRING", "RESOLVED") == [
+        "FIRING runway shop.orders value 3 threshold 14",
+        "RESOLVED skew db1 value 3 threshold 14",
+    ]
+    assert "https://partdash.example.com/tables/" in by_to["ops@example.com"].text
+    assert "ALTER TABLE x" in by_to["ops@example.com"].html
+    assert by_to["dba@example.com"].subject == "[partdash] db1: FIRING unreachable db1"
+    assert Notification.objects.filter(sent_at__isnull=False).count() == 2
+    assert Transition.objects.get(silenced=True).notification is None
+
+
+def test_a_storm_of_500_tables_is_one_email_worst_first(delivery_processes, mailbox):
+    db1 = alert_rows.server("db1")
+    for n in range(500):
+        table = alert_rows.table(db1, "shop", f"t{n:03}")
+        severity = "critical" if n == 250 else "warning"
+        transition(firing(db1, table, "skew", severity=severity, value=2 + n / 100, threshold=2))
+    processes = delivery_processes()
+
+    queue(db1, "eval-1")
+
+    wait_until(lambda: mailbox.count(), 60, "the storm's email", processes.logs)
+    settle(mailbox, LEASE + 2)
+    (sent,) = mailbox.emails()
+    assert sent.subject == "[partdash] db1: 500 firing, 0 resolved"
+    shown = sent.lines("FIRING")
+    assert shown[:2] == [
+        "FIRING skew shop.t250 value 4.5 threshold 2",
+        "FIRING skew shop.t499 value 6.99 threshold 2",
+    ]
+    assert len(shown) == 50 and "...and 450 more (450 firing, 0 resolved)" in sent.text
+    assert Transition.objects.filter(notification__sent_at__isnull=False).count() == 500
+
+
+def test_an_smtp_outage_is_recorded_then_the_email_delivered_once_it_is_back(
+    delivery_processes, mailbox
+):
+    db1 = alert_rows.server("db1")
+    transition(firing(db1, alert_rows.table(db1)))
+    mailbox.stop()
+    processes = delivery_processes()
+
+    queue(db1, "eval-1")
+
+    failed = wait_until(
+        lambda: Notification.objects.filter(attempts__gte=2).first(),
+        60,
+        "two failed attempts",
+        processes.logs,
+    )
+    assert failed.sent_at is None and "ConnectionRefusedError" in failed.last_error
+    mailbox.start()
+    wait_until(lambda: mailbox.count(), 60, "the email once SMTP is back", processes.logs)
+    settle(mailbox, LEASE + 2)
+    (sent,) = mailbox.emails()
+    delivered = Notification.objects.get()
+    assert sent.message_id == delivered.message_id
+    assert delivered.sent_at is not None and delivered.attempts >= 3
+    assert "ConnectionRefusedError" in delivered.last_error
+
+
+def test_beat_sends_one_reminder_digest_for_alerts_still_firing(delivery_processes, mailbox):
+    db1 = alert_rows.server("db1")
+    for name in ("a", "b"):
+        alert = alert_rows.alert(
+            db1, "runway", of=alert_rows.table(db1, "s", name), ago=timedelta(hours=25)
+        )
+        transition(alert, evaluation=f"fired-{name}", notification=alert_rows.notification(db1))
+    processes = delivery_processes()
+
+    wait_until(lambda: mailbox.count(), 60, "the reminder", processes.logs)
+    settle(mailbox, LEASE + 2)
+    (sent,) = mailbox.emails()
+    assert sent.subject == "[partdash] db1: 2 firing, 0 resolved"
+    assert sent.text.startswith("Still firing on db1 (2)")
+    assert len(sent.lines("FIRING")) == 2
+    assert Transition.objects.filter(kind="reminder").count() == 2
+
+
+@pytest.mark.parametrize("step", ["grouping", "grouped", "claimed", "accepted"])
+def test_a_worker_killed_at_each_step_loses_nothing(step, delivery_processes, mailbox, tmp_path):
+    """Killed before grouping, after grouping, after claiming, or after the SMTP server
+    accepted: a new worker's sweep sends what was left, once. Only the last step can
+    duplicate (the SMTP server has it, `sent_at` is not written), with the same
+    Message-ID: README documents it."""
+    paused = tmp_path / "paused"
+    processes = delivery_processes(
+        PARTDASH_TEST_DELIVERY_PAUSE_AT=step, PARTDASH_TEST_DELIVERY_PAUSE_FILE=str(paused)
+    )
+    processes.wait_ready()
+    db1 = alert_rows.server("db1")
+    for name in ("a", "b", "c"):
+        transition(firing(db1, alert_rows.table(db1, "s", name)))
+
+    queue(db1, "eval-1")
+    wait_until(paused.exists, 60, f"the worker to stop at {step!r}", processes.logs)
+    processes.kill_worker()
+
+    assert mailbox.count() == (1 if step == "accepted" else 0)
+    assert Notification.objects.filter(sent_at__isnull=False).count() == 0
+    processes.start_worker()
+    wait_until(
+        lambda: Notification.objects.filter(sent_at__isnull=False).exists(),
+        60,
+        "the email sent after the restart",
+        processes.logs,
+    )
+    settle(mailbox, LEASE + 2)
+
+    received = mailbox.emails()
+    assert len(received) == (2 if step == "accepted" else 1)
+    (notification,) = Notification.objects.all()
+    assert {e.message_id for e in received} == {notification.message_id}
+    assert {e.subject for e in received} == {"[partdash] db1: 3 firing, 0 resolved"}
+    assert all(len(e.lines("FIRING")) == 3 for e in received)
+    assert Transition.objects.filter(notification=notification).count() == 3
+    assert Alert.objects.filter(notified_at__isnull=True).count() == 0
