@@ -41,6 +41,12 @@ def matching(silences: QuerySet[Silence], prefix: str = "") -> QuerySet[Silence]
     return silences.filter(field("server"), field("schema"), field("table"), field("rule"))
 
 
+def alerts_matched_by(alerts: QuerySet, **scope) -> QuerySet:
+    """`alerts` that a silence with `scope` (server, schema, table, rule; None matches
+    everything) would match: the other side of `matching`."""
+    return alerts.filter(**{field: value for field, value in scope.items() if value is not None})
+
+
 def silenced_now(now: datetime | None = None) -> Exists:
     """An annotation for an Alert queryset: whether a silence in force matches it."""
     return Exists(matching(active_silences(now)))

@@ -16,6 +16,7 @@ from partdash.alerts.overrides import override_problems, recipient_list, recipie
 from partdash.alerts.silences import active_silences, silence_problems
 from partdash.servers.models import Server
 
+MAX_ID = 2**63 - 1  # larger ids would overflow the database's integer, not just miss
 MAX_LIST = 5000  # rows of one list, at most: a storm of per-partition alerts stays a page
 
 
@@ -99,8 +100,12 @@ class AlertSerializer(serializers.ModelSerializer):
 
 class AlertQuery(serializers.Serializer):
     state = serializers.ChoiceField(Alert.State.choices, required=False)
-    server = serializers.IntegerField(required=False, help_text="a server's id")
-    table = serializers.IntegerField(required=False, help_text="a partitioned table's id")
+    server = serializers.IntegerField(
+        required=False, min_value=1, max_value=MAX_ID, help_text="a server's id"
+    )
+    table = serializers.IntegerField(
+        required=False, min_value=1, max_value=MAX_ID, help_text="a partitioned table's id"
+    )
     rule = serializers.ChoiceField(RuleName.choices, required=False)
     silenced = serializers.BooleanField(
         required=False, allow_null=True, default=None, help_text="held by a silence now"
@@ -364,7 +369,9 @@ class NotificationQuery(serializers.Serializer):
     failed = serializers.BooleanField(
         required=False, allow_null=True, default=None, help_text="an SMTP attempt failed"
     )
-    server = serializers.IntegerField(required=False, help_text="a server's id")
+    server = serializers.IntegerField(
+        required=False, min_value=1, max_value=MAX_ID, help_text="a server's id"
+    )
     limit = serializers.IntegerField(required=False, min_value=1, max_value=500, default=50)
 
     def apply(self, notifications):

@@ -1,9 +1,11 @@
 from django.urls import path
 
-from partdash.dashboard import views
+from partdash.dashboard import alerts, views
 
 urlpatterns = [
     path("", views.fleet, name="fleet"),
     path("servers/<int:server_id>/", views.server, name="server"),
     path("tables/<int:table_id>/", views.table, name="table"),
+    path("alerts/", alerts.alerts, name="alerts"),
+    path("alerts/silence/", alerts.silence, name="silence"),
 ]

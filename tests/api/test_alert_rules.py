@@ -115,6 +115,7 @@ def test_viewers_read_but_cannot_write(viewer_api):
         ({"rule": "skew", "threshold": "high"}, "threshold"),
         ({"rule": "skew", "severity": "apocalyptic"}, "severity"),
         ({"rule": "skew", "server": 999999}, "server"),
+        ({"rule": "skew", "server": 10**30}, "server"),
         ({"rule": "skew", "recipients": ["dba@example.com", "not an address"]}, "recipients"),
         ({"rule": "skew", "recipients": "dba@"}, "recipients"),
         ({"rule": "skew", "recipients": [{"to": "x"}]}, "recipients"),
@@ -130,11 +131,22 @@ def test_a_malformed_override_is_a_400_naming_its_field(staff_api, body, field):
     assert not AlertRule.objects.exists()
 
 
-def test_a_body_that_is_not_json_is_a_400(staff_api):
-    response = staff_api.post(RULES, "{rule: skew", content_type="application/json")
+@pytest.mark.parametrize(
+    "body", ["{rule: skew", '{"rule": "skew", "threshold": NaN}', "[1, 2]", "\xff\xfe"]
+)
+def test_a_body_that_is_not_an_object_of_json_is_a_400(staff_api, body):
+    response = staff_api.post(RULES, body, content_type="application/json")
 
     assert response.status_code == 400
-    assert "detail" in response.json()
+    assert response.json()
+
+
+def test_an_infinite_threshold_is_a_400(staff_api):
+    body = '{"rule": "skew", "threshold": 1e400}'
+
+    response = staff_api.post(RULES, body, content_type="application/json")
+
+    assert response.status_code == 400 and "threshold" in response.json()
 
 
 def test_a_second_override_of_one_rule_for_one_scope_is_refused(staff_api):

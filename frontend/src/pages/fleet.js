@@ -1,4 +1,5 @@
 // Fleet page: one row per server from /api/v1/servers/, then the worst tables fleet-wide.
+import { alertBadge, alertsPage } from "../alert-badges.js";
 import { getJSON, urls } from "../api.js";
 import { cell, code, el, link } from "../dom.js";
 import { findingList, severityBadge } from "../findings.js";
@@ -42,9 +43,11 @@ function lastPollTitle(server) {
   return `${age(server.last_poll_at)}; ${success}`;
 }
 
-function serverRow(server) {
+function serverRow(server, alertCounts) {
   const name = [
     link(urls.serverPage(server.id), server.name, { className: "server-link" }),
+    " ",
+    alertBadge(alertCounts, alertsPage({ server: server.id })),
     " ",
     link(urls.serverAdmin(server.id), "admin", { className: "admin-link small" }),
   ];
@@ -83,8 +86,9 @@ function worstTable(finding) {
 }
 
 async function refreshServers(body) {
-  const servers = await getJSON("servers/");
-  body.replaceChildren(...servers.map(serverRow));
+  const [servers, alertCounts] = await Promise.all([getJSON("servers/"), getJSON("alerts/counts/")]);
+  const byServer = new Map(alertCounts.map((counts) => [counts.server_id, counts]));
+  body.replaceChildren(...servers.map((server) => serverRow(server, byServer.get(server.id))));
 }
 
 async function refreshWorst(list) {
