@@ -10,6 +10,7 @@ from django.core.exceptions import ValidationError
 from django.core.validators import validate_email
 
 from partdash.alerts.models import RuleName
+from partdash.alerts.rules import fires_below
 
 MAX_FOR_POLLS = 1000  # a thousand one-minute polls is most of a day: more is a typo
 
@@ -34,17 +35,6 @@ def recipient_problems(addresses: list[str]) -> list[str]:
     return problems
 
 
-def fires_below(rule: str) -> bool | None:
-    """Whether `rule` fires when its value falls below the threshold (runway: days left)
-    rather than above it; None where the rule catalogue does not say."""
-    try:
-        from partdash.alerts import rules
-    except ImportError:
-        return None
-    direction = getattr(rules, "fires_below", None)
-    return direction(rule) if callable(direction) else None
-
-
 def override_problems(
     rule: str,
     threshold: float | None,
@@ -62,7 +52,7 @@ def override_problems(
         problems["for_polls"] = f"must be between 1 and {MAX_FOR_POLLS}"
     if problems or threshold is None or clear_threshold is None:
         return problems
-    below = fires_below(rule)
+    below = fires_below(rule)  # the rule catalogue says which way each rule fires
     if below is False and not clear_threshold < threshold:
         problems["clear_threshold"] = (
             f"must be below the threshold ({threshold:g}): {rule} fires above it"

@@ -175,3 +175,12 @@ def test_notifications_show_their_smtp_failures(admin_client):
     assert sent.pk not in {n.pk for n in failed.context["cl"].result_list}
     assert admin_client.get(f"{NOTIFICATIONS}add/").status_code == 403
     assert "550 no such user" in text(admin_client.get(f"{NOTIFICATIONS}{refused.pk}/change/"))
+
+
+def test_a_clear_threshold_on_the_firing_side_is_refused(admin_client):
+    response = admin_client.post(
+        f"{RULES}add/", rule_form(rule="runway", threshold="14", clear_threshold="7")
+    )
+
+    assert "must be above the threshold (14): runway fires below it" in text(response)
+    assert not AlertRule.objects.exists()

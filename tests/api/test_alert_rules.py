@@ -161,16 +161,26 @@ def test_a_second_override_of_one_rule_for_one_scope_is_refused(staff_api):
     assert moved.status_code == 400
 
 
-def test_clear_threshold_must_sit_on_the_clear_side_of_the_threshold(staff_api):
-    from partdash.alerts.overrides import fires_below
-
-    if fires_below("skew") is None:
-        pytest.skip("the rule catalogue does not say which way skew fires yet")
+def test_clear_threshold_must_be_below_a_threshold_that_fires_above(staff_api):
     wrong = staff_api.post(
         RULES, {"rule": "skew", "threshold": 3, "clear_threshold": 4}, format="json"
     )
     rule = AlertRule.objects.create(rule="skew", server=rows.server(), threshold=3)
     patched = staff_api.patch(f"{RULES}{rule.pk}/", {"clear_threshold": 3}, format="json")
+    right = staff_api.patch(f"{RULES}{rule.pk}/", {"clear_threshold": 2.5}, format="json")
 
-    assert wrong.status_code == 400 and "clear_threshold" in wrong.json()
+    assert wrong.status_code == 400 and "must be below" in wrong.json()["clear_threshold"][0]
     assert patched.status_code == 400 and "clear_threshold" in patched.json()
+    assert right.status_code == 200
+
+
+def test_runway_fires_below_its_threshold_so_it_clears_above(staff_api):
+    wrong = staff_api.post(
+        RULES, {"rule": "runway", "threshold": 14, "clear_threshold": 10}, format="json"
+    )
+    right = staff_api.post(
+        RULES, {"rule": "runway", "threshold": 14, "clear_threshold": 21}, format="json"
+    )
+
+    assert wrong.status_code == 400 and "must be above" in wrong.json()["clear_threshold"][0]
+    assert right.status_code == 201
