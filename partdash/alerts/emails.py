@@ -161,6 +161,12 @@ class Line:
         return ((self.alert.fix or {}).get("advice") or "").strip()
 
     @property
+    def advice_block(self) -> str:
+        """The advice with its further lines indented under `Fix: `, so no line of it
+        can pass for a transition's line."""
+        return "\n       ".join(shown(row) for row in self.advice.splitlines())
+
+    @property
     def sql(self) -> str:
         return ((self.alert.fix or {}).get("sql") or "").strip()
 
