@@ -63,6 +63,11 @@ function when(alert) {
   return since;
 }
 
+function figures(alert) {
+  if (alert.value == null && alert.threshold == null) return "";
+  return `value ${figure(alert.rule, alert.value)}, threshold ${figure(alert.rule, alert.threshold)}; `;
+}
+
 function alertItem(alert) {
   return el(
     "li",
@@ -71,8 +76,7 @@ function alertItem(alert) {
       severityBadge(alert.severity), " ", el("strong", {}, alert.rule), " ", where(alert),
       alert.silenced ? [" ", el("span", { className: "badge silenced-badge" }, "silenced")] : null),
     el("div", { className: "alert-message" }, alert.message),
-    el("div", { className: "alert-figures small" },
-      `value ${figure(alert.rule, alert.value)}, threshold ${figure(alert.rule, alert.threshold)}; ${when(alert)}`),
+    el("div", { className: "alert-figures small" }, figures(alert), when(alert)),
     fixBlock(alert.fix),
     alert.state !== "resolved" && !alert.silenced ? silenceLink(alert) : null,
   );
