@@ -1,11 +1,10 @@
 """The outbox, in this process, against a real SMTP server: grouping per evaluation and
 recipients, claims that one worker wins, failures recorded and retried with backoff,
-reminders, and Django's `sendtestemail` through the same settings."""
+and reminders."""
 
 from datetime import timedelta
 
 import pytest
-from django.core.management import call_command
 from django.utils import timezone
 
 from partdash.alerts import delivery
@@ -243,11 +242,3 @@ def test_alerts_still_firing_get_one_reminder_digest_per_server(mailbox, setting
         "FIRING skew s.b value 3 threshold 14",
     ]
     assert Alert.objects.filter(reminded_at__isnull=False).count() == 4
-
-
-def test_sendtestemail_goes_through_the_same_settings(mailbox):
-    call_command("sendtestemail", "dba@example.com")
-
-    (sent,) = mailbox.emails()
-    assert sent.recipients == ["dba@example.com"]
-    assert sent.sender == "partdash@example.com"
