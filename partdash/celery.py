@@ -1,5 +1,5 @@
 """The Celery application: Redis broker; beat dispatches due polls, applies retention,
-sweeps the alert outbox and sends reminders."""
+sweeps the alert outbox, sends reminders and looks for servers no poll reaches."""
 
 import os
 
@@ -15,7 +15,7 @@ app.autodiscover_tasks(["partdash.collector", "partdash.metrics", "partdash.aler
 @app.on_after_finalize.connect
 def schedule_dispatcher(sender: Celery, **kwargs) -> None:
     """Beat's static entries: due polls (each server's own interval is read from the
-    database), retention, the alert outbox's sweep and reminders."""
+    database), retention, the alert outbox's sweep and reminders, and `stale_polls`."""
     from django.conf import settings
 
     sender.add_periodic_task(
@@ -37,4 +37,9 @@ def schedule_dispatcher(sender: Celery, **kwargs) -> None:
         settings.PARTDASH_ALERT_REMINDER_EVERY_SECONDS,
         sender.signature("partdash.alerts.tasks.send_reminders"),
         name="alert reminders",
+    )
+    sender.add_periodic_task(
+        settings.PARTDASH_ALERT_STALE_CHECK_SECONDS,
+        sender.signature("partdash.alerts.tasks.evaluate_stale_polls"),
+        name="alerts: servers with no successful poll",
     )

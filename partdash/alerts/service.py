@@ -1,21 +1,432 @@
-"""The poll's last stage: evaluate the alert rules against what the poll stored.
+"""The poll's last stage: evaluate the alert rules against what the poll stored, record
+the alerts' new states and the transitions to announce (the outbox), and queue their
+delivery once the poll's transaction commits.
 
 The poll service (`partdash.collector.service`) calls these inside the poll's
 transaction, after the analysis, so a poll's figures, findings and alert transitions
-are stored all or nothing.
+are stored all or nothing. The decisions are `partdash.health.alerting`'s (pure); this
+module reads and writes.
+
+Cost: a poll evaluates the tables its analysis touched and those with an open alert,
+plus one query for the partitions past the `partition_size` threshold; every table only
+when the rules changed since this process last evaluated the server.
 """
 
-from partdash.metrics.models import ServerSnapshot
+import logging
+import uuid
+from dataclasses import dataclass
+from datetime import datetime
+
+from django.conf import settings
+from django.db import connection, transaction
+from django.db.models import Count, Max, Q
+from django.utils import timezone
+
+from partdash.alerts import conditions as judged
+from partdash.alerts.models import Alert, AlertRule, RuleName, Silence, Transition
+from partdash.alerts.rules import catalogue
+from partdash.health.alert_rules import Override, SilenceScope, rule_in_force, silenced_keys
+from partdash.health.alerting import AlertState, Condition, Key, Outcome, evaluate
+from partdash.metrics.models import PartitionedTable, ServerSnapshot
 from partdash.servers.models import Server
 
+log = logging.getLogger(__name__)
 
-def evaluate_after_poll(server: Server, snapshot: ServerSnapshot) -> None:
+OPEN = (Alert.State.PENDING, Alert.State.FIRING)
+DELIVERY_TASK = "partdash.alerts.tasks.deliver_evaluation"
+TABLE_FIELDS = (
+    "id",
+    "schema",
+    "name",
+    "health",
+    "total_data_bytes",
+    "total_index_bytes",
+    "first_seen_at",
+    "dropped_at",
+)
+# The rules version each server was last evaluated under, in this process: a poll
+# evaluates every table when it changed (or is unknown), else only what changed.
+_EVALUATED_UNDER: dict[int, tuple] = {}
+
+
+# -- the hooks -------------------------------------------------------------------------
+
+
+def evaluate_after_poll(server: Server, snapshot: ServerSnapshot) -> str | None:
     """Evaluate the server's rules on the health this poll stored (the snapshot's and
-    its tables'), and record the transitions. Placeholder: the alert evaluation work
-    of issue 10 fills it in."""
+    its tables'), except `stale_polls` (beat's), and record the transitions. Returns
+    the evaluation id when it recorded any."""
+    now = snapshot.taken_at
+    version = rules_version()
+    full = _EVALUATED_UNDER.get(server.pk) != version
+    open_alerts = list(
+        Alert.objects.filter(server=server, state__in=OPEN).exclude(rule=RuleName.STALE_POLLS)
+    )
+    tables = _tables_to_evaluate(server, snapshot, open_alerts, full)
+    evaluation = Evaluation(server, now, open_alerts)
+    evaluation.judge_tables(tables)
+    evaluation.judge_partitions()
+    evaluation.conditions[Key(RuleName.PRESSURE)] = judged.pressure_condition(snapshot)
+    evaluation.conditions[Key(RuleName.UNREACHABLE)] = judged.unreachable_condition(
+        server.name, failed=False
+    )
+    recorded = evaluation.run()
+    transaction.on_commit(lambda: _EVALUATED_UNDER.__setitem__(server.pk, version))
+    return recorded
 
 
-def evaluate_after_failure(server: Server) -> None:
-    """Evaluate `unreachable` (and hold every other rule) after a poll that failed; the
-    server's status and `last_error` are already recorded. Placeholder: the alert
-    evaluation work of issue 10 fills it in."""
+def evaluate_after_failure(server: Server) -> str | None:
+    """Evaluate `unreachable` after a poll that failed (its status and `last_error` are
+    recorded already); every other rule holds its state until the server answers."""
+    last_error = Server.objects.filter(pk=server.pk).values_list("last_error", flat=True).first()
+    open_alerts = list(
+        Alert.objects.filter(server=server, state__in=OPEN, rule=RuleName.UNREACHABLE)
+    )
+    evaluation = Evaluation(server, timezone.now(), open_alerts)
+    evaluation.conditions[Key(RuleName.UNREACHABLE)] = judged.unreachable_condition(
+        server.name, failed=True, last_error=last_error or ""
+    )
+    return evaluation.run()
+
+
+def evaluate_stale_polls(now: datetime | None = None) -> list[str]:
+    """Beat: `stale_polls` of every enabled server (no poll happens to evaluate it),
+    one transaction and evaluation per server. Returns the evaluations recorded."""
+    now = now or timezone.now()
+    recorded = []
+    for server in Server.objects.filter(enabled=True):
+        with transaction.atomic():
+            open_alerts = list(
+                Alert.objects.filter(server=server, state__in=OPEN, rule=RuleName.STALE_POLLS)
+            )
+            evaluation = Evaluation(server, now, open_alerts)
+            condition = judged.stale_polls_condition(server, now)
+            evaluation.conditions[Key(RuleName.STALE_POLLS)] = condition
+            evaluation_id = evaluation.run()
+        if evaluation_id:
+            recorded.append(evaluation_id)
+    return recorded
+
+
+def rules_version() -> tuple:
+    """Changes whenever an override is added, edited or deleted."""
+    figures = AlertRule.objects.aggregate(n=Count("id"), top=Max("id"), last=Max("updated_at"))
+    return (figures["n"], figures["top"], figures["last"])
+
+
+def _tables_to_evaluate(server, snapshot, open_alerts: list[Alert], full: bool):
+    """The tables this poll's analysis wrote (all live ones when `full`), and those
+    with an open alert (dropped ones included: their alerts resolve)."""
+    with_alerts = {a.partitioned_table_id for a in open_alerts if a.partitioned_table_id}
+    analysed = (
+        Q(dropped_at=None) if full else Q(dropped_at=None, analysed_at__gte=snapshot.taken_at)
+    )
+    return list(
+        PartitionedTable.objects.filter(server=server)
+        .filter(analysed | Q(pk__in=with_alerts))
+        .only(*TABLE_FIELDS)
+    )
+
+
+# -- one evaluation --------------------------------------------------------------------
+
+
+@dataclass
+class Evaluation:
+    """One server's evaluation: the open alerts and what this poll says, in; the alerts'
+    new states and the outbox's new transitions, out (under one evaluation id)."""
+
+    server: Server
+    now: datetime
+    open_alerts: list[Alert]
+
+    def __post_init__(self) -> None:
+        self.conditions: dict[Key, Condition] = {}
+        self.gone: dict[Key, str] = {}
+        self.alerts = {key_of(alert): alert for alert in self.open_alerts}
+        self.table_ids: dict[tuple[str, str], int] = {
+            (a.schema, a.table): a.partitioned_table_id
+            for a in self.open_alerts
+            if a.partitioned_table_id
+        }
+        self.rules = catalogue()
+        self.overrides = overrides_for(self.server)
+
+    # -- conditions --------------------------------------------------------------------
+
+    def judge_tables(self, tables: list[PartitionedTable]) -> None:
+        live = [t for t in tables if t.dropped_at is None]
+        for table in live:
+            self.table_ids[(table.schema, table.name)] = table.pk
+            self.conditions.update(judged.table_conditions(table))
+        growth = judged.growth_per_day(self.server, live, self.now)
+        for table in live:
+            key = Key(RuleName.TABLE_GROWTH, table.schema, table.name)
+            self.conditions[key] = judged.growth_condition(growth.get(table.pk))
+        for table in tables:
+            if table.dropped_at is not None:
+                self._vanish(table.schema, table.name, f"{table.schema}.{table.name} was dropped")
+        for key, alert in self.alerts.items():
+            if alert.table and alert.partitioned_table_id is None:
+                self.gone[key] = f"{alert.schema}.{alert.table} no longer exists"
+
+    def _vanish(self, schema: str, table: str, reason: str) -> None:
+        for key in self.alerts:
+            if key.schema == schema and key.table == table:
+                self.gone[key] = reason
+
+    def judge_partitions(self) -> None:
+        """`partition_size`: one query for the partitions past the lowest threshold any
+        override could set here; an open alert's partition it leaves out is read alone
+        (below the threshold, or dropped)."""
+        floor = self._partition_floor()
+        found, table_ids = judged.partition_size_conditions(self.server, floor)
+        self.conditions.update(found)
+        self.table_ids.update(table_ids)
+        missing = [
+            (key, alert)
+            for key, alert in self.alerts.items()
+            if key.rule == RuleName.PARTITION_SIZE and key not in found and key not in self.gone
+        ]
+        sizes = judged.partition_sizes({alert.partitioned_table_id for _, alert in missing})
+        for key, alert in missing:
+            size = sizes.get((alert.partitioned_table_id, key.partition), -1)
+            if size == -1:
+                self.gone[key] = f"partition {key.partition} of {key.schema}.{key.table} is gone"
+            elif size is not None:
+                self.conditions[key] = judged.partition_condition(size)
+
+    def _partition_floor(self) -> float:
+        builtin = self.rules[RuleName.PARTITION_SIZE].defaults
+        figures = [builtin.threshold * builtin.clear_ratio]
+        for override in self.overrides:
+            if override.rule == RuleName.PARTITION_SIZE:
+                figures += [
+                    f for f in (override.threshold, override.clear_threshold) if f is not None
+                ]
+                if override.threshold is not None:
+                    figures.append(override.threshold * builtin.clear_ratio)
+        return max(min(figures), 0)
+
+    # -- deciding and recording --------------------------------------------------------
+
+    def run(self) -> str | None:
+        """Decide, then record; returns the evaluation id if any transition was made."""
+        previous = {key: state_of(alert) for key, alert in self.alerts.items()}
+        conditions = {
+            key: condition
+            for key, condition in self.conditions.items()
+            if key in previous or (condition.holds and condition.value is not None)
+        }
+        keys = set(previous) | set(conditions) | set(self.gone)
+        tags = self.server.tag_list
+        default_recipients = ",".join(settings.ALERT_EMAILS)
+        rules = {
+            key: rule_in_force(
+                self.rules[key.rule].defaults,
+                self.overrides,
+                self.server.pk,
+                tags,
+                key,
+                default_recipients,
+            )
+            for key in keys
+            if key.rule in self.rules
+        }
+        silenced = silenced_keys(silences_for(self.server), self.server.pk, keys, timezone.now())
+        outcome = evaluate(previous, conditions, rules, self.now, silenced, self.gone)
+        return self.record(outcome)
+
+    def record(self, outcome: Outcome) -> str | None:
+        evaluation = uuid.uuid4().hex
+        created = [
+            self._new_alert(key, state)
+            for key, state in outcome.states.items()
+            if state is not None and key not in self.alerts
+        ]
+        Alert.objects.bulk_create(created, batch_size=500)
+        by_key = {**self.alerts, **{key_of(a): a for a in created}}
+        _ensure_ids(self.server, by_key)
+        changed, dropped = [], []
+        for key, state in outcome.states.items():
+            alert = self.alerts.get(key)
+            if alert is None:
+                continue
+            if state is None:
+                dropped.append(alert.pk)
+            elif state != state_of(alert):
+                changed.append(apply_state(alert, state, self.now))
+        Alert.objects.filter(pk__in=dropped).delete()
+        _update_alerts(changed, self.now)
+        if not outcome.transitions:
+            return None
+        created_at = timezone.now()
+        Transition.objects.bulk_create(
+            (
+                Transition(
+                    alert_id=by_key[t.key].pk,
+                    server=self.server,
+                    kind=t.kind,
+                    evaluation=evaluation,
+                    recipients=t.recipients,
+                    value=t.value,
+                    threshold=t.threshold,
+                    message=t.message,
+                    created_at=created_at,
+                    silenced=t.silenced,
+                )
+                for t in outcome.transitions
+            ),
+            batch_size=500,
+        )
+        if any(not t.silenced for t in outcome.transitions):
+            server_id = self.server.pk
+            transaction.on_commit(lambda: queue_delivery(server_id, evaluation))
+        return evaluation
+
+    def _new_alert(self, key: Key, state: AlertState) -> Alert:
+        alert = Alert(
+            rule=key.rule,
+            server=self.server,
+            partitioned_table_id=self.table_ids.get((key.schema, key.table)) if key.table else None,
+            schema=key.schema,
+            table=key.table,
+            partition=key.partition,
+            started_at=state.started_at,
+        )
+        return apply_state(alert, state, self.now)
+
+
+# -- rows <-> states -------------------------------------------------------------------
+
+
+def key_of(alert: Alert) -> Key:
+    return Key(alert.rule, alert.schema, alert.table, alert.partition)
+
+
+def state_of(alert: Alert) -> AlertState:
+    return AlertState(
+        state=alert.state,
+        started_at=alert.started_at,
+        held_polls=alert.held_polls,
+        clear_polls=alert.clear_polls,
+        announced=alert.notified_at is not None,
+        fired_at=alert.fired_at,
+        resolved_at=alert.resolved_at,
+        value=alert.value,
+        threshold=alert.threshold,
+        severity=alert.severity,
+        message=alert.message,
+        fix=alert.fix,
+    )
+
+
+def apply_state(alert: Alert, state: AlertState, now: datetime) -> Alert:
+    """`state` written onto the row; `notified_at` is when its firing transition went to
+    the outbox unsilenced."""
+    alert.state = state.state
+    alert.held_polls, alert.clear_polls = state.held_polls, state.clear_polls
+    alert.fired_at, alert.resolved_at = state.fired_at, state.resolved_at
+    alert.value, alert.threshold = state.value, state.threshold
+    alert.severity, alert.message, alert.fix = state.severity, state.message, state.fix
+    if state.announced and alert.notified_at is None:
+        alert.notified_at = now
+    return alert
+
+
+UPDATED = (
+    "state",
+    "held_polls",
+    "clear_polls",
+    "fired_at",
+    "resolved_at",
+    "notified_at",
+    "value",
+    "threshold",
+    "severity",
+    "message",
+    "fix",
+    "updated_at",
+)
+
+
+def _update_alerts(alerts: list[Alert], now: datetime) -> None:
+    """One UPDATE statement run per alert (Django's bulk_update builds a CASE per column,
+    slower than the rest of the evaluation for a storm of 500)."""
+    if not alerts:
+        return
+    for alert in alerts:
+        alert.updated_at = now
+    quote = connection.ops.quote_name
+    fields = [Alert._meta.get_field(name) for name in UPDATED]
+    assignments = ", ".join(f"{quote(f.column)} = %s" for f in fields)
+    sql = f"UPDATE {quote(Alert._meta.db_table)} SET {assignments} WHERE id = %s"
+    rows = [
+        [f.get_db_prep_save(getattr(a, f.attname), connection) for f in fields] + [a.pk]
+        for a in alerts
+    ]
+    with connection.cursor() as cursor:
+        cursor.executemany(sql, rows)
+
+
+def _ensure_ids(server: Server, alerts: dict[Key, Alert]) -> None:
+    """Backends that do not return ids from a bulk insert (MySQL): read them back."""
+    missing = {key: a for key, a in alerts.items() if a.pk is None}
+    if not missing:
+        return
+    rows = Alert.objects.filter(server=server, state__in=OPEN).values_list(
+        "id", "rule", "schema", "table", "partition"
+    )
+    for pk, *key in rows:
+        alert = missing.get(Key(*key))
+        if alert is not None:
+            alert.pk = pk
+
+
+# -- rules and silences as plain records -----------------------------------------------
+
+
+def overrides_for(server: Server) -> list[Override]:
+    """The overrides that can match this server (its own, its tags', everyone's)."""
+    tags = set(server.tag_list)
+    rows = AlertRule.objects.filter(Q(server=None) | Q(server=server))
+    return [
+        Override(
+            rule=r.rule,
+            enabled=r.enabled,
+            threshold=r.threshold,
+            clear_threshold=r.clear_threshold,
+            for_polls=r.for_polls,
+            severity=r.severity or "",
+            recipients=r.recipients or "",
+            server=r.server_id,
+            tag=r.tag,
+            schema=r.schema,
+            table=r.table,
+            id=r.pk,
+        )
+        for r in rows
+        if r.tag is None or r.tag in tags
+    ]
+
+
+def silences_for(server: Server) -> list[SilenceScope]:
+    now = timezone.now()
+    rows = Silence.objects.filter(Q(server=None) | Q(server=server), ends_at__gt=now)
+    return [
+        SilenceScope(s.starts_at, s.ends_at, s.server_id, s.schema, s.table, s.rule) for s in rows
+    ]
+
+
+# -- delivery --------------------------------------------------------------------------
+
+
+def queue_delivery(server_id: int, evaluation: str) -> None:
+    """Queue the email of an evaluation. A broker that cannot take it must not fail the
+    poll: the outbox keeps the transitions and beat's sweep delivers them later."""
+    from celery import current_app
+
+    try:
+        current_app.send_task(DELIVERY_TASK, args=(server_id, evaluation), retry=False)
+    except Exception as exc:  # noqa: BLE001 any broker failure: the sweep sends it later
+        log.warning("alert delivery of %s not queued (%s): the sweep will send it", evaluation, exc)

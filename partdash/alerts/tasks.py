@@ -4,7 +4,7 @@ import logging
 
 from celery import shared_task
 
-from partdash.alerts import delivery
+from partdash.alerts import delivery, service
 
 log = logging.getLogger(__name__)
 
@@ -48,3 +48,10 @@ def send_reminders() -> int:
     for server_id, evaluation in queued:
         deliver_evaluation.delay(server_id, evaluation)
     return len(queued)
+
+
+@shared_task(name="partdash.alerts.tasks.evaluate_stale_polls", ignore_result=True)
+def evaluate_stale_polls() -> int:
+    """Beat, every PARTDASH_ALERT_STALE_CHECK_SECONDS: `stale_polls` of every server (no
+    poll happens to evaluate it). Returns how many evaluations recorded transitions."""
+    return len(service.evaluate_stale_polls())

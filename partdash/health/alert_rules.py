@@ -78,9 +78,9 @@ def addresses(text: str) -> list[str]:
 
 
 def recipients_text(text: str) -> str:
-    """A list of addresses in one spelling (sorted, comma-separated), so the transitions
-    of one set of recipients group into one email whatever order they were typed in."""
-    return ", ".join(sorted(addresses(text)))
+    """A list of addresses in one spelling (sorted, comma-separated, as delivery groups
+    them), so one set of recipients gets one email whatever order it was typed in."""
+    return ",".join(sorted(addresses(text), key=str.lower))
 
 
 def _first(values: Iterable, default=None):

@@ -66,6 +66,9 @@ class SkewFinding:
     threshold: float | None = None
     estimated: bool = True
     as_of: datetime | None = None
+    # Compared against its limit (enough partitions, enough rows, a method with a limit):
+    # an even verdict means something only then.
+    judged: bool = False
 
 
 def gini(values: Sequence[float]) -> float:
@@ -147,8 +150,18 @@ def judge_skew(
         )
         return SkewFinding(figure, [p.name for p in judged], False, reason, measure, as_of=as_of)
     values = [measure_of(p, measure) or 0 for p in judged]
-    is_finding, reason = _verdict(method, figure, fmean(values), limit, measure)
+    mean = fmean(values)
+    is_finding, reason = _verdict(method, figure, mean, limit, measure)
     largest = judged[values.index(max(values))].name
+    compared = limit is not None and mean >= MIN_MEAN[measure]
     return SkewFinding(
-        figure, [p.name for p in judged], is_finding, reason, measure, largest, limit, as_of=as_of
+        figure,
+        [p.name for p in judged],
+        is_finding,
+        reason,
+        measure,
+        largest,
+        limit,
+        as_of=as_of,
+        judged=compared,
     )

@@ -110,6 +110,7 @@ def _skew(finding) -> dict | None:
     return {
         **plain(finding.skew),
         "is_finding": finding.is_finding,
+        "judged": finding.judged,
         "reason": finding.reason,
         "threshold": finding.threshold,
         "largest": finding.largest,

@@ -144,6 +144,18 @@ def test_a_value_hovering_at_the_limit_sends_nothing_more(fleet):
     assert kinds() == [("skew", "firing", False)]
 
 
+def test_a_table_too_small_to_judge_clears_its_skew_alert(fleet):
+    orders = fleet.table(health=skewed(2.4))
+    fleet.poll(orders), fleet.poll()
+    emptied = skewed(1.6)
+    emptied["skew"].update(judged=False, reason="too little to judge: 12 rows per partition")
+    emptied["findings"] = []
+    fleet.set_health(orders, emptied)
+    fleet.poll(orders), fleet.poll()
+    assert kinds() == [("skew", "firing", False), ("skew", "resolved", False)]
+    assert "too little to judge" in Transition.objects.get(kind="resolved").message
+
+
 def test_a_pending_alert_that_clears_sends_nothing(fleet):
     orders = fleet.table(health=skewed(2.4))
     fleet.poll(orders)

@@ -1,0 +1,296 @@
+"""What each rule judges, read from the stored rows the pages show: a table's stored
+health and findings (`PartitionedTable.health`, written by the analysis), its stored
+totals, its partitions' stored sizes and samples, the snapshot's server health, the
+server's poll status. Nothing here computes a health figure of its own, apart from a
+table's growth over a day, which only the alerts use.
+
+Each function returns `Condition`s (`partdash.health.alerting`) by `Key`.
+"""
+
+from datetime import datetime, timedelta
+
+from django.db.models import F, OuterRef, Q, Subquery, Value
+from django.db.models.functions import Coalesce
+
+from partdash.alerts.emails import binary_size
+from partdash.alerts.models import RuleName
+from partdash.health.alerting import Condition, Key
+from partdash.health.compression import FAILURE_RATE_LIMIT, PAGE_RATIO_LIMIT
+from partdash.health.findings import RUNWAY_WARNING_DAYS
+from partdash.health.pressure import WARN_RATIO
+from partdash.metrics.models import Partition, PartitionedTable, PartitionSample, ServerSnapshot
+from partdash.servers.choices import ServerStatus
+
+DAY = timedelta(days=1)
+
+ADVICE = {
+    RuleName.PARTITION_SIZE: "Split the partition (REORGANIZE PARTITION into narrower "
+    "ranges, or more HASH/KEY partitions), or archive or drop the rows it no longer needs.",
+    RuleName.TABLE_SIZE: "Drop or archive old partitions (DROP PARTITION, or EXCHANGE "
+    "PARTITION into an archive table), or raise this table's threshold.",
+    RuleName.TABLE_GROWTH: "Check what writes to the table, and that retention drops old "
+    "partitions as fast as new ones fill.",
+    RuleName.UNREACHABLE: "Check that the server is up, reachable from partdash, and "
+    "accepts the monitoring account (Test connection on the server's page).",
+    RuleName.STALE_POLLS: "Check that partdash's Celery worker and beat are running "
+    "(`make up` starts both) and the server's last poll on its page.",
+}
+
+
+def advice(rule: str) -> dict:
+    return {"advice": ADVICE[rule], "sql": None}
+
+
+# -- a table's stored health -----------------------------------------------------------
+
+
+def _finding_condition(finding: dict | None, value, limit, otherwise: str, **fields):
+    """A finding rule's condition: it holds while the stored finding exists."""
+    return Condition(
+        value=value,
+        limit=limit,
+        holds=finding is not None,
+        severity=(finding or {}).get("severity", "warning"),
+        message=(finding or {}).get("message") or otherwise,
+        fix=(finding or {}).get("fix"),
+        **fields,
+    )
+
+
+def _skew(health: dict, finding: dict | None) -> Condition:
+    skew = health.get("skew") or {}
+    limit = skew.get("threshold")
+    # Unjudged (too few rows, one partition): unknown, not even; it clears an alert.
+    judged = limit is not None and skew.get("judged", True)
+    value = skew.get("max_mean_ratio") if judged else None
+    return _finding_condition(finding, value, limit, skew.get("reason") or "not judged")
+
+
+def _hotspot(health: dict, finding: dict | None) -> Condition:
+    hot = len(health.get("hotspots") or []) if finding else 0
+    return _finding_condition(finding, hot, 1, "no hot partition")
+
+
+def _runway(health: dict, finding: dict | None) -> Condition:
+    days = (health.get("runway") or {}).get("days_left")
+    otherwise = "runway unknown" if days is None else f"{days:g} days left"
+    return _finding_condition(finding, days, RUNWAY_WARNING_DAYS, otherwise)
+
+
+def _compression(health: dict, finding: dict | None) -> Condition:
+    compression = health.get("compression") or {}
+    verdict = compression.get("verdict") or "not compressed"
+    if compression.get("kind") == "page":
+        # A ratio, lower is worse: a threshold set for failure rates does not apply.
+        ratio = compression.get("ratio")
+        return _finding_condition(
+            finding, ratio, PAGE_RATIO_LIMIT, verdict, worse="below", overridable=False
+        )
+    rate = compression.get("failure_rate")
+    return _finding_condition(finding, rate, FAILURE_RATE_LIMIT, verdict)
+
+
+def _fragmentation(health: dict, finding: dict | None) -> Condition:
+    count = health.get("fragmented") or 0
+    return _finding_condition(finding, count, 1, f"{count} fragmented partition(s)")
+
+
+def _staleness(health: dict, finding: dict | None) -> Condition:
+    count = health.get("stale") or 0
+    return _finding_condition(finding, count, 1, f"{count} partition(s) with stale statistics")
+
+
+FINDING_RULES = {
+    RuleName.SKEW: ("skew", _skew),
+    RuleName.HOTSPOT: ("hotspot", _hotspot),
+    RuleName.RUNWAY: ("runway", _runway),
+    RuleName.COMPRESSION: ("compression", _compression),
+    RuleName.FRAGMENTATION: ("fragmentation", _fragmentation),
+    RuleName.STALENESS: ("staleness", _staleness),
+}
+
+
+def _size(data_bytes: int | None, index_bytes: int | None) -> int | None:
+    if data_bytes is None and index_bytes is None:
+        return None
+    return (data_bytes or 0) + (index_bytes or 0)
+
+
+def table_conditions(table: PartitionedTable) -> dict[Key, Condition]:
+    """The finding rules and `table_size` of one table, from its stored health."""
+    health = table.health or {}
+    findings: dict[str, dict] = {}
+    for finding in health.get("findings") or []:  # stored worst first
+        findings.setdefault(finding.get("kind"), finding)
+    conditions = {
+        Key(rule, table.schema, table.name): judge(health, findings.get(kind))
+        for rule, (kind, judge) in FINDING_RULES.items()
+    }
+    size = _size(table.total_data_bytes, table.total_index_bytes)
+    conditions[Key(RuleName.TABLE_SIZE, table.schema, table.name)] = Condition(
+        size,
+        message=f"{binary_size(size or 0)} of data and indexes",
+        fix=advice(RuleName.TABLE_SIZE),
+    )
+    return conditions
+
+
+# -- the server's own ------------------------------------------------------------------
+
+
+def pressure_condition(snapshot: ServerSnapshot) -> Condition:
+    """The worst of the server's limits and its written working set (the snapshot's
+    stored health); holds while a pressure finding exists."""
+    health = snapshot.health or {}
+    ratios = [limit.get("ratio") for limit in health.get("limits") or []]
+    ratios.append((health.get("working_set") or {}).get("ratio"))
+    worst = max((r for r in ratios if r is not None), default=None)
+    found = [f for f in health.get("findings") or [] if f.get("kind") == "pressure"]
+    critical = any(f.get("severity") == "critical" for f in found)
+    return Condition(
+        worst,
+        limit=WARN_RATIO,
+        holds=bool(found),
+        severity="critical" if critical else "warning",
+        message="; ".join(f.get("message", "") for f in found) or "no pressure",
+        fix=next((f.get("fix") for f in found if f.get("fix")), None),
+    )
+
+
+def unreachable_condition(name: str, failed: bool, last_error: str = "") -> Condition:
+    message = f"{name} cannot be polled: {last_error}" if failed else f"{name} polled again"
+    return Condition(
+        1.0 if failed else 0.0, limit=1, message=message, fix=advice(RuleName.UNREACHABLE)
+    )
+
+
+def stale_polls_condition(server, now: datetime) -> Condition:
+    """Poll intervals since the last successful poll (since registration if none). A
+    server whose polls are tried and fail is `unreachable`'s to report: 0 here."""
+    since = server.last_success_at or server.created_at
+    interval = max(server.poll_interval or 1, 1)
+    failing = server.status == ServerStatus.UNREACHABLE
+    intervals = 0.0 if failing else max((now - since).total_seconds(), 0.0) / interval
+    when = "never" if server.last_success_at is None else f"not since {since:%Y-%m-%d %H:%M} UTC"
+    return Condition(
+        intervals,
+        message=f"no successful poll of {server.name}: {when} ({intervals:.1f} intervals)",
+        fix=advice(RuleName.STALE_POLLS),
+    )
+
+
+# -- partitions ------------------------------------------------------------------------
+
+
+def partition_label(name: str, subpartition: str) -> str:
+    return f"{name}#{subpartition}" if subpartition else name
+
+
+def partition_condition(size: int) -> Condition:
+    return Condition(
+        size,
+        message=f"{binary_size(size)} of data and indexes",
+        fix=advice(RuleName.PARTITION_SIZE),
+    )
+
+
+def partition_size_conditions(
+    server, floor: float
+) -> tuple[dict[Key, Condition], dict[tuple[str, str], int]]:
+    """The server's live partitions holding at least `floor` bytes of data and indexes,
+    in one query filtered by the database (never a walk over every partition); and the
+    ids of their tables by (schema, name)."""
+    size = Coalesce(F("data_bytes"), Value(0)) + Coalesce(F("index_bytes"), Value(0))
+    rows = (
+        Partition.objects.filter(table__server=server, table__dropped_at=None, dropped_at=None)
+        .annotate(size=size)
+        .filter(size__gte=floor)
+        .values_list("table_id", "table__schema", "table__name", "name", "subpartition", "size")
+    )
+    conditions, table_ids = {}, {}
+    for table_id, schema, table, name, sub, size in rows:
+        key = Key(RuleName.PARTITION_SIZE, schema, table, partition_label(name, sub))
+        conditions[key] = partition_condition(size)
+        table_ids[(schema, table)] = table_id
+    return conditions, table_ids
+
+
+def partition_sizes(table_ids: set[int]) -> dict[tuple[int, str], int | None]:
+    """(table id, partition label) -> data + index bytes of the live partitions of a few
+    tables (those with an open partition alert the query above no longer lists)."""
+    rows = Partition.objects.filter(table_id__in=table_ids, dropped_at=None).values_list(
+        "table_id", "name", "subpartition", "data_bytes", "index_bytes"
+    )
+    return {
+        (table_id, partition_label(name, sub)): _size(data, index)
+        for table_id, name, sub, data, index in rows
+    }
+
+
+# -- growth over a day -----------------------------------------------------------------
+
+
+def _then(sample_field: str, reference_id: int) -> Subquery:
+    """A partition's last sampled `sample_field` at or before the reference poll. Snapshot
+    ids grow with time for a server (one poll at a time), so the (partition, snapshot)
+    index finds it."""
+    samples = PartitionSample.objects.filter(
+        partition=OuterRef("pk"),
+        snapshot_id__lte=reference_id,
+        **{f"{sample_field}__isnull": False},
+    ).order_by("-snapshot_id")
+    return Subquery(samples.values(sample_field)[:1])
+
+
+def growth_per_day(server, tables: list[PartitionedTable], now: datetime) -> dict[int, float]:
+    """Data plus index bytes each table gained since the server's last poll at least a
+    day before `now`, per day. Rebuilt from the stored samples: a partition unchanged
+    since that poll held then what it holds now, so only the partitions changed or
+    dropped since are read (with their last sample before it). Tables first seen after
+    that poll, and servers with less than a day of history, have no growth yet."""
+    reference = (
+        ServerSnapshot.objects.filter(server=server, taken_at__lte=now - DAY)
+        .order_by("-taken_at")
+        .values_list("id", "taken_at")
+        .first()
+    )
+    if reference is None:
+        return {}
+    reference_id, reference_at = reference
+    growth = {t.pk: 0.0 for t in tables if t.first_seen_at <= reference_at and not t.dropped_at}
+    if not growth:
+        return {}
+    rows = (
+        Partition.objects.filter(table_id__in=list(growth))
+        .filter(Q(changed_at__gt=reference_at) | Q(dropped_at__gt=reference_at))
+        .annotate(
+            data_then=_then("data_bytes", reference_id),
+            index_then=_then("index_bytes", reference_id),
+        )
+        .values_list(
+            "table_id",
+            "dropped_at",
+            "changed_at",
+            "data_bytes",
+            "index_bytes",
+            "data_then",
+            "index_then",
+        )
+    )
+    for table_id, dropped_at, changed_at, data, index, data_then, index_then in rows:
+        current = _size(data, index) or 0
+        unchanged = changed_at is None or changed_at <= reference_at
+        then = current if unchanged else (_size(data_then, index_then) or 0)
+        growth[table_id] += (0 if dropped_at else current) - then
+    days = (now - reference_at).total_seconds() / DAY.total_seconds()
+    return {table_id: gained / days for table_id, gained in growth.items()}
+
+
+def growth_condition(bytes_per_day: float | None) -> Condition:
+    if bytes_per_day is None:
+        return Condition(None, message="less than a day of history")
+    return Condition(
+        bytes_per_day,
+        message=f"grew {binary_size(bytes_per_day)} in the last day",
+        fix=advice(RuleName.TABLE_GROWTH),
+    )
