@@ -4,30 +4,27 @@ Pure: values in, problems by field out.
 """
 
 import math
-import re
 
 from django.core.exceptions import ValidationError
 from django.core.validators import validate_email
 
 from partdash.alerts.models import RuleName
 from partdash.alerts.rules import fires_below
+from partdash.health.alert_rules import addresses
 
 MAX_FOR_POLLS = 1000  # a thousand one-minute polls is most of a day: more is a typo
 
 
 def recipient_list(text: str) -> list[str]:
-    """The addresses of a comma (or whitespace) separated list, in order, without repeats."""
-    seen: dict[str, None] = {}
-    for address in re.split(r"[,;\s]+", text or ""):
-        if address:
-            seen.setdefault(address, None)
-    return list(seen)
+    """The addresses of a comma, semicolon or whitespace separated list, in order,
+    without repeats: as evaluation reads them (`partdash.health.alert_rules`)."""
+    return addresses(text)
 
 
-def recipient_problems(addresses: list[str]) -> list[str]:
+def recipient_problems(listed: list[str]) -> list[str]:
     """One line per address that is not a valid email address."""
     problems = []
-    for address in addresses:
+    for address in listed:
         try:
             validate_email(address)
         except ValidationError:
