@@ -5,7 +5,8 @@ statement to run as is (names quoted, numbers computed to clear the finding).
 - fragmentation: REBUILD PARTITION of the fragmented partitions;
 - staleness: ANALYZE PARTITION of the stale ones;
 - compression failing: a larger KEY_BLOCK_SIZE, or page compression;
-- skew of HASH on a bare column: KEY on that column (hashing spreads strided values);
+- skew of HASH where only every g-th partition holds rows (values in steps): a prime
+  number of partitions;
 - pressure: SET GLOBAL of the setting, sized so the partitions fill two thirds of it,
   and the my.cnf line that keeps it after a restart.
 Everything else is advice only: where no statement is safe to run blind, `sql` is None.
@@ -19,15 +20,20 @@ from datetime import datetime
 
 from partdash.health.bounds import is_catchall, parse_expression
 from partdash.health.compression import Compression
-from partdash.health.partitions import EVEN_METHODS, LIST_METHODS, PartitionState
+from partdash.health.partitions import (
+    EVEN_METHODS,
+    LIST_METHODS,
+    PartitionState,
+    merge_subpartitions,
+)
 from partdash.health.pressure import WARN_RATIO, WORKING_SET_RATIO, LimitPressure, WorkingSet
 from partdash.health.runway import Runway
 from partdash.health.runway_fix import (
     CannotPlan,
     bound_words,
     horizon_date,
+    partitions_words,
     runway_plan,
-    step_words,
 )
 from partdash.lib.quoting import identifier, qualified
 
@@ -37,6 +43,8 @@ LIMIT_HEADROOM = 1.5
 # The server's maxima (MariaDB 10.11, MySQL 8.0): beyond them SET GLOBAL fails.
 SETTING_MAXIMA = {"table_open_cache": 1048576, "table_definition_cache": 2097152}
 BUFFER_POOL_CHUNK = 128 << 20  # innodb_buffer_pool_chunk_size's default: the pool's unit
+# A HASH partition holding a tenth of the mean or more holds rows (for stride_period).
+STRIDE_SHARE = 0.1
 # Past this many partitions a list is replaced by ALL (same effect, a readable statement).
 LISTED_PARTITIONS = 100
 
@@ -100,10 +108,11 @@ def bare_column(expression: str | None) -> str | None:
     return text if _BARE.fullmatch(text) else None
 
 
-def partition_list(names: Sequence[str], all_names: Sequence[str]) -> str:
-    """`p1`, `p2` (each once, in order), or ALL when they are all of them or too many."""
+def partition_list(names: Sequence[str], all_names: Sequence[str] = ()) -> str:
+    """`p1`, `p2` (each once, in order), or ALL when they are all of `all_names` or too
+    many to read."""
     unique = list(dict.fromkeys(names))
-    if len(unique) > LISTED_PARTITIONS or set(unique) >= set(all_names):
+    if len(unique) > LISTED_PARTITIONS or (all_names and set(unique) >= set(all_names)):
         return "ALL"
     return ", ".join(identifier(name) for name in unique)
 
@@ -163,22 +172,24 @@ def _plan_words(table: TableFacts, plan, runway: Runway, note: str) -> str:
     new = plan.partitions
     span = identifier(new[0].name) + (f" to {identifier(new[-1].name)}" if len(new) > 1 else "")
     words = (
-        f"Add {len(new)} {step_words(plan.step)} partition(s), {span}, up to "
+        f"Add {partitions_words(len(new), plan.step)}, {span}, up to "
         f"{bound_words(new[-1].bound)} (exclusive), continuing the table's own interval "
-        "and names."
+        f"and names{note}."
     )
     rows = runway.catchall_rows or 0
     if plan.catchall is None:
-        return words + " ADD PARTITION only creates empty partitions: quick." + note
+        return words + " ADD PARTITION only creates empty partitions: quick."
     words += f" The catch-all {identifier(plan.catchall)} is recreated last, as MAXVALUE."
     if not rows:
-        return words + " It is empty, so this is quick." + note
+        return words + " It is empty, so this is quick."
+    names = partition_list([p.name for p in new] + [plan.catchall])
     words += (
         f" Its ~{rows:,} rows move into the new partitions: REORGANIZE copies them and "
-        "blocks writes to the table while it runs (plan it off-peak)."
+        "blocks writes to the table while it runs (plan it off-peak). "
+        + _THEN_ANALYZE.format(statement=_analyze(table, names))
     )
     if runway.bound_kind == "id":
-        return words + note
+        return words
     column = column_of(table.expression)
     if column is None:
         return words
@@ -213,13 +224,27 @@ def _names(table: TableFacts) -> list[str]:
     return list(dict.fromkeys(p.name for p in table.partitions))
 
 
+def _analyze(table: TableFacts, names: str) -> str:
+    return f"ALTER TABLE {table.quoted} ANALYZE PARTITION {names}"
+
+
+# MySQL and MariaDB leave the statistics of partitions a REBUILD or REORGANIZE wrote at 0
+# rows (MySQL bug #120318, MDEV-35163) until 10% of them change: measured on MariaDB
+# 10.11. partdash reads rows and free space from those statistics.
+_THEN_ANALYZE = (
+    "The server leaves the statistics of the partitions it rewrote at 0 rows (so partdash, "
+    "and the optimizer, see them empty) until they are analysed: then run {statement}."
+)
+
+
 def rebuild_fix(table: TableFacts) -> Fix:
     names = partition_list(table.fragmented, _names(table))
     return Fix(
         f"REBUILD PARTITION rewrites {names} (~{table.fragmented_bytes / (1 << 20):,.0f} MiB "
         "free inside them) and gives the free space back to the file system. It copies "
         "their rows and blocks writes to the table while it runs: plan it off-peak. "
-        "(OPTIMIZE PARTITION on InnoDB rebuilds the whole table.)",
+        "(OPTIMIZE PARTITION on InnoDB rebuilds the whole table.) "
+        + _THEN_ANALYZE.format(statement=_analyze(table, names)),
         f"ALTER TABLE {table.quoted} REBUILD PARTITION {names}",
     )
 
@@ -230,7 +255,7 @@ def analyze_fix(table: TableFacts) -> Fix:
         f"ANALYZE PARTITION recomputes the statistics of {names} (a sample of pages: "
         "quick). InnoDB did not recalculate them itself: check innodb_stats_auto_recalc "
         "and the table's STATS_AUTO_RECALC.",
-        f"ALTER TABLE {table.quoted} ANALYZE PARTITION {names}",
+        _analyze(table, names),
     )
 
 
@@ -271,26 +296,48 @@ def compression_fix(table: TableFacts) -> Fix:
 # -- skew, hotspots ---------------------------------------------------------------------
 
 
+def stride_period(rows: Sequence[int | None]) -> int | None:
+    """The period g > 1 of the partitions holding the rows of a HASH table (p0 and p4 of
+    8: 4), or None. HASH puts value v in partition v mod n, so values in steps sharing a
+    factor g with n fill only every g-th partition: the signature of a stride, which a
+    partition count without that factor (a prime) spreads evenly."""
+    if not rows or any(r is None for r in rows) or not sum(rows):  # type: ignore[arg-type]
+        return None
+    mean = sum(rows) / len(rows)  # type: ignore[arg-type]
+    holding = [i for i, r in enumerate(rows) if r >= STRIDE_SHARE * mean]  # type: ignore[operator]
+    period = len(rows)
+    for i in holding[1:]:
+        period = math.gcd(period, i - holding[0])
+    return period if period > 1 else None
+
+
+def next_prime(number: int) -> int:
+    candidate = number + 1
+    while any(candidate % d == 0 for d in range(2, math.isqrt(candidate) + 1)):
+        candidate += 1
+    return candidate
+
+
 def skew_fix(table: TableFacts) -> Fix:
     method = (table.method or "").upper().strip()
-    count = len(_names(table))
-    if method in ("HASH", "LINEAR HASH"):
-        column = bare_column(table.expression)
-        if column is not None:
+    merged = merge_subpartitions(table.partitions)
+    count = len(merged)
+    if method == "HASH":
+        period = stride_period([p.rows for p in merged])
+        if period is not None:
+            prime = next_prime(count)
             return Fix(
-                f"HASH({column}) places a row by its value modulo {count}: values in steps "
-                "of the partition count (or of a common factor) all land together. KEY "
-                "hashes the value first, which spreads such values; it rewrites the whole "
-                "table (copies every row, blocks writes). If a few values hold most rows, "
-                "no hashing spreads them: partition on another column.",
-                f"ALTER TABLE {table.quoted} PARTITION BY KEY ({identifier(column)}) "
-                f"PARTITIONS {count}",
+                f"HASH puts a row in partition (value mod {count}); only every {period}th "
+                "partition holds rows, so the values go in steps that share a factor with "
+                f"{count}. A prime number of partitions ({prime}) spreads such steps evenly. "
+                "Adding partitions rewrites every row (blocks writes while it runs: plan it "
+                "off-peak).",
+                f"ALTER TABLE {table.quoted} ADD PARTITION PARTITIONS {prime - count}",
             )
     if method in EVEN_METHODS:
         return Fix(
             "A few values of the partitioning key hold most rows, so more partitions will "
-            "not help: partition on a column (or columns) with many evenly used values, "
-            "with KEY(...) rather than HASH of an expression.",
+            "not help: partition on a column (or columns) with many evenly used values.",
             None,
         )
     if method in LIST_METHODS:

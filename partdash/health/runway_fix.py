@@ -507,22 +507,22 @@ def horizon_date(now: datetime, days: int) -> date:
     return today + timedelta(days=days)
 
 
-def step_words(step: Step) -> str:
-    """`daily`, `monthly`, `yearly`, `every 7 days`, `every 1,000 ids`..."""
+def partitions_words(count: int, step: Step) -> str:
+    """`28 daily partitions`, `1 yearly partition`, `2 partitions of 1,000 ids`..."""
+    noun = "partition" if count == 1 else "partitions"
     kind, size = step
     if kind == "ids":
-        return f"every {size:,} ids"
+        return f"{count} {noun} of {size:,} ids"
     if kind == "months":
-        return {1: "monthly", 3: "quarterly", 12: "yearly"}.get(size, f"every {size} months")  # type: ignore[arg-type]
-    days = size / timedelta(days=1)  # type: ignore[operator]
-    if days == 1:
-        return "daily"
-    if days == 7:
-        return "weekly"
-    if days == int(days):
-        return f"every {int(days)} days"
+        named = {1: "monthly", 3: "quarterly", 12: "yearly"}.get(size)  # type: ignore[call-overload]
+        return f"{count} {named} {noun}" if named else f"{count} {noun} of {size} months"
     hours = size / timedelta(hours=1)  # type: ignore[operator]
-    return "hourly" if hours == 1 else f"every {hours:g} hours"
+    named = {1: "hourly", 24: "daily", 168: "weekly"}.get(hours)  # type: ignore[call-overload]
+    if named:
+        return f"{count} {named} {noun}"
+    if hours % 24 == 0:
+        return f"{count} {noun} of {hours / 24:g} days"
+    return f"{count} {noun} of {hours:g} hours"
 
 
 def bound_words(point: Point) -> str:
@@ -537,5 +537,5 @@ __all__ = [
     "RunwayPlan",
     "horizon_date",
     "runway_plan",
-    "step_words",
+    "partitions_words",
 ]

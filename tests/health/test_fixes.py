@@ -14,6 +14,7 @@ from partdash.health.fixes import (
     column_of,
     compression_fix,
     limit_fix,
+    stride_period,
     table_fix,
     working_set_fix,
 )
@@ -103,14 +104,31 @@ def test_failing_at_the_largest_key_block_size_is_advice_only():
 # -- skew, hotspots ---------------------------------------------------------------------
 
 
-def test_a_skewed_hash_on_a_column_gets_key_on_that_column():
-    fix = table_fix("skew", facts(expression="`user id`"), 28)
-    assert fix.sql == "ALTER TABLE `shop`.`orders` PARTITION BY KEY (`user id`) PARTITIONS 4"
+def test_a_strided_hash_table_gets_a_prime_number_of_partitions():
+    rows = [8000, 0, 0, 0, 8000, 0, 0, 0]
+    parts = [PartitionState(f"p{i}", ordinal=i, rows=r) for i, r in enumerate(rows)]
+    fix = table_fix("skew", facts(partitions=parts), 28)
+    assert fix.sql == "ALTER TABLE `shop`.`orders` ADD PARTITION PARTITIONS 3"  # 11
+    assert "every 4th partition" in fix.advice
+
+
+@pytest.mark.parametrize(
+    ("rows", "period"),
+    [
+        ([8000, 0, 0, 0, 8000, 0, 0, 0], 4),
+        ([0, 900, 0, 1000, 0, 1100, 0, 950], 2),
+        ([0, 0, 5000, 0, 0, 0, 0, 0], 8),
+        ([8000, 1143, 1143, 1143, 1143, 1143, 1143, 1143], None),  # hot values, no stride
+        ([0, 0, 0], None),
+    ],
+)
+def test_the_stride_of_a_hash_table_from_where_its_rows_are(rows, period):
+    assert stride_period(rows) == period
 
 
 @pytest.mark.parametrize(
     ("method", "expression"),
-    [("HASH", "`id` DIV 10"), ("KEY", "`id`"), ("LIST", "`region`"), ("RANGE", "`id`")],
+    [("HASH", "`id`"), ("KEY", "`id`"), ("LIST", "`region`"), ("RANGE", "`id`")],
 )
 def test_other_skew_is_advice_only(method, expression):
     fix = table_fix("skew", facts(method=method, expression=expression), 28)
@@ -151,8 +169,11 @@ def runway_fix_of(parts, method="RANGE", expression="to_days(`d`)"):
 def test_a_runway_fix_says_what_it_adds_and_moves():
     fix = runway_fix_of(daily(catchall_rows=1234))
     assert fix.sql.startswith("ALTER TABLE `shop`.`orders` REORGANIZE PARTITION `pmax` INTO")
-    assert "Add 28 daily partition(s), `p20250310` to `p20250406`" in fix.advice
+    assert "Add 28 daily partitions, `p20250310` to `p20250406`" in fix.advice
     assert "~1,234 rows move" in fix.advice
+    # Reorganized partitions' statistics read 0 rows until analysed.
+    assert "ANALYZE PARTITION `p20250310`, `p20250311`," in fix.advice
+    assert "`p20250406`, `pmax`." in fix.advice
     assert "SELECT MAX(`d`) FROM `shop`.`orders` PARTITION (`pmax`)" in fix.advice
 
 

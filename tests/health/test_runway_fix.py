@@ -11,7 +11,7 @@ from partdash.health import findings as rules
 from partdash.health.bounds import TO_DAYS_OFFSET, TO_SECONDS_EPOCH
 from partdash.health.partitions import PartitionState
 from partdash.health.runway import table_runway
-from partdash.health.runway_fix import CannotPlan, runway_plan, step_words
+from partdash.health.runway_fix import CannotPlan, partitions_words, runway_plan
 
 NOW = datetime(2025, 3, 10, 12, 0, tzinfo=UTC)
 TODAY = NOW.date()
@@ -89,7 +89,7 @@ def test_a_daily_to_days_table_gets_daily_partitions_named_by_their_first_day():
     assert len(plan.partitions) == rules.RUNWAY_HORIZON_DAYS
     assert plan.partitions[-1].bound.date() == HORIZON
     assert plan.sql.startswith("ALTER TABLE `shop`.`events` REORGANIZE PARTITION `pmax` INTO (")
-    assert step_words(plan.step) == "daily"
+    assert partitions_words(1, plan.step) == "1 daily partition"
     assert_clears("RANGE", "to_days(`d`)", parts, plan, lambda b: to_days(b.date()))
 
 
@@ -116,7 +116,7 @@ def test_a_monthly_table_named_p_yyyymm_continues_month_by_month():
         ("p202503", "(TO_DAYS('2025-04-01'))"),
         ("p202504", "(TO_DAYS('2025-05-01'))"),
     ]
-    assert step_words(plan.step) == "monthly"
+    assert partitions_words(1, plan.step) == "1 monthly partition"
     assert_clears("RANGE", "to_days(`d`)", parts, plan, lambda b: to_days(b.date()))
 
 
@@ -155,7 +155,7 @@ def test_a_yearly_table_by_year_adds_years_without_a_catchall():
     parts = table(["p2022", "p2023", "p2024"], ["2023", "2024", "2025"], catchall=None)
     plan = runway_plan("s", "t", "RANGE", "year(`d`)", parts, HORIZON)
     assert new_partitions(plan.sql) == [("p2025", "(2026)")]
-    assert step_words(plan.step) == "yearly"
+    assert partitions_words(1, plan.step) == "1 yearly partition"
     assert_clears("RANGE", "year(`d`)", parts, plan, lambda b: str(b.year))
 
 
@@ -180,7 +180,7 @@ def test_to_seconds_hourly_partitions_keep_their_hour_in_the_name():
     plan = runway_plan("s", "t", "RANGE", "to_seconds(`ts`)", parts, TODAY + timedelta(days=2))
 
     assert new_partitions(plan.sql)[0] == ("p2025031012", "(TO_SECONDS('2025-03-10 13:00:00'))")
-    assert step_words(plan.step) == "hourly"
+    assert partitions_words(1, plan.step) == "1 hourly partition"
     assert plan.partitions[-1].bound == datetime(2025, 3, 12)
 
 
@@ -225,7 +225,7 @@ def test_an_id_range_with_ordinal_names_continues_its_step_past_the_target():
         ("p6", "(7000000)"),
         ("pmax", "MAXVALUE"),
     ]
-    assert step_words(plan.step) == "every 1,000,000 ids"
+    assert partitions_words(3, plan.step) == "3 partitions of 1,000,000 ids"
 
 
 @pytest.mark.parametrize(
