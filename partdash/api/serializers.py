@@ -115,9 +115,15 @@ def health_fields(health: dict | None) -> dict:
         "hotspots": health.get("hotspots") or [],
         "compression": health.get("compression"),
         "runway": health.get("runway"),
-        "findings": health.get("findings") or [],
+        "findings": [with_fix(f) for f in health.get("findings") or []],
         "skew_bytes": health.get("skew_bytes"),
     }
+
+
+def with_fix(finding: dict) -> dict:
+    """A stored finding with its `fix` (null in health stored before findings had one,
+    until the table's next analysis, at most a day later)."""
+    return finding if "fix" in finding else {**finding, "fix": None}
 
 
 def worst_findings(tables, limit: int) -> list[dict]:
@@ -132,7 +138,7 @@ def worst_findings(tables, limit: int) -> list[dict]:
         for finding in (table.health or {}).get("findings", []):
             found.append(
                 {
-                    **finding,
+                    **with_fix(finding),
                     "server_id": table.server_id,
                     "server": table.server.name,
                     "table_id": table.pk,
@@ -157,7 +163,7 @@ def server_findings(servers) -> list[dict]:
         for finding in ((snapshot.health or {}) if snapshot else {}).get("findings", []):
             found.append(
                 {
-                    **finding,
+                    **with_fix(finding),
                     "server_id": server.pk,
                     "server": server.name,
                     "table_id": None,
