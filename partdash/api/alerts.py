@@ -14,6 +14,7 @@ from partdash.alerts.listing import alerts_as_shown, open_counts
 from partdash.alerts.models import Alert, AlertRule, Notification, RuleName, Severity, Silence
 from partdash.alerts.overrides import override_problems, recipient_list, recipient_problems
 from partdash.alerts.silences import active_silences, silence_problems
+from partdash.api.views import FIX
 from partdash.servers.models import Server
 
 MAX_ID = 2**63 - 1  # larger ids would overflow the database's integer, not just miss
@@ -56,11 +57,6 @@ class QueryFilteredMixin:
 # --- alerts ---------------------------------------------------------------------------
 
 
-class FixSerializer(serializers.Serializer):
-    advice = serializers.CharField()
-    sql = serializers.CharField(allow_null=True, required=False)
-
-
 class AlertSerializer(serializers.ModelSerializer):
     server_id = serializers.IntegerField(read_only=True)
     server = serializers.CharField(source="server.name", read_only=True)
@@ -68,7 +64,7 @@ class AlertSerializer(serializers.ModelSerializer):
     schema = BlankAsNull(allow_null=True)
     table = BlankAsNull(allow_null=True)
     partition = BlankAsNull(allow_null=True)
-    fix = FixSerializer(allow_null=True, help_text="What to do: advice, and the SQL to run.")
+    fix = FIX  # as on findings: one schema component
     silenced = serializers.BooleanField(
         source="is_silenced", help_text="A silence in force matches this alert now."
     )

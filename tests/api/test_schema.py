@@ -1,0 +1,56 @@
+"""The OpenAPI document describes the alerting endpoints with the contract's fields."""
+
+import json
+
+import pytest
+
+from tests.api.test_alert_rules import CONTRACT_FIELDS as RULE_FIELDS
+from tests.api.test_alerts import CONTRACT_FIELDS as ALERT_FIELDS
+from tests.api.test_silences import CONTRACT_FIELDS as SILENCE_FIELDS
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def schema(viewer_api) -> dict:
+    response = viewer_api.get("/api/schema/", {"format": "json"})
+    assert response.status_code == 200
+    return json.loads(response.content)
+
+
+def test_every_alerting_path_and_method_is_described(schema):
+    paths = schema["paths"]
+
+    assert set(paths["/api/v1/alerts/"]) >= {"get"}
+    assert {"state", "server", "table", "rule", "silenced", "limit"} <= {
+        p["name"] for p in paths["/api/v1/alerts/"]["get"]["parameters"]
+    }
+    assert "get" in paths["/api/v1/alerts/counts/"]
+    assert {"get", "post"} <= set(paths["/api/v1/alert-rules/"])
+    assert {"get", "patch", "delete"} <= set(paths["/api/v1/alert-rules/{id}/"])
+    assert {"get", "post"} <= set(paths["/api/v1/silences/"])
+    assert {"get", "delete"} <= set(paths["/api/v1/silences/{id}/"])
+    assert "get" in paths["/api/v1/notifications/"]
+
+
+@pytest.mark.parametrize(
+    "component, fields",
+    [("Alert", ALERT_FIELDS), ("AlertRule", RULE_FIELDS), ("Silence", SILENCE_FIELDS)],
+)
+def test_each_component_has_exactly_the_contract_fields(schema, component, fields):
+    assert list(schema["components"]["schemas"][component]["properties"]) == fields
+
+
+def test_created_by_is_read_only_and_a_fix_has_advice_and_sql(schema):
+    components = schema["components"]["schemas"]
+
+    assert components["Silence"]["properties"]["created_by"]["readOnly"] is True
+    assert set(components["Fix"]["properties"]) == {"advice", "sql"}
+
+
+def test_the_schema_builds_without_a_warning(tmp_path):
+    from django.core.management import call_command
+
+    call_command(
+        "spectacular", "--validate", "--fail-on-warn", "--file", str(tmp_path / "schema.yml")
+    )
