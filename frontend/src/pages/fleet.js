@@ -86,7 +86,9 @@ function worstTable(finding) {
 }
 
 async function refreshServers(body) {
-  const [servers, alertCounts] = await Promise.all([getJSON("servers/"), getJSON("alerts/counts/")]);
+  // Badges are extra: the servers are listed even when the alert counts cannot be read.
+  const counts = getJSON("alerts/counts/").catch(() => []);
+  const [servers, alertCounts] = await Promise.all([getJSON("servers/"), counts]);
   const byServer = new Map(alertCounts.map((counts) => [counts.server_id, counts]));
   body.replaceChildren(...servers.map((server) => serverRow(server, byServer.get(server.id))));
 }
