@@ -47,6 +47,8 @@ BUFFER_POOL_CHUNK = 128 << 20  # innodb_buffer_pool_chunk_size's default: the po
 STRIDE_SHARE = 0.1
 # Past this many partitions a list is replaced by ALL (same effect, a readable statement).
 LISTED_PARTITIONS = 100
+# ...in the ANALYZE a runway fix's advice ends with (a sentence, not a statement of its own).
+ANALYZE_LISTED = 12
 
 _QUOTED = re.compile(r"`((?:[^`]|``)*)`")
 _BARE = re.compile(r"[\w$]+")
@@ -108,11 +110,13 @@ def bare_column(expression: str | None) -> str | None:
     return text if _BARE.fullmatch(text) else None
 
 
-def partition_list(names: Sequence[str], all_names: Sequence[str] = ()) -> str:
-    """`p1`, `p2` (each once, in order), or ALL when they are all of `all_names` or too
-    many to read."""
+def partition_list(
+    names: Sequence[str], all_names: Sequence[str] = (), most: int = LISTED_PARTITIONS
+) -> str:
+    """`p1`, `p2` (each once, in order), or ALL when they are all of `all_names` or more
+    than `most`."""
     unique = list(dict.fromkeys(names))
-    if len(unique) > LISTED_PARTITIONS or (all_names and set(unique) >= set(all_names)):
+    if len(unique) > most or (all_names and set(unique) >= set(all_names)):
         return "ALL"
     return ", ".join(identifier(name) for name in unique)
 
@@ -176,30 +180,35 @@ def _plan_words(table: TableFacts, plan, runway: Runway, note: str) -> str:
         f"{bound_words(new[-1].bound)} (exclusive), continuing the table's own interval "
         f"and names{note}."
     )
-    rows = runway.catchall_rows or 0
     if plan.catchall is None:
         return words + " ADD PARTITION only creates empty partitions: quick."
     words += f" The catch-all {identifier(plan.catchall)} is recreated last, as MAXVALUE."
-    if not rows:
+    rows = runway.catchall_rows
+    if rows == 0:
         return words + " It is empty, so this is quick."
-    names = partition_list([p.name for p in new] + [plan.catchall])
-    words += (
-        f" Its ~{rows:,} rows move into the new partitions: REORGANIZE copies them and "
+    check = _beyond_check(table, plan, runway)
+    names = partition_list([p.name for p in new] + [plan.catchall], most=ANALYZE_LISTED)
+    held = f"Its ~{rows:,} rows" if rows else "Whatever rows it holds"
+    return (
+        f"{words}{check} {held} move into the new partitions: REORGANIZE copies them and "
         "blocks writes to the table while it runs (plan it off-peak). "
         + _THEN_ANALYZE.format(statement=_analyze(table, names))
     )
-    if runway.bound_kind == "id":
-        return words
+
+
+def _beyond_check(table: TableFacts, plan, runway: Runway) -> str:
+    """For time ranges, the query that tells whether rows in the catch-all lie past the
+    new last bound (they stay there): partdash cannot read the rows themselves."""
     column = column_of(table.expression)
-    if column is None:
-        return words
-    check = (
+    if runway.bound_kind == "id" or column is None:
+        return ""
+    query = (
         f"SELECT MAX({identifier(column)}) FROM {table.quoted} "
         f"PARTITION ({identifier(plan.catchall)})"
     )
     return (
-        f"{words} Rows from {bound_words(new[-1].bound)} on stay in the catch-all: "
-        f"check first with {check}."
+        f" Rows from {bound_words(plan.partitions[-1].bound)} on would stay in it: check "
+        f"first with {query}."
     )
 
 

@@ -172,9 +172,16 @@ def test_a_runway_fix_says_what_it_adds_and_moves():
     assert "Add 28 daily partitions, `p20250310` to `p20250406`" in fix.advice
     assert "~1,234 rows move" in fix.advice
     # Reorganized partitions' statistics read 0 rows until analysed.
-    assert "ANALYZE PARTITION `p20250310`, `p20250311`," in fix.advice
-    assert "`p20250406`, `pmax`." in fix.advice
-    assert "SELECT MAX(`d`) FROM `shop`.`orders` PARTITION (`pmax`)" in fix.advice
+    assert "then run ALTER TABLE `shop`.`orders` ANALYZE PARTITION ALL." in fix.advice
+
+
+def test_a_short_runway_fix_analyzes_only_what_it_wrote():
+    parts = [
+        PartitionState("p202503", ordinal=0, description=to_days(date(2025, 4, 1)), rows=9),
+        PartitionState("pmax", ordinal=1, description="MAXVALUE", rows=5),
+    ]
+    fix = runway_fix_of(parts)
+    assert "ANALYZE PARTITION `p202504`, `pmax`." in fix.advice
 
 
 def test_an_empty_catchall_is_quick():
