@@ -1,8 +1,9 @@
 """The polling side of `make bench`, in its own process so its peak memory is its own.
 
 Measures, side by side: the floor (the cheap sources' queries alone, every row, through
-PyMySQL) and full partdash polls (collect, store); Opened_tables per steady-state poll;
-metadata-store growth over polls with writes in between. Prints one JSON object.
+PyMySQL) and full partdash polls (collect, store, analyse, evaluate alerts), with the
+alert evaluation's own share; Opened_tables per steady-state poll; metadata-store growth
+over polls with writes in between. Prints one JSON object.
 """
 
 import json
@@ -83,6 +84,25 @@ def store_bytes() -> int:
         return (pages - free) * cursor.fetchone()[0]
 
 
+def time_alert_evaluation() -> list[float]:
+    """Times each poll's alert evaluation (the poll service's last stage) into the list
+    returned."""
+    from partdash.collector import service
+
+    seconds: list[float] = []
+    evaluate = service.evaluate_after_poll
+
+    def timed(*args, **kwargs):
+        started = time.monotonic()
+        try:
+            return evaluate(*args, **kwargs)
+        finally:
+            seconds.append(time.monotonic() - started)
+
+    service.evaluate_after_poll = timed
+    return seconds
+
+
 def main() -> None:
     port, var_dir, tables, partitions = (
         int(sys.argv[1]),
@@ -98,6 +118,7 @@ def main() -> None:
 
     monitored = Server.objects.create(name="bench", host="127.0.0.1", port=port, user="root")
     target = target_for(monitored)
+    evaluations = time_alert_evaluation()
 
     first_started = time.monotonic()
     first = poll_server(monitored)
@@ -106,7 +127,7 @@ def main() -> None:
     rss_after_first = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     poll_server(monitored)  # the second poll turns unknown rates into 0 once
 
-    floors, polls, opened, naive = [], [], [], []
+    floors, polls, opened, naive, evaluated = [], [], [], [], []
     for iteration in range(5):
         floors.append(floor_seconds(target))
         if iteration < 3:  # the naive poll, in the same loop so load hits all three alike
@@ -115,17 +136,19 @@ def main() -> None:
         started = time.monotonic()
         report = poll_server(monitored)
         polls.append(time.monotonic() - started)
+        evaluated.append(evaluations[-1])
         opened.append(opened_tables(port) - before)
         assert report.ok, report.error
 
     growth_polls = 20
     size_before = store_bytes()
-    written, changed, written_polls = 0, [], []
+    written, changed, written_polls, written_evaluated = 0, [], [], []
     for round_number in range(growth_polls):
         written += write_to_some_partitions(port, tables, partitions, 0.01, round_number)
         started = time.monotonic()
         changed.append(poll_server(monitored).changed)
         written_polls.append(time.monotonic() - started)
+        written_evaluated.append(evaluations[-1])
     size_after = store_bytes()
 
     print(
@@ -138,6 +161,9 @@ def main() -> None:
                 "poll_seconds": polls,
                 "floor_median": statistics.median(floors),
                 "poll_median": statistics.median(polls),
+                "evaluate_seconds": evaluated,
+                "evaluate_median": statistics.median(evaluated),
+                "written_evaluate_median": statistics.median(written_evaluated),
                 "opened_tables_per_poll": opened,
                 "growth_polls": growth_polls,
                 "rows_written": written,

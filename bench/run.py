@@ -2,7 +2,8 @@
 
 Prints the figures of issue #3's targets: the floor (cheap sources alone), a naive
 information_schema.PARTITIONS poll, partdash's steady-state poll, Opened_tables per poll,
-metadata-store growth and the polling process's peak memory.
+metadata-store growth and the polling process's peak memory; and issue #10's: the alert
+evaluation's share of a steady-state poll.
 """
 
 import argparse
@@ -67,6 +68,18 @@ def report(figures: dict, naive: list[tuple[float, int]]) -> bool:
             f"{figures['written_poll_median']:.2f} s",
             f"{figures['written_poll_median'] / floor:.2f}x floor (no target: every table "
             "written since the last poll is analysed again)",
+        ),
+        (
+            "(3c) alert evaluation within a steady-state poll (median of 5)",
+            f"{figures['evaluate_median'] * 1000:.0f} ms",
+            f"{figures['evaluate_median'] / poll:.1%} of the poll "
+            f"[target < 10%: {verdict(figures['evaluate_median'] < 0.1 * poll)}]",
+        ),
+        (
+            "(3d) alert evaluation within a poll after 1% were written (median)",
+            f"{figures['written_evaluate_median'] * 1000:.0f} ms",
+            f"{figures['written_evaluate_median'] / figures['written_poll_median']:.1%} "
+            "of that poll (no target)",
         ),
         (
             "(4) Opened_tables added by one steady-state poll (polls 4-5)",

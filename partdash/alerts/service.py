@@ -94,14 +94,16 @@ def evaluate_stale_polls(now: datetime | None = None) -> list[str]:
     one transaction and evaluation per server. Returns the evaluations recorded."""
     now = now or timezone.now()
     recorded = []
-    for server in Server.objects.filter(enabled=True):
+    stale = Alert.objects.filter(state__in=OPEN, rule=RuleName.STALE_POLLS)
+    for server in Server.objects.filter(Q(enabled=True) | Q(alerts__in=stale)).distinct():
         with transaction.atomic():
-            open_alerts = list(
-                Alert.objects.filter(server=server, state__in=OPEN, rule=RuleName.STALE_POLLS)
-            )
+            open_alerts = list(stale.filter(server=server))
             evaluation = Evaluation(server, now, open_alerts)
-            condition = judged.stale_polls_condition(server, now)
-            evaluation.conditions[Key(RuleName.STALE_POLLS)] = condition
+            key = Key(RuleName.STALE_POLLS)
+            if server.enabled:
+                evaluation.conditions[key] = judged.stale_polls_condition(server, now)
+            else:  # paused on purpose: no poll is due
+                evaluation.gone[key] = f"polling {server.name} is switched off"
             evaluation_id = evaluation.run()
         if evaluation_id:
             recorded.append(evaluation_id)

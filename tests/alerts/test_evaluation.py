@@ -275,6 +275,19 @@ def test_stale_polls_fires_when_no_poll_succeeds_for_three_intervals(fleet):
     assert kinds() == [("stale_polls", "firing", False), ("stale_polls", "resolved", False)]
 
 
+def test_stale_polls_resolves_when_polling_is_switched_off(fleet):
+    server = fleet.server
+    server.enabled, server.status, server.poll_interval = True, ServerStatus.OK, 60
+    server.last_success_at = timezone.now() - timedelta(hours=1)
+    server.save()
+    evaluate_stale_polls()
+    server.enabled = False
+    server.save()
+    evaluate_stale_polls()
+    assert kinds() == [("stale_polls", "firing", False), ("stale_polls", "resolved", False)]
+    assert Transition.objects.get(kind="resolved").message == "polling db1 is switched off"
+
+
 def test_stale_polls_leaves_a_failing_server_to_unreachable(fleet):
     server = fleet.server
     server.enabled, server.status = True, ServerStatus.UNREACHABLE

@@ -1,4 +1,6 @@
-"""`manage.py poll NAME` / `--all`: poll now, in this process, like the Celery task.
+"""`manage.py poll NAME` / `--all`: poll now, in this process, like the Celery task
+(the same poll service, so the server's alerts are evaluated after the poll and their
+emails queued for the worker).
 
 Prints `PollReport.summary`: one line, then one line per distinct warning (grouped by
 fix, so a server with hundreds of hidden tables prints a few lines, not hundreds)."""
@@ -10,8 +12,8 @@ from partdash.servers.models import Server
 
 class Command(PartdashCommand):
     help = (
-        "Poll one server (or --all enabled servers) now; print a summary line per server, "
-        "then one line per distinct warning."
+        "Poll one server (or --all enabled servers) now, then evaluate its alerts and queue "
+        "their emails; print a summary line per server, then one line per distinct warning."
     )
 
     def add_arguments(self, parser) -> None:
