@@ -12,6 +12,7 @@ import pytest
 from partdash.collector.service import poll_server
 from partdash.health import pressure
 from partdash.health.findings import RUNWAY_HORIZON_DAYS, RUNWAY_WARNING_DAYS
+from partdash.lib.quoting import identifier
 from tests.services import MariaDB
 from tests.sql import run
 
@@ -35,8 +36,8 @@ def finding(table: dict, kind: str) -> dict | None:
 
 
 def count(instance: MariaDB, schema: str, table: str, partition: str | None = None) -> int:
-    where = f" PARTITION (`{partition}`)" if partition else ""
-    return run(instance, schema, f"SELECT COUNT(*) FROM `{table}`{where}")[0][0]
+    where = f" PARTITION ({identifier(partition)})" if partition else ""
+    return run(instance, schema, f"SELECT COUNT(*) FROM {identifier(table)}{where}")[0][0]
 
 
 def partition_names(instance: MariaDB, schema: str, table: str) -> list[str]:
@@ -161,6 +162,10 @@ def id_steps(today: date) -> tuple[str, list[str]]:
     )
 
 
+# Each runway table is renamed to this after it is built: the fix must quote it.
+ODD = "día `t` 表"
+ODD_QUOTED = "`día ``t`` 表`"
+
 RUNWAY_TABLES = {
     "daily TO_DAYS, rows in the catch-all": (daily_to_days, "pmax", ["p{:%Y%m%d}"]),
     "monthly TO_DAYS, empty catch-all": (monthly_to_days, "pmax", ["p{:%Y%m}"]),
@@ -180,32 +185,32 @@ def test_the_runway_fix_run_on_the_server_clears_the_finding(
     schema = new_schema(mariadb)
     today = utc_today(mariadb)
     create, inserts = build(today)
-    run(mariadb, schema, create, *inserts, "ANALYZE TABLE t")
-    rows = count(mariadb, schema, "t")
-    in_catchall = count(mariadb, schema, "t", catchall) if catchall else 0
+    run(mariadb, schema, create, *inserts, "ANALYZE TABLE t", f"RENAME TABLE t TO {ODD_QUOTED}")
+    rows = count(mariadb, schema, ODD)
+    in_catchall = count(mariadb, schema, ODD, catchall) if catchall else 0
     server = make_server(mariadb)
     poll(server)
 
-    before = finding(api_table(admin_client, server, schema, "t"), "runway")
+    before = finding(api_table(admin_client, server, schema, ODD), "runway")
     assert before is not None, case
     fix = before["fix"]
-    assert fix["sql"].startswith(f"ALTER TABLE `{schema}`.`t` ")
+    assert fix["sql"].startswith(f"ALTER TABLE `{schema}`.{ODD_QUOTED} ")
     expected = f"REORGANIZE PARTITION `{catchall}` INTO (" if catchall else "ADD PARTITION ("
     assert expected in fix["sql"], fix["sql"]
 
     run(mariadb, schema, fix["sql"])
     poll(server)
 
-    after = api_table(admin_client, server, schema, "t")
+    after = api_table(admin_client, server, schema, ODD)
     assert finding(after, "runway") is None, after["findings"]
     # Id ranges: no fill rate measured yet, so no days; the catch-all is empty.
     assert after["runway"]["days_left"] is None or after["runway"]["days_left"] > (
         RUNWAY_WARNING_DAYS
     )
-    assert count(mariadb, schema, "t") == rows
-    names = partition_names(mariadb, schema, "t")
+    assert count(mariadb, schema, ODD) == rows
+    names = partition_names(mariadb, schema, ODD)
     if catchall:
-        assert names[-1] == catchall and count(mariadb, schema, "t", catchall) == 0
+        assert names[-1] == catchall and count(mariadb, schema, ODD, catchall) == 0
         assert in_catchall == 0 or f"~{in_catchall:,} rows move" in fix["advice"]
     for pattern in first_names:
         assert pattern.format(_first_new_day(case, today)) in names, names
