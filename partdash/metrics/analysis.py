@@ -123,6 +123,8 @@ def _skew(finding) -> dict | None:
 
 def _partition_names(states: list[PartitionState], labels: set[str]) -> list[str]:
     """The partitions (a subpartition's parent) of the given labels, in order."""
+    if not labels:  # the usual case: no walk over every partition
+        return []
     return list(dict.fromkeys(s.name for s in states if s.label in labels))
 
 
