@@ -45,6 +45,8 @@ MAX_NAME_LENGTH = 64
 STEPS_COMPARED = 6
 # Names compared to find the naming pattern.
 NAMES_COMPARED = 3
+# Runs of digits read as date fields (p_2024_01_01_00: four).
+MAX_DATE_RUNS = 4
 
 Point = datetime | int  # a bound: a naive datetime for time ranges, an int for ids
 Step = tuple[str, int | timedelta]  # ("months", 1), ("delta", timedelta(days=1)), ("ids", 1000)
@@ -233,7 +235,10 @@ def _split(name: str) -> tuple[tuple[str, ...], tuple[str, ...]]:
 
 
 def _date_namings(texts, digits) -> Iterator[Naming]:
-    """Every reading of the digits as date layouts (fewest literal runs first)."""
+    """Every reading of the digits as date layouts (fewest literal runs first); none for
+    names of more runs than a date has fields (their readings multiply)."""
+    if len(digits) > MAX_DATE_RUNS:
+        return
     options = [(*_DATE_LAYOUTS.get(len(run), ()), LITERAL) for run in digits]
     readings = sorted(product(*options), key=lambda runs: runs.count(LITERAL))
     for runs in readings:

@@ -295,3 +295,11 @@ def test_a_plan_never_passes_the_partition_limit():
     parts = table(["p0", "p1"], ["1", "2"])
     with pytest.raises(CannotPlan, match="8192"):
         runway_plan("s", "t", "RANGE", "`id`", parts, 10_000)
+
+
+def test_names_of_many_digit_runs_are_not_read_as_dates():
+    """Their readings as date fields multiply (five layouts per run): only the last run
+    is continued, as an ordinal."""
+    names = [f"p_1_2_3_4_5_{i}" for i in range(3)]
+    plan = runway_plan("s", "t", "RANGE", "`id`", table(names, ["10", "20", "30"]), 50)
+    assert [p.name for p in plan.partitions] == ["p_1_2_3_4_5_3", "p_1_2_3_4_5_4"]
