@@ -28,3 +28,19 @@ def test_an_unexpected_error_in_a_poll_is_recorded_as_its_reason(make_server, ma
     assert server.status == ServerStatus.UNREACHABLE
     assert server.last_error == report.error
     assert server.last_success_at < server.last_poll_at
+
+
+def test_a_failing_alert_evaluation_keeps_the_poll(make_server, mariadb, monkeypatch):
+    server = make_server(mariadb)
+
+    def broken(server, snapshot):
+        raise RuntimeError("rule catalogue out of step")
+
+    monkeypatch.setattr(service, "evaluate_after_poll", broken)
+    report = poll_server(server)
+
+    server.refresh_from_db()
+    assert report.ok
+    assert "alert evaluation failed: RuntimeError: rule catalogue out of step" in report.warnings
+    assert server.snapshots.count() == 1
+    assert server.last_success_at is not None

@@ -114,7 +114,7 @@ def record_failure(server: Server, message: str) -> None:
             last_poll_at=timezone.now(),
             last_error=one_line(message),
         )
-        evaluate_after_failure(server)
+        evaluate_alerts(evaluate_after_failure, server)
 
 
 def _record_success(server: Server, collection: Collection, snapshot_at) -> None:
@@ -167,17 +167,32 @@ def poll_server(server: Server, poll_id: str | None = None) -> PollReport:
             return PollReport(server=server.name, ok=False, error=message)
 
 
+def evaluate_alerts(evaluate, server: Server, *args) -> str | None:
+    """Run an alert evaluation stage in a savepoint of the poll's transaction. Should it
+    fail (a bug), the poll keeps what it stored and the alerts are evaluated again by the
+    next poll; the reason is logged and returned for the report."""
+    try:
+        with transaction.atomic():
+            evaluate(server, *args)
+    except Exception as exc:
+        log.exception("alert evaluation for %s failed", server.name)
+        return one_line(f"alert evaluation failed: {type(exc).__name__}: {exc}")
+    return None
+
+
 def _store_analyse_evaluate(
     server: Server, collection: Collection, poll_id: str, seconds: float
-) -> StoreResult:
+) -> tuple[StoreResult, str | None]:
     """The stages after collecting, in one transaction. A retried task's poll was
-    stored already (no snapshot): nothing to analyse or evaluate."""
+    stored already (no snapshot): nothing to analyse or evaluate. Returns the store's
+    result and why the alert evaluation failed, if it did."""
+    failed = None
     with transaction.atomic():
         result = PollStore(server, collection, poll_id, seconds).save()
         if result.snapshot is not None:
             analyse_server(server, result.snapshot, result.changed_tables)
-            evaluate_after_poll(server, result.snapshot)
-    return result
+            failed = evaluate_alerts(evaluate_after_poll, server, result.snapshot)
+    return result, failed
 
 
 def _poll(server: Server, poll_id: str | None) -> PollReport:
@@ -196,7 +211,9 @@ def _poll(server: Server, poll_id: str | None) -> PollReport:
         server.record_tls(getattr(failure, "tls_offered", None))
         return PollReport(server=server.name, ok=False, error=message)
     server.record_tls(session.tls_offered)
-    result = _store_analyse_evaluate(server, collection, poll_id, time.monotonic() - started)
+    result, evaluation_failed = _store_analyse_evaluate(
+        server, collection, poll_id, time.monotonic() - started
+    )
     if result.snapshot is not None:
         _record_success(server, collection, result.snapshot.taken_at)
     report = PollReport(
@@ -207,7 +224,7 @@ def _poll(server: Server, poll_id: str | None) -> PollReport:
         stored=result.stored,
         definitions_read=len(collection.definitions),
         seconds=time.monotonic() - started,
-        warnings=collection.lines,
+        warnings=collection.lines + [evaluation_failed] * bool(evaluation_failed),
     )
     log.debug("%s", report.summary)
     return report
