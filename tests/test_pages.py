@@ -454,6 +454,12 @@ def test_the_hash_table_page_shows_its_skew_and_draws_every_chart(
     assert [p["rows"] for p in partitions][0] == SKEWED_ROWS + 2 * 100
     assert "does not apply" in page.locator("#runway").inner_text()
     assert page.locator("#compression").inner_text() == "Not compressed."
+    # Each finding with the fix to run, as the API gives it.
+    skew = next(f for f in table["findings"] if f["kind"] == "skew")
+    shown = page.locator("#table-findings li.finding[data-kind=skew]")
+    assert shown.locator(".fix .advice").inner_text() == skew["fix"]["advice"]
+    if skew["fix"]["sql"]:
+        assert shown.locator("pre.sql").inner_text() == skew["fix"]["sql"]
 
     # Two size charts, two heatmaps, the history lines.
     assert assert_every_chart_draws(page) == 5

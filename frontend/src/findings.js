@@ -23,7 +23,21 @@ export function findingLine(finding) {
   );
 }
 
-export function findingList(findings, emptyText = "No findings.") {
+// A finding's or an alert's fix: the advice, and the statement to run where there is one.
+export function fixBlock(fix) {
+  if (!fix) return null;
+  return el("div", { className: "fix" },
+    el("p", { className: "advice" }, fix.advice),
+    fix.sql ? el("pre", { className: "sql" }, el("code", {}, fix.sql)) : null);
+}
+
+// `withFix`: each finding's fix under it (the table page); elsewhere the line alone.
+export function findingList(findings, emptyText = "No findings.", { withFix = false } = {}) {
   if (!findings?.length) return el("span", { className: "ok-text" }, emptyText);
-  return el("ul", { className: "findings" }, findings.map(findingLine));
+  const item = (finding) => {
+    const line = findingLine(finding);
+    if (withFix) line.append(fixBlock(finding.fix) ?? "");
+    return line;
+  };
+  return el("ul", { className: "findings" }, findings.map(item));
 }

@@ -4,7 +4,7 @@
 import { alertsPage } from "../alert-badges.js";
 import { getJSON, urls } from "../api.js";
 import { code, el, link } from "../dom.js";
-import { severityBadge } from "../findings.js";
+import { fixBlock, severityBadge } from "../findings.js";
 import { age, bytes, count, localTime, number } from "../format.js";
 
 const REFRESH_MS = 30000;
@@ -40,13 +40,6 @@ function where(alert) {
     ? el("span", { className: "table-name", title: "this table is no longer there" }, name)
     : link(urls.tablePage(alert.table_id), name, { className: "table-link" });
   return [table, alert.partition ? [" partition ", code(alert.partition)] : null, " on ", server];
-}
-
-function fixBlock(fix) {
-  if (!fix) return null;
-  return el("div", { className: "fix" },
-    el("p", { className: "advice" }, fix.advice),
-    fix.sql ? el("pre", { className: "sql" }, el("code", {}, fix.sql)) : null);
 }
 
 function silenceLink(alert) {

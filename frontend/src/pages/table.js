@@ -20,7 +20,7 @@ function showFacts(table) {
     fact("On disk", bytes(table.file_bytes)),
     fact("Analysed", el("span", { title: age(table.analysed_at) }, localTime(table.analysed_at))),
   );
-  show("table-findings", findingList(table.findings, "No findings: this table looks healthy."));
+  show("table-findings", findingList(table.findings, "No findings: this table looks healthy.", { withFix: true }));
 }
 
 function showSkew(skew) {
