@@ -206,8 +206,12 @@ def _step(key, before, condition, rule, silenced, now):
     return _firing(key, before, condition, rule, where, silenced, now)
 
 
-def _figures(state: AlertState, condition: Condition | None, rule: Rule) -> AlertState:
-    """The alert's value, threshold, severity, message and fix as of this poll."""
+def _figures(
+    state: AlertState, condition: Condition | None, rule: Rule, breach: bool = True
+) -> AlertState:
+    """The alert's value, threshold, severity, message and fix as of this poll. Its
+    severity is that of its latest breach: a reading in the band or clear has none of its
+    own (no finding), so a resolved alert still says how bad it was."""
     if condition is None:
         return replace(state, value=None)
     limits = rule.limits(condition)
@@ -215,7 +219,7 @@ def _figures(state: AlertState, condition: Condition | None, rule: Rule) -> Aler
         state,
         value=condition.value,
         threshold=limits[0] if limits else state.threshold,
-        severity=rule.severity or condition.severity,
+        severity=rule.severity or (condition.severity if breach else state.severity),
         message=condition.message or state.message,
         fix=condition.fix if condition.fix is not None else state.fix,
     )
@@ -233,7 +237,7 @@ def _pending(key, before, condition, rule, where, silenced, now):
 
 def _firing(key, before, condition, rule, where, silenced, now):
     clear_polls = before.clear_polls + 1 if where == "clear" else 0
-    after = _figures(replace(before, clear_polls=clear_polls), condition, rule)
+    after = _figures(replace(before, clear_polls=clear_polls), condition, rule, where == "breach")
     if clear_polls >= rule.for_polls:
         after = replace(after, state="resolved", resolved_at=now)
         return after, _transition(key, after, "resolved", silenced or not before.announced, rule)

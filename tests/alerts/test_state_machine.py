@@ -66,6 +66,40 @@ def test_a_value_in_the_band_keeps_a_firing_alert_firing():
     assert states[-1] == "firing"
 
 
+def severities(readings):
+    """Evaluate KEY once per (value, its finding's severity); (state, severity) after
+    each. Without a finding a condition's severity is the default, warning (as
+    `partdash.alerts.conditions` builds it)."""
+    state: dict[Key, AlertState] = {}
+    seen = []
+    for i, (value, severity) in enumerate(readings):
+        found = value >= 1.5
+        condition = Condition(value, limit=1.5, holds=found, severity=severity or "warning")
+        after = evaluate(state, {KEY: condition}, {KEY: SKEW}, T0 + timedelta(minutes=i))
+        state = {KEY: after.states[KEY]}
+        seen.append((state[KEY].state, state[KEY].severity))
+    return seen
+
+
+def test_a_resolved_alert_says_the_severity_of_its_latest_breach():
+    fired_critical = [(4.0, "critical")] * 2
+    assert severities([*fired_critical, (1.0, None), (1.0, None)]) == [
+        ("pending", "critical"),
+        ("firing", "critical"),
+        ("firing", "critical"),
+        ("resolved", "critical"),
+    ]
+    # In the band there is no finding either; a breach rated anew is taken.
+    assert severities([*fired_critical, (1.4, None), (2.0, "warning"), (1.0, None), (1.0, None)])[
+        2:
+    ] == [
+        ("firing", "critical"),
+        ("firing", "warning"),
+        ("firing", "warning"),
+        ("resolved", "warning"),
+    ]
+
+
 def test_a_value_in_the_band_never_fires():
     polls, states = drive([1.4, 1.49, 1.4, 1.45])
     assert all(p == [] for p in polls) and set(states) == {"ok"}
