@@ -341,7 +341,7 @@ def test_the_server_page_links_every_named_table_to_its_page(
         page.locator(f"#tables tbody tr[data-id='{pk}'] a.table-link").click()
         page.wait_for_url(f"{live_server.url}/tables/{pk}/")
         page.wait_for_selector("#table-page[data-ready]", state="attached", timeout=15000)
-        assert page.locator("h1").inner_text() == f"{table.schema}.{table.name}"
+        assert page.locator("#table-name").inner_text() == f"{table.schema}.{table.name}"
         assert page.title().startswith(f"{table.schema}.{table.name} ")
     assert page.console_errors == []
 
