@@ -7,6 +7,7 @@ from partdash.api.alerts import (
     NotificationViewSet,
     SilenceViewSet,
 )
+from partdash.api.search import SearchView
 from partdash.api.views import FindingsView, ServerViewSet, TableViewSet
 
 router = DefaultRouter()
@@ -17,4 +18,8 @@ router.register("alert-rules", AlertRuleViewSet)
 router.register("silences", SilenceViewSet)
 router.register("notifications", NotificationViewSet)
 
-urlpatterns = [path("findings/", FindingsView.as_view(), name="findings"), *router.urls]
+urlpatterns = [
+    path("findings/", FindingsView.as_view(), name="findings"),
+    path("search/", SearchView.as_view(), name="api-search"),
+    *router.urls,
+]

@@ -1,6 +1,6 @@
 from django.urls import path
 
-from partdash.dashboard import alerts, views
+from partdash.dashboard import alerts, search, views
 
 urlpatterns = [
     path("", views.fleet, name="fleet"),
@@ -8,4 +8,5 @@ urlpatterns = [
     path("tables/<int:table_id>/", views.table, name="table"),
     path("alerts/", alerts.alerts, name="alerts"),
     path("alerts/silence/", alerts.silence, name="silence"),
+    path("search/", search.search, name="search"),
 ]
