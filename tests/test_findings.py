@@ -5,7 +5,7 @@ from datetime import date
 import pytest
 
 from partdash.health import findings as rules
-from partdash.health.hotspots import Hotspots
+from partdash.health.hotspots import HotPartition, Hotspots
 from partdash.health.runway import Runway
 from partdash.health.skew import Skew, SkewFinding
 
@@ -41,11 +41,38 @@ def test_skew_twice_past_its_limit_is_critical():
     assert rules.skew_finding(skew(1.2, False)) is None
 
 
+def hot(source: str, *detail: HotPartition) -> Hotspots:
+    names = list(dict.fromkeys(d.partition for d in detail))
+    shares = {d.partition: d.share for d in detail if d.kind == "write"}
+    reads = {d.partition: d.share for d in detail if d.kind == "read"}
+    return Hotspots(source, shares, reads, names, source != "io", detail)
+
+
 def test_a_hot_newest_range_partition_is_shown_but_not_raised():
-    hot = Hotspots("io", {"p1": 0.05, "p2": 0.95}, {}, ["p2"], False)
-    assert rules.hotspot_finding(hot, "RANGE") is None
-    raised = rules.hotspot_finding(hot, "HASH")
-    assert raised.kind == "hotspot" and "p2" in raised.message and "95%" in raised.message
+    newest = hot("io", HotPartition("p2", "write", 0.95, 11, 12))
+    assert rules.hotspot_finding(newest, "RANGE") is None
+    raised = rules.hotspot_finding(newest, "HASH")
+    assert raised.kind == "hotspot"
+    assert raised.message == "p2 takes 95% of the writes (hot in 11 of 12 slots with writes)"
+
+
+def test_write_and_read_hotspots_are_reported_separately():
+    both = hot("io", HotPartition("p5", "write", 1.0, 4, 4), HotPartition("p2", "read", 0.8, 3, 5))
+    message = rules.hotspot_finding(both, "KEY").message
+    assert message.startswith("p5 takes 100% of the writes")
+    assert "p2 takes 80% of the reads (hot in 3 of 5 slots with reads)" in message
+
+
+def test_without_performance_schema_a_hotspot_names_what_was_measured():
+    changes = hot("modified", HotPartition("p1", "write", 0.7, 3, 3))
+    assert (
+        "p1 takes 70% of the row changes (writes)" in rules.hotspot_finding(changes, "HASH").message
+    )
+
+
+def test_shares_without_a_persistent_partition_are_no_finding():
+    burst = Hotspots("io", {"p0": 1.0, "p1": 0.0}, {}, [], False)
+    assert rules.hotspot_finding(burst, "HASH") is None
 
 
 def test_scores_add_up_and_a_healthy_table_scores_zero():

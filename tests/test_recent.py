@@ -11,6 +11,7 @@ from partdash.health.recent import (
     record,
     slot_seconds,
     window_ends,
+    window_slots,
     window_sums,
 )
 
@@ -112,3 +113,11 @@ def test_entries_round_trip_through_their_stored_text():
     assert text == "1700000100,16384,0,1;1700000400,0,0,0,-3"
     assert loads(text) == entries
     assert dumps([]) is None and loads(None) == [] and loads("") == []
+
+
+def test_the_slots_in_the_window_each_with_its_figures():
+    entries = [[T0 - 2 * HOUR, 9], [T0 - HOUR + SLOT, 5, 7], [T0, 0, 0, 3]]
+    slots = window_slots(entries, T0 + 1, HOUR)
+    assert [start for start, _ in slots] == [T0 - HOUR + SLOT, T0]
+    assert slots[0][1]["write_bytes"] == 5 and slots[0][1]["read_bytes"] == 7
+    assert slots[1][1] == dict.fromkeys(FIGURES, 0) | {"modified": 3}

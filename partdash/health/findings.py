@@ -17,7 +17,7 @@ from typing import Literal
 from partdash.health import fixes
 from partdash.health.compression import Compression
 from partdash.health.fixes import Fix, TableFacts
-from partdash.health.hotspots import Hotspots
+from partdash.health.hotspots import HotPartition, Hotspots
 from partdash.health.pressure import LimitPressure, WorkingSet
 from partdash.health.runway import Runway
 from partdash.health.skew import SkewFinding
@@ -56,24 +56,39 @@ def skew_finding(finding: SkewFinding | None) -> Finding | None:
     return Finding("skew", severity, _score(severity, ratio - 1), finding.reason + largest)
 
 
+# What a hotspot's share is a share of, by source and kind.
+_ACTIVITY = {
+    ("io", "write"): "writes",
+    ("io", "read"): "reads",
+    ("modified", "write"): "row changes (writes)",
+    ("rows", "write"): "row growth (writes)",
+    ("size", "write"): "size growth (writes)",
+}
+HOTSPOTS_NAMED = 5  # in a finding's message; the API's hotspot_detail has them all
+
+
+def hotspot_sentence(hot: HotPartition, source: str) -> str:
+    """ "p5 takes 100% of the writes (hot in 9 of 10 slots with writes)"."""
+    what = _ACTIVITY.get((source, hot.kind), f"{hot.kind}s")
+    return (
+        f"{hot.partition} takes {hot.share:.0%} of the {what} "
+        f"(hot in {hot.slots_hot} of {hot.slots_active} slots with {hot.kind}s)"
+    )
+
+
 def hotspot_finding(hotspots: Hotspots | None, method: str) -> Finding | None:
     """Hot partitions are a finding where the method promises even load (HASH, KEY,
     LIST); all writes going to the newest RANGE partition is how time ranges work, and
-    is shown but not raised."""
-    if hotspots is None or not hotspots.hot:
+    is shown but not raised. Writes and reads are reported separately."""
+    if hotspots is None or not hotspots.detail:
         return None
     if (method or "").upper().startswith("RANGE"):
         return None
-    share = max(hotspots.shares.get(name, 0.0) for name in hotspots.hot)
-    read_share = max(hotspots.read_shares.get(name, 0.0) for name in hotspots.hot)
-    names = ", ".join(hotspots.hot[:5])
-    return Finding(
-        "hotspot",
-        "warning",
-        _score("warning", max(share, read_share) * 10),
-        f"hot partitions {names}: up to {max(share, read_share):.0%} of the table's "
-        f"{'I/O' if hotspots.source == 'io' else hotspots.source + ' growth'} in the window",
-    )
+    share = max(hot.share for hot in hotspots.detail)
+    sentences = [hotspot_sentence(hot, hotspots.source) for hot in hotspots.detail]
+    more = len(sentences) - HOTSPOTS_NAMED
+    message = "; ".join(sentences[:HOTSPOTS_NAMED]) + (f"; and {more} more" if more > 0 else "")
+    return Finding("hotspot", "warning", _score("warning", share * 10), message)
 
 
 def runway_finding(runway: Runway | None) -> Finding | None:

@@ -12,15 +12,24 @@ Sources, best first:
 The caller gives per-partition deltas over the window (see `partdash.health.recent`),
 e.g. the last `DEFAULT_WINDOW`.
 
-The rule: a partition is hot when its share reaches `hot_share_threshold(n)` and it saw
-at least `MIN_HOT_EVENTS` events itself. The threshold is HOT_SHARE (a majority) for
-small tables, never below HOT_LIFT times the even share (so the busier half of a
-two-partition table is not hot at 51%), and for big tables HOT_FACTOR times the even
-share (one partition of 128 taking 1/16 of the writes is remarkable). All writes into
-the newest RANGE partition (share 1.0) are always hot; a uniformly written HASH table
-(share 1/n each, give or take noise) never is.
+The rule has two parts, judged separately for writes and for reads (reads from the "io"
+source only):
+- Share: over the window, the partition's share reaches `hot_share_threshold(n)` and it
+  saw at least `MIN_HOT_EVENTS` events itself. The threshold is HOT_SHARE (a majority)
+  for small tables, never below HOT_LIFT times the even share (so the busier half of a
+  two-partition table is not hot at 51%), and for big tables HOT_FACTOR times the even
+  share (one partition of 128 taking 1/16 of the writes is remarkable).
+- Persistence: the window is cut into slots (a twelfth of it, `partdash.health.recent`).
+  A slot is *active* when the table did any of that kind in it; the partition is *hot in
+  a slot* when its share of that slot reaches the same threshold. It must be hot in at
+  least half of the active slots (`HOT_SLOT_FRACTION`), and in at least `MIN_HOT_SLOTS`
+  of them. One diagnostic COUNT(*), or one burst, fills one or two slots: it shows in the
+  shares, and is never hot.
+All writes into the newest RANGE partition, poll after poll, are hot; a uniformly
+written HASH table (share 1/n each, give or take noise) never is.
 """
 
+import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import timedelta
@@ -34,11 +43,16 @@ HOT_LIFT = 1.5
 # The hot partition must have seen at least this many events: with fewer, a uniform
 # workload can put several of them in one partition by chance.
 MIN_HOT_EVENTS = 32
+# Persistence: hot in at least this fraction of the slots in which the table had that
+# kind of activity, and in at least MIN_HOT_SLOTS of them (15 minutes of a default hour).
+HOT_SLOT_FRACTION = 0.5
+MIN_HOT_SLOTS = 3
 # What counts as one event: a page of I/O or growth (InnoDB's default 16 KiB page), a row.
 PAGE_BYTES = 16384
 EVENT_SIZE = {"io": PAGE_BYTES, "modified": 1, "rows": 1, "size": PAGE_BYTES}
 
 Source = Literal["io", "modified", "rows", "size"]
+Kind = Literal["write", "read"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -54,16 +68,31 @@ class PartitionActivity:
 
 
 @dataclass(frozen=True, slots=True)
+class HotPartition:
+    """One partition hot for one kind of activity: its `share` of the table's writes (or
+    reads) over the window, and in how many of the slots with such activity
+    (`slots_active`) it took a hot share (`slots_hot`)."""
+
+    partition: str
+    kind: Kind
+    share: float
+    slots_hot: int
+    slots_active: int
+
+
+@dataclass(frozen=True, slots=True)
 class Hotspots:
     """`shares`: each partition's fraction of the table's writes (or changes, or growth)
     over the window, 0.0 each when there was none; `read_shares`: the same for reads
-    (the "io" source only). `hot`: names flagged on either, in input order."""
+    (the "io" source only). `hot`: names flagged on either, in input order; `detail`:
+    one `HotPartition` per partition and kind flagged, in input order, writes first."""
 
     source: Source
     shares: dict[str, float]
     read_shares: dict[str, float]
     hot: list[str]
     estimated: bool
+    detail: tuple[HotPartition, ...] = ()
 
 
 def hot_share_threshold(partitions: int) -> float:
@@ -80,8 +109,8 @@ def shares(amounts: dict[str, float]) -> dict[str, float]:
 
 
 def hot_partitions(amounts: dict[str, float], event_size: float = 1) -> list[str]:
-    """Names whose share of `amounts` makes them hot. A single partition is never hot:
-    there is nothing to compare it with."""
+    """Names whose share of `amounts` (over the window) passes the share rule. A single
+    partition is never hot: there is nothing to compare it with."""
     if len(amounts) < 2:
         return []
     threshold = hot_share_threshold(len(amounts))
@@ -89,6 +118,51 @@ def hot_partitions(amounts: dict[str, float], event_size: float = 1) -> list[str
         name
         for name, share in shares(amounts).items()
         if share >= threshold and max(0.0, amounts[name]) / event_size >= MIN_HOT_EVENTS
+    ]
+
+
+def slots_needed(slots_active: int) -> int:
+    """How many of `slots_active` slots a partition must be hot in: half of them
+    (rounded up), and never fewer than MIN_HOT_SLOTS."""
+    return max(MIN_HOT_SLOTS, math.ceil(slots_active * HOT_SLOT_FRACTION))
+
+
+def slot_counts(slots: Sequence[dict[str, float]], partitions: int) -> tuple[dict[str, int], int]:
+    """Per partition, the slots in which its share reached `hot_share_threshold`; and the
+    number of active slots (the table did something). Each slot maps the partitions that
+    did something in it to their amounts (absent ones did nothing)."""
+    threshold = hot_share_threshold(partitions)
+    hot: dict[str, int] = {}
+    active = 0
+    for amounts in slots:
+        clamped = {name: max(0.0, amount) for name, amount in amounts.items()}
+        total = sum(clamped.values())
+        if total <= 0:
+            continue
+        active += 1
+        for name, amount in clamped.items():
+            if amount / total >= threshold:
+                hot[name] = hot.get(name, 0) + 1
+    return hot, active
+
+
+def persistent_hot(
+    kind: Kind,
+    amounts: dict[str, float],
+    slots: Sequence[dict[str, float]],
+    event_size: float = 1,
+) -> list[HotPartition]:
+    """The partitions hot for `kind` by both rules (see the module docstring), in the
+    order of `amounts` (the window's sums, every partition of the table)."""
+    candidates = hot_partitions(amounts, event_size)
+    if not candidates:
+        return []
+    hot_in, active = slot_counts(slots, len(amounts))
+    window_shares = shares(amounts)
+    return [
+        HotPartition(name, kind, window_shares[name], hot_in.get(name, 0), active)
+        for name in candidates
+        if hot_in.get(name, 0) >= slots_needed(active)
     ]
 
 
@@ -113,22 +187,39 @@ def _amounts(activity: Iterable[PartitionActivity], field: str) -> dict[str, flo
     return {a.name: float(getattr(a, field) or 0) for a in activity}
 
 
-def find_hotspots(activity: Sequence[PartitionActivity]) -> Hotspots | None:
+def _slot_amounts(slots: Iterable[Iterable[PartitionActivity]], field: str) -> list[dict]:
+    return [{a.name: float(getattr(a, field) or 0) for a in slot} for slot in slots]
+
+
+def find_hotspots(
+    activity: Sequence[PartitionActivity],
+    slots: Sequence[Sequence[PartitionActivity]] = (),
+) -> Hotspots | None:
     """Shares and hot partitions from the best available source; None when no source
-    knows anything (the API shows no hotspots then)."""
+    knows anything (the API shows no hotspots then). `activity`: every partition's sums
+    over the window; `slots`: what the partitions did in each slot of the window (only
+    those that did something need be listed). Without slots nothing is persistent, so
+    nothing is hot: the shares alone are what is shown."""
     source = choose_source(activity)
     if source is None:
         return None
     size = EVENT_SIZE[source]
-    writes = _amounts(activity, _FIELDS[source])
+    field = _FIELDS[source]
+    writes = _amounts(activity, field)
     reads = _amounts(activity, "read_bytes") if source == "io" else {}
-    flagged = set(hot_partitions(writes, size)) | set(hot_partitions(reads, size))
+    detail = persistent_hot("write", writes, _slot_amounts(slots, field), size)
+    if reads:
+        detail += persistent_hot("read", reads, _slot_amounts(slots, "read_bytes"), size)
+    order = {a.name: position for position, a in enumerate(activity)}
+    detail.sort(key=lambda d: (order[d.partition], d.kind != "write"))
+    flagged = {d.partition for d in detail}
     return Hotspots(
         source=source,
         shares=shares(writes),
         read_shares=shares(reads),
         hot=[a.name for a in activity if a.name in flagged],
         estimated=source != "io",
+        detail=tuple(detail),
     )
 
 

@@ -112,6 +112,18 @@ def window_sums(
     return {name: (value or None) for name, value in zip(FIGURES, sums, strict=True)}
 
 
+def window_slots(
+    entries: Sequence[Entry], now: float, window_seconds: float
+) -> list[tuple[int, dict[str, int]]]:
+    """The slots in the window, each as (slot start, its figures by name): what the
+    hotspot rules judge persistence on (`partdash.health.hotspots`)."""
+    return [
+        (entry[0], dict(zip(FIGURES, _padded(entry[1:]), strict=True)))
+        for entry in entries
+        if in_window(entry[0], now, window_seconds)
+    ]
+
+
 def window_ends(entries: Sequence[Entry], now: float, window_seconds: float) -> int | None:
     """When the oldest slot still in the window leaves it (the sums change then even if
     nothing else happens); None when no slot is in the window."""

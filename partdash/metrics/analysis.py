@@ -91,6 +91,20 @@ def activity_of(label: str, sums: dict[str, int | None]) -> PartitionActivity:
     )
 
 
+def slot_activity(
+    labels: list[str], entries: list[list[recent.Entry]], now: datetime
+) -> list[list[PartitionActivity]]:
+    """What the partitions did in each slot of the window ending at `now`, oldest slot
+    first, each slot listing only the partitions that did something in it: what the
+    hotspot rules judge persistence on."""
+    seconds = window().total_seconds()
+    by_start: dict[int, list[PartitionActivity]] = {}
+    for label, partition_entries in zip(labels, entries, strict=True):
+        for start, figures in recent.window_slots(partition_entries, now.timestamp(), seconds):
+            by_start.setdefault(start, []).append(activity_of(label, figures))
+    return [by_start[start] for start in sorted(by_start)]
+
+
 def with_window_compression(state: PartitionState, sums: dict) -> PartitionState:
     """Compression counters as deltas over the window where there were any, else the
     totals (a table nobody wrote lately is judged on its lifetime)."""
@@ -142,7 +156,8 @@ def table_health(
     entries = [recent.loads(text) for text in recents]
     sums = [recent.window_sums(e, now.timestamp(), seconds) for e in entries]
     activity = [activity_of(s.label, w) for s, w in zip(states, sums, strict=True)]
-    hotspots = find_hotspots(activity)
+    slots = slot_activity([s.label for s in states], entries, now)
+    hotspots = find_hotspots(activity, slots)
     rows_added = sum(a.rows_added or 0 for a in activity)
     fill_rate = rows_added * 86400 / seconds if rows_added > 0 else None
     runway = table_runway(table.method, table.expression, states, now, fill_rate)
@@ -185,6 +200,8 @@ def table_health(
         "skew": _skew(skew_rows),
         "skew_bytes": _skew(skew_bytes),
         "hotspots": hotspots.hot if hotspots else [],
+        # Why each is hot: kind (write or read), window share, slots hot of active ones.
+        "hotspot_detail": [plain(d) for d in hotspots.detail] if hotspots else [],
         "active": hotspots is not None,
         # Where the shares come from; the shares themselves are derived when asked for
         # (`activity_shares`), which keeps a busy table's stored row from growing.
