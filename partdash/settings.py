@@ -188,10 +188,9 @@ SPECTACULAR_SETTINGS = {
     "DESCRIPTION": "Partition health of MySQL and MariaDB servers.",
     "VERSION": "1",
     "SERVE_INCLUDE_SCHEMA": False,
-    # Swagger UI and Redoc from drf-spectacular-sidecar's static files: no CDN.
+    # Swagger UI from drf-spectacular-sidecar's static files: no CDN.
     "SWAGGER_UI_DIST": "SIDECAR",
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
-    "REDOC_DIST": "SIDECAR",
 }
 
 # Celery: Redis broker, beat dispatches due polls from one static entry.

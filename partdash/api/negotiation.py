@@ -5,7 +5,7 @@ on in production too; an anonymous browser gets the plain JSON 403 rather than a
 forms, and scripts that send `Accept: text/html` without credentials are not surprised.
 """
 
-from rest_framework.exceptions import APIException
+from rest_framework.exceptions import APIException, NotAcceptable
 from rest_framework.negotiation import DefaultContentNegotiation
 from rest_framework.renderers import BrowsableAPIRenderer
 
@@ -21,6 +21,10 @@ class BrowsableForUsers(DefaultContentNegotiation):
     """Offer the BrowsableAPIRenderer only to authenticated requests."""
 
     def select_renderer(self, request, renderers, format_suffix=None):
-        if not _is_authenticated(request):
-            renderers = [r for r in renderers if not isinstance(r, BrowsableAPIRenderer)]
-        return super().select_renderer(request, renderers, format_suffix)
+        if _is_authenticated(request):
+            return super().select_renderer(request, renderers, format_suffix)
+        json_only = [r for r in renderers if not isinstance(r, BrowsableAPIRenderer)]
+        try:
+            return super().select_renderer(request, json_only, format_suffix)
+        except NotAcceptable:  # asked for HTML alone: the JSON refusal, not a 406
+            return json_only[0], json_only[0].media_type
