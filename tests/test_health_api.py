@@ -412,8 +412,9 @@ def test_partitions_past_a_server_limit_are_a_server_finding_ranked_with_the_tab
 
 # -- 2. hotspots ------------------------------------------------------------------------------
 
-BATCHES = 3
+BATCHES = 3  # polls with writes, each in its own slot: the fewest a hotspot needs
 BATCH_ROWS = 3000  # ~3.5 MB of pages per batch into one partition
+SLOT_HOURS = 5 / 60  # a slot of the default one-hour window
 
 
 def monthly_bounds(instance: MariaDB) -> list[int]:
@@ -425,8 +426,10 @@ def monthly_bounds(instance: MariaDB) -> list[int]:
 
 
 def test_writes_into_the_newest_range_partition_make_it_the_only_hotspot(
-    mariadb_ps, make_server, new_schema, admin_client
+    mariadb_ps, make_server, new_schema, admin_client, monkeypatch
 ):
+    """An insert-only workload, one batch per poll, each poll in its own slot of the
+    window (polls five minutes apart, by partdash's clock)."""
     schema = new_schema(mariadb_ps)
     last_month, this_month, next_month, month_after = monthly_bounds(mariadb_ps)
     run(
@@ -449,7 +452,8 @@ def test_writes_into_the_newest_range_partition_make_it_the_only_hotspot(
     )
     flush_to_disk(mariadb_ps, schema, "events", "spread")
     before = {t: file_writes(mariadb_ps, schema, t) for t in ("events", "spread")}
-    server = polled(make_server, mariadb_ps)
+    server = make_server(mariadb_ps)
+    poll_as_of(server, monkeypatch, hours_ago=BATCHES * SLOT_HOURS)
     for batch in range(BATCHES):
         run(
             mariadb_ps,
@@ -460,7 +464,7 @@ def test_writes_into_the_newest_range_partition_make_it_the_only_hotspot(
             f"FROM seq_1_to_{BATCH_ROWS}",
         )
         flush_to_disk(mariadb_ps, schema, "events", "spread")
-        assert poll_server(server).ok
+        poll_as_of(server, monkeypatch, hours_ago=(BATCHES - 1 - batch) * SLOT_HOURS)
     after = {t: file_writes(mariadb_ps, schema, t) for t in ("events", "spread")}
 
     # Ground truth: the bytes performance_schema saw written to each file since the baseline.
@@ -476,6 +480,9 @@ def test_writes_into_the_newest_range_partition_make_it_the_only_hotspot(
     assert "hotspot" not in [f["kind"] for f in events["findings"]]  # normal for RANGE
     detail = admin_client.get(f"/api/v1/tables/{events['id']}/").json()
     assert detail["activity"]["source"] == "io"
+    (hot,) = [d for d in detail["hotspot_detail"] if d["kind"] == "write"]
+    assert hot["partition"] == "p_cur" and hot["share"] == pytest.approx(1.0, abs=0.01)
+    assert (hot["slots_hot"], hot["slots_active"]) == (BATCHES, BATCHES)
     total = sum(written["events"].values())
     partitions = api_partitions(admin_client, events)
     assert list(partitions) == ["p_m2", "p_m1", "p_cur", "p_next", "pmax"]
@@ -620,11 +627,12 @@ def poll_as_of(server, monkeypatch, hours_ago: float):
         monkeypatch.setattr(timezone, "now", real_now)
 
 
-def test_a_burst_into_a_partition_quiet_for_two_hours_is_a_hotspot(
+def test_a_burst_into_a_partition_quiet_for_two_hours_counts_in_full_and_is_not_a_hotspot(
     mariadb_ps, make_server, new_schema, admin_client, monkeypatch
 ):
     """Samples are stored only when a figure changes, so after a quiet spell the last
-    known value (older than the window) is where the burst's delta starts."""
+    known value (older than the window) is where the burst's delta starts. One burst
+    fills one slot: it shows in the shares, and is not persistent enough to be hot."""
     schema = monthly_events(mariadb_ps, new_schema(mariadb_ps))
     before = file_writes(mariadb_ps, schema, "events")
     server = make_server(mariadb_ps)
@@ -637,8 +645,8 @@ def test_a_burst_into_a_partition_quiet_for_two_hours_is_a_hotspot(
 
     events = api_tables(admin_client, server)[(schema, "events")]
     partitions = api_partitions(admin_client, events)
-    assert events["hotspots"] == ["p_cur"]
-    assert partitions["p_cur"]["is_hotspot"] is True
+    assert events["hotspots"] == []
+    assert partitions["p_cur"]["is_hotspot"] is False
     assert partitions["p_cur"]["write_share"] == pytest.approx(1.0, abs=1e-3)
 
 
@@ -647,7 +655,7 @@ def test_a_quiet_poll_analyses_nothing_and_an_old_burst_leaves_the_window(
 ):
     """A table is analysed again when its figures change, not on every poll; and when
     its last activity leaves the window, the next poll re-analyses it with nothing
-    written, so the hotspot it showed goes away."""
+    written, so the share it showed goes away."""
     schema = monthly_events(mariadb_ps, new_schema(mariadb_ps))
     server = polled(make_server, mariadb_ps)
     assert poll_server(server).ok  # rates go from unknown to 0: a change, analysed
@@ -659,7 +667,9 @@ def test_a_quiet_poll_analyses_nothing_and_an_old_burst_leaves_the_window(
 
     write_this_month(mariadb_ps, schema)
     assert poll_server(server).ok
-    assert api_tables(admin_client, server)[(schema, "events")]["hotspots"] == ["p_cur"]
+    events = api_tables(admin_client, server)[(schema, "events")]
+    shares = {n: p["write_share"] for n, p in api_partitions(admin_client, events).items()}
+    assert shares["p_cur"] == pytest.approx(1.0, abs=1e-3)
     burst = PartitionedTable.objects.get(pk=table.pk)
     assert burst.health["window_ends"] > burst.analysed_at.timestamp()
 
@@ -669,6 +679,121 @@ def test_a_quiet_poll_analyses_nothing_and_an_old_burst_leaves_the_window(
     events = api_tables(admin_client, server)[(schema, "events")]
     assert events["hotspots"] == [] and later.activity is None
     assert all(p["write_share"] is None for p in api_partitions(admin_client, events).values())
+
+
+def file_reads(instance: MariaDB, schema: str, table: str) -> dict[str, int]:
+    """performance_schema's bytes read per partition file of a table."""
+    rows = instance.execute(
+        "SELECT FILE_NAME, SUM_NUMBER_OF_BYTES_READ FROM performance_schema."
+        "file_summary_by_instance WHERE EVENT_NAME = 'wait/io/file/innodb/innodb_data_file' "
+        "AND FILE_NAME LIKE %s",
+        (f"%/{schema}/{table}#P#%",),
+    )
+    return {path.rsplit("#P#", 1)[1].removesuffix(".ibd"): int(read) for path, read in rows}
+
+
+def evict_from_buffer_pool(instance: MariaDB, schema: str) -> None:
+    """Push every page out of the 64 MiB buffer pool by writing 96 MiB of other rows, so
+    the next read of a table comes from its files (the only reads performance_schema
+    counts)."""
+    run(
+        instance,
+        schema,
+        "CREATE TABLE filler (id INT PRIMARY KEY, v VARCHAR(1000))",
+        "INSERT INTO filler SELECT seq, REPEAT('f', 1000) FROM seq_1_to_90000",
+        "DROP TABLE filler",
+    )
+
+
+def test_one_count_star_shows_in_the_read_shares_and_flags_nothing(
+    mariadb_ps, make_server, new_schema, admin_client
+):
+    """The diagnostic scan reads every partition once, most of it the partition that
+    holds most rows: the reads show, and nothing is hot."""
+    schema = new_schema(mariadb_ps)
+    run(
+        mariadb_ps,
+        schema,
+        "CREATE TABLE accounts (id INT PRIMARY KEY, v VARCHAR(1000)) "
+        "PARTITION BY HASH(id) PARTITIONS 4",
+        # Most rows in p0 (id % 4 == 0), a few in each of the others.
+        "INSERT INTO accounts SELECT seq * 4, REPEAT('a', 1000) FROM seq_1_to_4000",
+        "INSERT INTO accounts SELECT seq * 4 + seq % 3 + 1, REPEAT('a', 1000) "
+        "FROM seq_4001_to_4600",
+        "ANALYZE TABLE accounts",
+    )
+    flush_to_disk(mariadb_ps, schema, "accounts")
+    server = polled(make_server, mariadb_ps)
+    evict_from_buffer_pool(mariadb_ps, schema)
+    before = file_reads(mariadb_ps, schema, "accounts")
+    (count,) = run(mariadb_ps, schema, "SELECT COUNT(*) FROM accounts")[0]
+    after = file_reads(mariadb_ps, schema, "accounts")
+    assert poll_server(server).ok
+
+    read = {name: after[name] - before.get(name, 0) for name in after}
+    assert count == 4600 and read["p0"] > sum(read.values()) / 2  # what was built
+    accounts = api_tables(admin_client, server)[(schema, "accounts")]
+    assert accounts["hotspots"] == []
+    assert "hotspot" not in [f["kind"] for f in accounts["findings"]]
+    detail = admin_client.get(f"/api/v1/tables/{accounts['id']}/").json()
+    assert detail["hotspot_detail"] == []
+    for name, partition in api_partitions(admin_client, accounts).items():
+        assert partition["is_hotspot"] is False, name
+        share = read[name] / sum(read.values())
+        assert partition["read_share"] == pytest.approx(share, abs=1e-3), name
+
+
+def test_sustained_writes_into_one_hash_partition_make_it_a_write_hotspot(
+    mariadb_ps, make_server, new_schema, admin_client, monkeypatch
+):
+    """Rows with id % 4 == 1 go to p1, one batch per poll, polls five minutes apart:
+    p1 takes all the writes in every slot, which is a finding for a HASH table."""
+    schema = new_schema(mariadb_ps)
+    run(
+        mariadb_ps,
+        schema,
+        "CREATE TABLE orders (id INT PRIMARY KEY, v VARCHAR(1000)) "
+        "PARTITION BY HASH(id) PARTITIONS 4",
+        "INSERT INTO orders SELECT seq, REPEAT('o', 1000) FROM seq_1_to_2000",
+        "ANALYZE TABLE orders",
+    )
+    flush_to_disk(mariadb_ps, schema, "orders")
+    before = file_writes(mariadb_ps, schema, "orders")
+    server = make_server(mariadb_ps)
+    poll_as_of(server, monkeypatch, hours_ago=BATCHES * SLOT_HOURS)
+    for batch in range(BATCHES):
+        first = 1000 + batch * BATCH_ROWS
+        run(
+            mariadb_ps,
+            schema,
+            f"INSERT INTO orders SELECT (seq + {first}) * 4 + 1, REPEAT('o', 1000) "
+            f"FROM seq_1_to_{BATCH_ROWS}",
+        )
+        flush_to_disk(mariadb_ps, schema, "orders")
+        poll_as_of(server, monkeypatch, hours_ago=(BATCHES - 1 - batch) * SLOT_HOURS)
+    after = file_writes(mariadb_ps, schema, "orders")
+
+    written = {name: after[name] - before.get(name, 0) for name in after}
+    total = sum(written.values())
+    assert written["p1"] >= BATCHES * BATCH_ROWS * 1000 and written["p1"] / total > 0.99
+    orders = api_tables(admin_client, server)[(schema, "orders")]
+    assert orders["hotspots"] == ["p1"]
+    (finding,) = [f for f in orders["findings"] if f["kind"] == "hotspot"]
+    assert finding["message"].startswith(f"p1 takes {written['p1'] / total:.0%} of the writes")
+    assert f"hot in {BATCHES} of {BATCHES} slots with writes" in finding["message"]
+    detail = admin_client.get(f"/api/v1/tables/{orders['id']}/").json()
+    assert detail["hotspot_detail"] == [
+        {
+            "partition": "p1",
+            "kind": "write",
+            "share": pytest.approx(written["p1"] / total, abs=1e-3),
+            "slots_hot": BATCHES,
+            "slots_active": BATCHES,
+        }
+    ]
+    for name, partition in api_partitions(admin_client, orders).items():
+        assert partition["is_hotspot"] is (name == "p1"), name
+        assert partition["write_share"] == pytest.approx(written[name] / total, abs=1e-3), name
 
 
 def test_the_runway_of_an_idle_table_counts_down_as_days_pass(

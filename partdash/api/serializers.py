@@ -113,6 +113,7 @@ def health_fields(health: dict | None) -> dict:
     return {
         "skew": health.get("skew"),
         "hotspots": health.get("hotspots") or [],
+        "hotspot_detail": health.get("hotspot_detail") or [],
         "compression": health.get("compression"),
         "runway": health.get("runway"),
         "findings": [with_fix(f) for f in health.get("findings") or []],
@@ -273,6 +274,7 @@ class TableDetailSerializer(TableSerializer):
     server_name = serializers.CharField(source="server.name")
     activity = serializers.SerializerMethodField()
     skew_bytes = serializers.SerializerMethodField()
+    hotspot_detail = serializers.SerializerMethodField()
 
     class Meta(TableSerializer.Meta):
         fields = [
@@ -281,6 +283,7 @@ class TableDetailSerializer(TableSerializer):
             "server_name",
             "activity",
             "skew_bytes",
+            "hotspot_detail",
             "create_options",
         ]
 
@@ -294,6 +297,12 @@ class TableDetailSerializer(TableSerializer):
     @extend_schema_field(OpenApiTypes.OBJECT)
     def get_skew_bytes(self, table) -> dict | None:
         return health_fields(table.health)["skew_bytes"]
+
+    @extend_schema_field(serializers.ListField(child=serializers.DictField()))
+    def get_hotspot_detail(self, table) -> list[dict]:
+        """Why each of `hotspots` is hot: `{partition, kind: write|read, share,
+        slots_hot, slots_active}`, one per partition and kind (see "Health analytics")."""
+        return health_fields(table.health)["hotspot_detail"]
 
 
 class PartitionSerializer(serializers.ModelSerializer):
