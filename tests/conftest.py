@@ -10,6 +10,8 @@ from pathlib import Path
 
 import pytest
 from django.conf import settings
+from rest_framework.authtoken.models import Token
+from rest_framework.test import APIClient
 
 from tests.services import MariaDB, MariaDBFactory, RedisServer, log_tail
 from tests.sql import new_schema_on
@@ -185,3 +187,32 @@ def log_in(page, live_server, username="admin", password="password"):
     page.fill("#id_password", password)
     page.click("input[type=submit]")
     page.wait_for_url(f"{live_server.url}/admin/")
+
+
+# --- API clients for each role: staff writes, a viewer only reads ---------------------
+
+
+def token_client(user) -> APIClient:
+    client = APIClient()
+    client.credentials(HTTP_AUTHORIZATION=f"Token {Token.objects.create(user=user).key}")
+    return client
+
+
+@pytest.fixture
+def staff(django_user_model):
+    return django_user_model.objects.create_user("staff", password="staff-pw", is_staff=True)
+
+
+@pytest.fixture
+def viewer(django_user_model):
+    return django_user_model.objects.create_user("viewer", password="viewer-pw")
+
+
+@pytest.fixture
+def staff_api(staff) -> APIClient:
+    return token_client(staff)
+
+
+@pytest.fixture
+def viewer_api(viewer) -> APIClient:
+    return token_client(viewer)

@@ -7,8 +7,6 @@ from collections.abc import Iterator
 import pymysql
 import pytest
 from cryptography.hazmat.primitives.asymmetric import rsa
-from rest_framework.authtoken.models import Token
-from rest_framework.test import APIClient
 
 from partdash.collector.service import poll_server
 from partdash.servers.connection import ConnectionFailure, Target, open_session
@@ -29,14 +27,6 @@ REFUSED = (
 @pytest.fixture(scope="module")
 def certificates(tmp_path_factory) -> CertificateFiles:
     return write_certificates(tmp_path_factory.mktemp("tls"), "fake")
-
-
-@pytest.fixture
-def staff_api(django_user_model) -> APIClient:
-    staff = django_user_model.objects.create_user("staff", password="staff-pw", is_staff=True)
-    client = APIClient()
-    client.credentials(HTTP_AUTHORIZATION=f"Token {Token.objects.create(user=staff).key}")
-    return client
 
 
 @pytest.fixture
