@@ -267,6 +267,18 @@ def table_rows(tables) -> list[dict]:
     return rows
 
 
+class HotspotDetailSerializer(serializers.Serializer):
+    """Why a partition is hot (`partdash.health.hotspots.HotPartition`): its share of
+    the table's writes or reads over the window, and in how many of the slots with such
+    activity it took a hot share."""
+
+    partition = serializers.CharField()
+    kind = serializers.ChoiceField(choices=["write", "read"])
+    share = serializers.FloatField()
+    slots_hot = serializers.IntegerField()
+    slots_active = serializers.IntegerField()
+
+
 class TableDetailSerializer(TableSerializer):
     """One table: its row in the list plus its server and the activity shares."""
 
@@ -298,7 +310,7 @@ class TableDetailSerializer(TableSerializer):
     def get_skew_bytes(self, table) -> dict | None:
         return health_fields(table.health)["skew_bytes"]
 
-    @extend_schema_field(serializers.ListField(child=serializers.DictField()))
+    @extend_schema_field(HotspotDetailSerializer(many=True))
     def get_hotspot_detail(self, table) -> list[dict]:
         """Why each of `hotspots` is hot: `{partition, kind: write|read, share,
         slots_hot, slots_active}`, one per partition and kind (see "Health analytics")."""
