@@ -2,7 +2,11 @@
 
 const counts = new Intl.NumberFormat();
 const decimals = new Intl.NumberFormat(undefined, { maximumFractionDigits: 2 });
-const dates = new Intl.DateTimeFormat(undefined, { dateStyle: "medium", timeStyle: "short" });
+// dateStyle cannot be combined with timeZoneName: the same fields spelled out, with the
+// zone ("Nov 22, 2026, 7:36 PM CET"), since the admin shows UTC and the pages local time.
+const DATE_FIELDS = { year: "numeric", month: "short", day: "numeric", hour: "numeric", minute: "2-digit" };
+const dates = new Intl.DateTimeFormat(undefined, { ...DATE_FIELDS, timeZoneName: "short" });
+const zoneless = new Intl.DateTimeFormat(undefined, DATE_FIELDS);
 const polls = new Intl.DateTimeFormat(undefined, { dateStyle: "short", timeStyle: "medium" });
 const days = new Intl.DateTimeFormat(undefined, { dateStyle: "medium" });
 const utcDays = new Intl.DateTimeFormat(undefined, { dateStyle: "medium", timeZone: "UTC" });
@@ -40,6 +44,16 @@ export function percent(ratio) {
 
 export function localTime(iso) {
   return iso ? dates.format(new Date(iso)) : "never";
+}
+
+// Without the zone, for many times side by side (a chart's axis) whose caption names it.
+export function localTimeNoZone(iso) {
+  return iso ? zoneless.format(new Date(iso)) : "never";
+}
+
+// The browser's zone as the times show it ("CET"), for captions.
+export function zoneName(date = new Date()) {
+  return dates.formatToParts(date).find((part) => part.type === "timeZoneName")?.value ?? "";
 }
 
 // To the second: polls a few seconds apart stay distinct on an axis.

@@ -1,5 +1,6 @@
 """Registering servers in the Django admin, with `Test connection` and `Poll now`."""
 
+from django.conf import settings
 from django.contrib import admin, messages
 from django.shortcuts import get_object_or_404
 from django.template.response import TemplateResponse
@@ -23,7 +24,9 @@ def probe_server(server: Server) -> ProbeResult:
     return result
 
 
-admin.site.site_header = "partdash administration"
+# The admin shows times in the server's zone (UTC) and the pages in the browser's: the
+# header, on every admin page, says which.
+admin.site.site_header = f"partdash administration · times in {settings.TIME_ZONE}"
 admin.site.site_title = "partdash admin"
 admin.site.site_url = "/"
 

@@ -1,4 +1,5 @@
-// Fleet page: one row per server from /api/v1/servers/, then the worst tables fleet-wide.
+// Fleet page: one row per server from /api/v1/servers/, then the worst tables fleet-wide
+// (one line per table however many times its server is registered).
 import { alertBadge, alertsPage } from "../alert-badges.js";
 import { getJSON, urls } from "../api.js";
 import { cell, code, el, link } from "../dom.js";
@@ -43,30 +44,54 @@ function lastPollTitle(server) {
   return `${age(server.last_poll_at)}; ${success}`;
 }
 
-function serverRow(server, alertCounts) {
+function address(server) {
+  return `${server.host}:${server.port}`;
+}
+
+// The other registrations of each server's address (one MySQL server registered twice
+// is polled twice and would list its tables twice): server id to their names.
+function sameAddress(servers) {
+  const names = new Map();
+  for (const server of servers) names.set(address(server), [...(names.get(address(server)) ?? []), server]);
+  return new Map(servers.map((server) => [
+    server.id,
+    names.get(address(server)).filter((other) => other.id !== server.id).map((other) => other.name),
+  ]));
+}
+
+function serverRow(server, alertCounts, others) {
   const name = [
     link(urls.serverPage(server.id), server.name, { className: "server-link" }),
     " ",
     alertBadge(alertCounts, alertsPage({ server: server.id })),
     " ",
     link(urls.serverAdmin(server.id), "admin", { className: "admin-link small" }),
+    others.length
+      ? el("div", { className: "duplicate-note", title: "one server registered more than once is polled once per registration" },
+        `same address as ${others.join(", ")}`)
+      : null,
   ];
+  // data-label names each cell where a phone shows the row as a card (no header row).
+  const labelled = (label, node) => {
+    node.dataset.label = label;
+    return node;
+  };
   return el(
     "tr",
-    { dataset: { server: server.name, id: server.id } },
+    { dataset: { server: server.name, id: server.id, duplicate: others.length ? "true" : null } },
     cell(name),
-    cell(`${server.host}:${server.port}`),
-    cell(server.version ? `${server.flavor} ${server.version}` : "—"),
-    cell(server.status, `status status-${server.status}`),
-    el("td", { title: lastPollTitle(server) }, localTime(server.last_poll_at)),
-    cell(count(server.partitioned_tables), "num"),
-    cell(count(server.partitions), "num"),
+    labelled("Address", cell(address(server))),
+    labelled("Version", cell(server.version ? `${server.flavor} ${server.version}` : "—")),
+    labelled("Status", cell(server.status, `status status-${server.status}`)),
+    labelled("Last poll", el("td", { title: lastPollTitle(server) }, localTime(server.last_poll_at))),
+    labelled("Partitioned tables", cell(count(server.partitioned_tables), "num")),
+    labelled("Partitions", cell(count(server.partitions), "num")),
     el("td", {}, problems(server)),
   );
 }
 
 // A table's finding names the table; a server's own (pressure) names the server.
-function worstTable(finding) {
+function worstTable({ finding, also }) {
   const where = finding.table_id == null
     ? ["server ", link(urls.serverPage(finding.server_id), finding.server, { className: "server-finding-link" })]
     : [link(urls.tablePage(finding.table_id), `${finding.schema}.${finding.table}`, { className: "table-link" }),
@@ -82,30 +107,47 @@ function worstTable(finding) {
     el("span", { className: "score", title: "score" }, ` (${number(finding.score)})`),
     ": ",
     finding.message,
+    also.length ? el("span", { className: "also" }, ` (also registered as ${also.join(", ")})`) : null,
   );
 }
 
-async function refreshServers(body) {
-  // Badges are extra: the servers are listed even when the alert counts cannot be read.
-  const counts = getJSON("alerts/counts/").catch(() => []);
-  const [servers, alertCounts] = await Promise.all([getJSON("servers/"), counts]);
-  const byServer = new Map(alertCounts.map((counts) => [counts.server_id, counts]));
-  body.replaceChildren(...servers.map((server) => serverRow(server, byServer.get(server.id))));
+// One finding per server address, table and kind, worst first: the registrations of one
+// address report the same tables, so the later ones only add "also registered as".
+function distinctFindings(findings, servers) {
+  const addresses = new Map(servers.map((server) => [server.id, address(server)]));
+  const kept = new Map();
+  for (const finding of findings) {
+    const where = addresses.get(finding.server_id) ?? `id ${finding.server_id}`;
+    const key = [where, finding.schema, finding.table, finding.kind].join("\u0000");
+    const first = kept.get(key);
+    if (!first) kept.set(key, { finding, also: [] });
+    else if (first.finding.server !== finding.server && !first.also.includes(finding.server)) first.also.push(finding.server);
+  }
+  return [...kept.values()];
 }
 
-async function refreshWorst(list) {
-  const findings = await getJSON("findings/?limit=50");
+const WORST = 50;
+
+async function refreshFleet({ body, list }) {
+  // Badges are extra: the servers are listed even when the alert counts cannot be read.
+  const counts = getJSON("alerts/counts/").catch(() => []);
+  // Three times the list's length, so duplicates folded away still leave WORST findings.
+  const [servers, alertCounts, findings] = await Promise.all([getJSON("servers/"), counts, getJSON(`findings/?limit=${3 * WORST}`)]);
+  const byServer = new Map(alertCounts.map((counts) => [counts.server_id, counts]));
+  const others = sameAddress(servers);
+  body.replaceChildren(...servers.map((server) => serverRow(server, byServer.get(server.id), others.get(server.id))));
+  const worst = distinctFindings(findings, servers).slice(0, WORST);
   const empty = el("li", { className: "empty" }, "No findings: every polled table looks healthy.");
-  list.replaceChildren(...(findings.length ? findings.map(worstTable) : [empty]));
+  list.replaceChildren(...(worst.length ? worst.map(worstTable) : [empty]));
 }
 
 // Load now and every REFRESH_MS; the promise settles after the first load.
-function keepFresh(node, refresh, what) {
+function keepFresh(nodes) {
   const load = () =>
-    refresh(node).catch((error) => {
-      const message = el("span", { className: "error" }, `Cannot load ${what}: ${error.message}`);
-      const item = node.tagName === "TBODY" ? el("tr", {}, el("td", { colSpan: 8 }, message)) : el("li", {}, message);
-      node.replaceChildren(item);
+    refreshFleet(nodes).catch((error) => {
+      const message = (what) => el("span", { className: "error" }, `Cannot load ${what}: ${error.message}`);
+      nodes.body.replaceChildren(el("tr", {}, el("td", { colSpan: 8 }, message("servers"))));
+      nodes.list.replaceChildren(el("li", {}, message("findings")));
     });
   setInterval(load, REFRESH_MS);
   return load();
@@ -113,8 +155,6 @@ function keepFresh(node, refresh, what) {
 
 const servers = document.getElementById("servers");
 if (servers) {
-  Promise.all([
-    keepFresh(servers.querySelector("tbody"), refreshServers, "servers"),
-    keepFresh(document.getElementById("worst-tables"), refreshWorst, "findings"),
-  ]).then(() => { servers.dataset.ready = "true"; });
+  keepFresh({ body: servers.querySelector("tbody"), list: document.getElementById("worst-tables") })
+    .then(() => { servers.dataset.ready = "true"; });
 }
