@@ -217,3 +217,14 @@ def test_a_failing_page_is_the_styled_500_without_context(settings):
     assert response.status_code == 500
     html = response.content.decode()
     assert 'id="error-500"' in html and "partdash.css" in html
+
+
+def test_the_pages_follow_a_dark_system_setting(page, live_server, admin_user, twins):
+    page.emulate_media(color_scheme="dark")
+    log_in(page, live_server)
+    open_page(page, live_server, "/", "#servers")
+    background = page.evaluate("getComputedStyle(document.body).backgroundColor")
+    text = page.evaluate("getComputedStyle(document.body).color")
+    assert background == "rgb(17, 24, 39)" and text == "rgb(229, 231, 235)"
+    screenshot(page, "fleet-dark")
+    assert page.console_errors == []
