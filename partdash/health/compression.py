@@ -1,4 +1,5 @@
-"""Compression per table and partition: space ratio and compression failure rate.
+"""Compression per table and partition: what partdash measures, and the one figure it
+cannot measure labelled as nominal.
 
 Two kinds, measured differently:
 - "row": ROW_FORMAT=COMPRESSED (KEY_BLOCK_SIZE). Each 16 KiB logical page is stored in a
@@ -6,8 +7,11 @@ Two kinds, measured differently:
   splits the page. The statistics count pages in zip size, so data_bytes is the true
   physical size, but the uncompressed size is known nowhere: the only honest ratio is
   the nominal one, innodb_page_size / zip page size (16K/8K = 2.0), an upper bound that
-  failures and half-empty pages eat into (`ratio_is_nominal`). The failure rate
-  (1 - COMPRESS_OPS_OK / COMPRESS_OPS from INNODB_CMP_PER_INDEX) says how far.
+  failures and half-empty pages eat into (`nominal`): identical for random and text
+  rows, whose files differ twice over. What is measured: the failure rate
+  (1 - COMPRESS_OPS_OK / COMPRESS_OPS from INNODB_CMP_PER_INDEX), the page splits the
+  failures imply (each failed compression of a zip page splits it: ops - ops_ok), and
+  the files' bytes.
 - "page": page compression (MariaDB PAGE_COMPRESSED, MySQL COMPRESSION=) punches holes
   in the file: the saving is the apparent file size over the blocks really allocated,
   both exact. There is no failure counter per table.
@@ -16,7 +20,7 @@ Ratios read "times smaller": 2.0 means half the space; 1.0 is no saving.
 
 import re
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from typing import Literal
 
 from partdash.health.partitions import PartitionState
@@ -52,6 +56,21 @@ class Compression:
     is_finding: bool = False
     zip_page_size: int | None = None
     estimated: bool = False
+    # Measured: compressions (window deltas, else totals) and the page splits their
+    # failures imply; the files' apparent and allocated bytes; for page compression the
+    # share of the file saved (1 - allocated / file).
+    compress_ops: int | None = None
+    splits: int | None = None
+    file_bytes: int | None = None
+    allocated_bytes: int | None = None
+    saved_ratio: float | None = None
+    # What `ratio` is, in words a page shows beside it.
+    ratio_label: str = ""
+
+    @property
+    def nominal(self) -> bool:
+        """`ratio` is arithmetic on page sizes, not a measured compression."""
+        return self.ratio_is_nominal
 
 
 def key_block_size(create_options: str | None) -> int | None:
@@ -106,7 +125,40 @@ def _sum(values: Iterable[int | None]) -> int | None:
     return sum(known) if known else None
 
 
-def _row_verdict(rate: float | None, ops: int | None, zip_size: int) -> tuple[bool, str]:
+def nominal_label(page_size: int, zip_size: int) -> str:
+    """What the nominal ratio of ROW_FORMAT=COMPRESSED is, and is not."""
+    return (
+        f"nominal page ratio {page_size // 1024} KiB / KEY_BLOCK_SIZE {zip_size // 1024} KiB, "
+        "not the achieved compression"
+    )
+
+
+PAGE_LABEL = "file bytes / allocated bytes, measured"
+
+
+def splits(ops: int | None, ops_ok: int | None) -> int | None:
+    """The page splits failed compressions imply: each failure splits its zip page."""
+    if ops is None or ops_ok is None:
+        return None
+    return max(0, ops - ops_ok)
+
+
+def saved_ratio(file_bytes: int | None, allocated_bytes: int | None) -> float | None:
+    """The share of the file page compression saves: 1 - allocated / file."""
+    if not file_bytes or allocated_bytes is None:
+        return None
+    return max(0.0, 1 - allocated_bytes / file_bytes)
+
+
+def _files(partitions: Sequence[PartitionState]) -> tuple[int | None, int | None]:
+    """Apparent and allocated bytes over the partitions that know both."""
+    both = [p for p in partitions if p.file_bytes and p.allocated_bytes]
+    return _sum(p.file_bytes for p in both), _sum(p.allocated_bytes for p in both)
+
+
+def _row_verdict(
+    rate: float | None, ops: int | None, split_count: int | None, zip_size: int
+) -> tuple[bool, str]:
     kib = zip_size // 1024
     if rate is None:
         return False, (
@@ -114,13 +166,16 @@ def _row_verdict(rate: float | None, ops: int | None, zip_size: int) -> tuple[bo
         )
     if (ops or 0) < MIN_COMPRESS_OPS:
         return False, f"too few compressions ({ops}) to judge the failure rate"
+    failed = f"{split_count or 0:,} page splits"
     if rate > FAILURE_RATE_LIMIT:
         return True, (
-            f"{rate:.1%} of compressions fail (limit {FAILURE_RATE_LIMIT:.0%}): reconsider "
-            f"KEY_BLOCK_SIZE={kib} (a larger one, or page compression) or the data is "
-            "incompressible"
+            f"{rate:.1%} of compressions fail ({failed}; limit {FAILURE_RATE_LIMIT:.0%}): "
+            f"reconsider KEY_BLOCK_SIZE={kib} (a larger one, or page compression) or the "
+            "data is incompressible"
         )
-    return False, f"compression works: {rate:.1%} of compressions fail at KEY_BLOCK_SIZE={kib}"
+    return False, (
+        f"compression works: {rate:.1%} of compressions fail ({failed}) at KEY_BLOCK_SIZE={kib}"
+    )
 
 
 def _page_verdict(ratio: float | None) -> tuple[bool, str]:
@@ -143,19 +198,42 @@ def row_compression(
     zip_size = zip_page_size(partitions, create_options, page_size)
     ops = _sum(p.compress_ops for p in partitions)
     ok = _sum(p.compress_ops_ok for p in partitions if p.compress_ops is not None)
-    rate = failure_rate(ops, ok)
-    is_finding, verdict = _row_verdict(rate, ops, zip_size)
-    return Compression("row", page_size / zip_size, rate, verdict, True, is_finding, zip_size)
+    rate, split_count = failure_rate(ops, ok), splits(ops, ok)
+    is_finding, verdict = _row_verdict(rate, ops, split_count, zip_size)
+    file_bytes, allocated_bytes = _files(partitions)
+    return Compression(
+        "row",
+        page_size / zip_size,
+        rate,
+        verdict,
+        True,
+        is_finding,
+        zip_size,
+        compress_ops=ops,
+        splits=split_count,
+        file_bytes=file_bytes,
+        allocated_bytes=allocated_bytes,
+        ratio_label=nominal_label(page_size, zip_size),
+    )
 
 
 def page_compression(partitions: Sequence[PartitionState]) -> Compression:
     """Page-compression figures over the given partitions: sizes summed, then the ratio."""
-    both = [p for p in partitions if p.file_bytes and p.allocated_bytes]
-    ratio = page_compression_ratio(
-        _sum(p.file_bytes for p in both), _sum(p.allocated_bytes for p in both)
-    )
+    file_bytes, allocated_bytes = _files(partitions)
+    ratio = page_compression_ratio(file_bytes, allocated_bytes)
     is_finding, verdict = _page_verdict(ratio)
-    return Compression("page", ratio, None, verdict, False, is_finding)
+    return Compression(
+        "page",
+        ratio,
+        None,
+        verdict,
+        False,
+        is_finding,
+        file_bytes=file_bytes,
+        allocated_bytes=allocated_bytes,
+        saved_ratio=saved_ratio(file_bytes, allocated_bytes),
+        ratio_label=PAGE_LABEL,
+    )
 
 
 def table_compression(
@@ -174,6 +252,13 @@ def partition_compression(
 ) -> Compression | None:
     """One partition's compression (the API's per-partition `compression`)."""
     return table_compression([partition], create_options, page_size)
+
+
+def api_fields(compression: Compression) -> dict:
+    """A compression as the API shows and the analysis stores it, the table's and each
+    partition's alike: CONTRACT's `ratio` and `failure_rate`, `nominal` and `ratio_label`
+    saying what the ratio is, and the measured figures (null where not measured)."""
+    return {**asdict(compression), "nominal": compression.nominal}
 
 
 def server_failure_rates(innodb_cmp: Iterable[dict]) -> dict[int, float | None]:

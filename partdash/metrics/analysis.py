@@ -19,7 +19,7 @@ from django.db import connection
 
 from partdash.health import findings as rules
 from partdash.health import recent
-from partdash.health.compression import table_compression
+from partdash.health.compression import api_fields, table_compression
 from partdash.health.fixes import TableFacts
 from partdash.health.hotspots import PartitionActivity, find_hotspots, written_partitions
 from partdash.health.partitions import PartitionState
@@ -212,7 +212,7 @@ def table_health(
             "window_seconds": seconds,
             "estimated": hotspots.estimated,
         },
-        "compression": plain(compression),
+        "compression": None if compression is None else plain(api_fields(compression)),
         "runway": plain(runway),
         "findings": [plain(f) for f in found],
         "score": rules.table_score(found),

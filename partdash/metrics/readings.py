@@ -10,7 +10,7 @@ from django.utils import timezone
 
 from partdash.collector.catalogue import Shortfall, source_states
 from partdash.collector.dialects import dialect_for
-from partdash.health.compression import partition_compression
+from partdash.health.compression import api_fields, partition_compression
 from partdash.health.hotspots import find_hotspots
 from partdash.health.partitions import PartitionState
 from partdash.metrics.analysis import activity_of, window_sums, with_window_compression
@@ -71,14 +71,7 @@ def partition_figures(
         "is_hotspot": label in ((table.health or {}).get("hotspots") or []),
         "write_share": shares["shares"].get(label, 0.0) if shares else None,
         "read_share": shares["read_shares"].get(label, 0.0) if shares else None,
-        "compression": None
-        if compression is None
-        else {
-            "kind": compression.kind,
-            "ratio": compression.ratio,
-            "failure_rate": compression.failure_rate,
-            "verdict": compression.verdict,
-        },
+        "compression": None if compression is None else api_fields(compression),
     }
 
 

@@ -1,5 +1,6 @@
 // Table page: skew and compression figures, per-partition charts, activity, history, runway.
 import { getJSON } from "../api.js";
+import { showCompression } from "../compression.js";
 import { el, estimate, show } from "../dom.js";
 import { findingList } from "../findings.js";
 import { age, bytes, count, localTime, number, percent } from "../format.js";
@@ -36,23 +37,6 @@ function showSkew(skew) {
       fact("Largest partition", skew.largest ?? "—"),
     ),
     el("p", { className: skew.is_finding ? "bad-text" : "ok-text" }, skew.reason || (skew.is_finding ? "Skewed." : "Even enough.")),
-  );
-}
-
-function showCompression(table, partitions) {
-  const compression = table.compression;
-  if (!compression || !compression.kind || compression.kind === "none") return show("compression", "Not compressed.");
-  document.getElementById("compression").className = "";
-  const nominal = compression.ratio_is_nominal ? " (nominal: from the page size, not measured)" : "";
-  const rows = partitions.filter((p) => p.compression).map((p) => el("tr", {},
-    el("td", {}, p.name), el("td", { className: "num" }, number(p.compression.ratio)),
-    el("td", { className: "num" }, percent(p.compression.failure_rate)), el("td", {}, p.compression.verdict ?? "")));
-  show("compression",
-    el("p", {}, el("strong", {}, compression.kind), `: ratio ${number(compression.ratio)}${nominal}, failure rate ${percent(compression.failure_rate)}`),
-    el("p", { className: compression.is_finding ? "bad-text" : "ok-text" }, compression.verdict ?? ""),
-    rows.length ? el("table", { className: "grid compact" },
-      el("thead", {}, el("tr", {}, ["Partition", "Ratio", "Failure rate", "Verdict"].map((h) => el("th", {}, h)))),
-      el("tbody", {}, rows)) : null,
   );
 }
 
