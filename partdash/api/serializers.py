@@ -224,6 +224,12 @@ class TableSerializer(serializers.ModelSerializer):
 
     @extend_schema_field(OpenApiTypes.OBJECT)
     def get_compression(self, table) -> dict | None:
+        """null when not compressed, else `{kind, ratio, failure_rate, nominal, ratio_label,
+        compress_ops, splits, file_bytes, allocated_bytes, saved_ratio, ...}`. For
+        ROW_FORMAT=COMPRESSED `ratio` is nominal (16 KiB / KEY_BLOCK_SIZE, `nominal: true`),
+        not the achieved compression; what is measured: `failure_rate`, `splits` (page
+        splits failed compressions imply) and `file_bytes`. For page compression `ratio` is
+        measured: file over allocated bytes (`saved_ratio` = 1 - allocated / file)."""
         return health_fields(table.health)["compression"]
 
     @extend_schema_field(OpenApiTypes.OBJECT)
@@ -389,6 +395,7 @@ class PartitionSerializer(serializers.ModelSerializer):
 
     @extend_schema_field(OpenApiTypes.OBJECT)
     def get_compression(self, partition: Partition) -> dict | None:
+        """The partition's own figures, as the table's `compression`."""
         return self._health(partition)["compression"]
 
     def get_write_share(self, partition: Partition) -> float | None:
