@@ -535,6 +535,21 @@ def test_writes_and_reads_are_judged_and_reported_separately():
     ]
 
 
+def test_the_slots_are_built_only_when_a_partition_passes_the_share_rule():
+    """Building them for a busy HASH table costs more than the rest of its analysis."""
+    built = []
+
+    def slots_of(slots):
+        return lambda: built.append(1) or slots
+
+    even = [slot({name: 10 * MiB for name in HASH4})] * 4
+    assert find_hotspots(window_of(HASH4, even), slots_of(even)).hot == []
+    assert built == []
+    hot = [slot({"p1": 10 * MiB})] * 4
+    assert find_hotspots(window_of(HASH4, hot), slots_of(hot)).hot == ["p1"]
+    assert built == [1]
+
+
 def test_a_partition_hot_in_many_slots_but_not_over_the_window_is_not_hot():
     """Hot in the quiet slots only: a trickle, while the big writes went elsewhere."""
     trickle = slot({"p0": 1 * MiB})

@@ -30,9 +30,10 @@ written HASH table (share 1/n each, give or take noise) never is.
 """
 
 import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from datetime import timedelta
+from functools import cache
 from typing import Literal
 
 # The window the dashboard computes hotspots over (a documented default for callers).
@@ -65,6 +66,10 @@ class PartitionActivity:
     modified: int | None = None
     rows_added: int | None = None
     bytes_added: int | None = None
+
+
+# What the partitions did in each slot of the window, oldest first.
+Slots = Sequence[Sequence[PartitionActivity]]
 
 
 @dataclass(frozen=True, slots=True)
@@ -149,15 +154,17 @@ def slot_counts(slots: Sequence[dict[str, float]], partitions: int) -> tuple[dic
 def persistent_hot(
     kind: Kind,
     amounts: dict[str, float],
-    slots: Sequence[dict[str, float]],
+    slots_of: Callable[[], Slots],
+    field: str,
     event_size: float = 1,
 ) -> list[HotPartition]:
     """The partitions hot for `kind` by both rules (see the module docstring), in the
-    order of `amounts` (the window's sums, every partition of the table)."""
+    order of `amounts` (the window's sums of `field`, every partition of the table).
+    The slots are only asked for when a partition passes the share rule (rarely)."""
     candidates = hot_partitions(amounts, event_size)
     if not candidates:
         return []
-    hot_in, active = slot_counts(slots, len(amounts))
+    hot_in, active = slot_counts(_slot_amounts(slots_of(), field), len(amounts))
     window_shares = shares(amounts)
     return [
         HotPartition(name, kind, window_shares[name], hot_in.get(name, 0), active)
@@ -193,12 +200,14 @@ def _slot_amounts(slots: Iterable[Iterable[PartitionActivity]], field: str) -> l
 
 def find_hotspots(
     activity: Sequence[PartitionActivity],
-    slots: Sequence[Sequence[PartitionActivity]] = (),
+    slots: Slots | Callable[[], Slots] = (),
 ) -> Hotspots | None:
     """Shares and hot partitions from the best available source; None when no source
     knows anything (the API shows no hotspots then). `activity`: every partition's sums
     over the window; `slots`: what the partitions did in each slot of the window (only
-    those that did something need be listed). Without slots nothing is persistent, so
+    those that did something need be listed), or a function returning them, called
+    only when a partition passes the share rule (building them for a busy HASH table
+    costs more than the rest of its analysis). Without slots nothing is persistent, so
     nothing is hot: the shares alone are what is shown."""
     source = choose_source(activity)
     if source is None:
@@ -207,9 +216,10 @@ def find_hotspots(
     field = _FIELDS[source]
     writes = _amounts(activity, field)
     reads = _amounts(activity, "read_bytes") if source == "io" else {}
-    detail = persistent_hot("write", writes, _slot_amounts(slots, field), size)
+    slots_of = cache(slots) if callable(slots) else lambda: slots
+    detail = persistent_hot("write", writes, slots_of, field, size)
     if reads:
-        detail += persistent_hot("read", reads, _slot_amounts(slots, "read_bytes"), size)
+        detail += persistent_hot("read", reads, slots_of, "read_bytes", size)
     order = {a.name: position for position, a in enumerate(activity)}
     detail.sort(key=lambda d: (order[d.partition], d.kind != "write"))
     flagged = {d.partition for d in detail}

@@ -156,8 +156,8 @@ def table_health(
     entries = [recent.loads(text) for text in recents]
     sums = [recent.window_sums(e, now.timestamp(), seconds) for e in entries]
     activity = [activity_of(s.label, w) for s, w in zip(states, sums, strict=True)]
-    slots = slot_activity([s.label for s in states], entries, now)
-    hotspots = find_hotspots(activity, slots)
+    labels = [s.label for s in states]
+    hotspots = find_hotspots(activity, lambda: slot_activity(labels, entries, now))
     rows_added = sum(a.rows_added or 0 for a in activity)
     fill_rate = rows_added * 86400 / seconds if rows_added > 0 else None
     runway = table_runway(table.method, table.expression, states, now, fill_rate)
