@@ -31,14 +31,24 @@ export function seriesColour(index, count) {
   return `hsl(${hue} 65% 45%)`;
 }
 
-// Heatmap cell colour: white at zero through to dark red at the largest value.
+// Heatmap cell colour: pale at zero through to dark blue at the largest value. Not red:
+// red means a flagged hotspot and nothing else, and a busy cell is not a verdict.
+const HEAT_RGB = "29, 78, 216";
+const HEAT_FLOOR = 0.06;
+
 export function heat(value, max) {
   const share = max > 0 ? Math.min(value / max, 1) : 0;
-  return `rgba(179, 38, 30, ${0.06 + 0.94 * share})`;
+  return `rgba(${HEAT_RGB}, ${HEAT_FLOOR + (1 - HEAT_FLOOR) * share})`;
 }
+
+// The heatmap's scale as a CSS gradient, from the colour of zero to that of the largest.
+export const HEAT_GRADIENT = `linear-gradient(to right, ${heat(0, 1)}, ${heat(1, 1)})`;
 
 // Replace whatever chart already lives on `canvas` (selectors redraw in place).
 export function drawChart(canvas, config) {
   Chart.getChart(canvas)?.destroy();
   return new Chart(canvas, config);
 }
+
+// The chart drawn on a canvas, for the browser tests: the registry lives inside the bundle.
+window.partdashChart = (canvas) => Chart.getChart(canvas);

@@ -38,10 +38,22 @@ export function show(id, ...children) {
   document.getElementById(id).replaceChildren(...nodes(children));
 }
 
-// Rows and sizes come from InnoDB's statistics: say so, and how old they are.
-export function estimate(text, asOf) {
+// How old InnoDB's statistics are, compactly: "3 h old".
+export function statisticsAge(asOf, now = Date.now()) {
+  if (!asOf) return "age unknown";
+  const minutes = Math.max(0, (now - new Date(asOf).getTime()) / 60000);
+  if (minutes < 1) return "under a minute old";
+  if (minutes < 90) return `${Math.round(minutes)} min old`;
+  const hours = minutes / 60;
+  return hours < 48 ? `${Math.round(hours)} h old` : `${Math.round(hours / 24)} days old`;
+}
+
+// Rows and sizes come from InnoDB's statistics: say so, and how old they are, in text a
+// phone shows too (the title adds the exact time). `short` for cells of a table.
+export function estimate(text, asOf, { short = false } = {}) {
   const title = asOf
     ? `Estimate from InnoDB statistics as of ${localTime(asOf)} (${age(asOf)})`
     : "Estimate from InnoDB statistics";
-  return [text, " ", el("abbr", { className: "est", title }, "est.")];
+  const note = short ? `est., ${statisticsAge(asOf)}` : `(estimate, statistics ${statisticsAge(asOf)})`;
+  return [el("span", { className: "figure" }, text), " ", el("abbr", { className: "est", title }, note)];
 }

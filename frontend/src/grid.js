@@ -15,6 +15,7 @@ export class Grid {
     this.keep = () => true;
     this.sort = { key: null, direction: 1 };
     this.page = 0;
+    this.onRender = () => {}; // told after each render, e.g. to put the view in the URL
     this.renderHeader();
   }
 
@@ -67,6 +68,7 @@ export class Grid {
     const shown = rows.slice(start, start + this.pageSize);
     this.table.tBodies[0].replaceChildren(...shown.map((row) => this.renderRow(row)));
     this.renderPager(rows.length, pages);
+    this.onRender();
   }
 
   renderRow(row) {

@@ -1,11 +1,34 @@
 // Per-partition charts of the table page: sizes (bars), activity (heatmaps), history (lines).
-import { COLOURS, drawChart, heat, seriesColour } from "./charts.js";
+import { COLOURS, drawChart, HEAT_GRADIENT, heat, seriesColour } from "./charts.js";
+import { el } from "./dom.js";
 import { bytes, count, localTime, pollTime, rate } from "./format.js";
 
 const MAX_LEGEND = 12;
 
+// What a reader calls a subpartition ("p2024 / p2024sp0"), as the history API labels it.
 export function partitionLabel(partition) {
-  return partition.subpartition ? `${partition.name}#${partition.subpartition}` : partition.name;
+  return partition.subpartition ? `${partition.name} / ${partition.subpartition}` : partition.name;
+}
+
+// Each history metric's unit, for axes, tooltips and legends.
+export const METRIC_FORMAT = {
+  rows: count, data_bytes: bytes, index_bytes: bytes, file_bytes: bytes,
+  write_bytes_per_s: rate, read_bytes_per_s: rate,
+};
+
+const heatCells = (history) =>
+  history.points.flatMap(([, ...rates], x) => rates.map((v, y) => ({ x: String(x), y: String(y), v: v ?? 0 })));
+const heatMax = (cells) => Math.max(0, ...cells.map((c) => c.v));
+
+// The colour scale under a heatmap: the smallest and largest rate shown, in bytes/s.
+export function heatLegend(history) {
+  const values = heatCells(history).map((c) => c.v);
+  const [min, max] = values.length ? [Math.min(...values), Math.max(...values)] : [0, 0];
+  return el("div", { className: "heat-legend", style: "display:flex;align-items:center;gap:0.5rem;font-size:0.85em" },
+    el("span", { className: "heat-min" }, rate(min)),
+    el("span", { className: "heat-scale", style: `flex:1;max-width:16rem;height:0.8rem;background:${HEAT_GRADIENT}` }),
+    el("span", { className: "heat-max" }, rate(max)),
+    el("span", { className: "heat-unit" }, "bytes/s per partition over each poll's interval"));
 }
 
 const hotColours = (partitions, colour, hot = COLOURS.hot) => partitions.map((p) => (p.is_hotspot ? hot : colour));
@@ -65,8 +88,8 @@ const indexAxis = (names) => ({
 // Partition (y) by poll (x), coloured by the rate over that poll's interval.
 export function heatmap(canvas, history) {
   const times = history.points.map(([iso]) => pollTime(iso));
-  const cells = history.points.flatMap(([, ...rates], x) => rates.map((v, y) => ({ x: String(x), y: String(y), v: v ?? 0 })));
-  const max = Math.max(0, ...cells.map((c) => c.v));
+  const cells = heatCells(history);
+  const max = heatMax(cells);
   const size = (axis, n) => ({ chart }) => (chart.chartArea?.[axis] ?? 0) / Math.max(n, 1) - 1;
   return drawChart(canvas, {
     type: "matrix",
@@ -91,8 +114,10 @@ export function heatmap(canvas, history) {
   });
 }
 
-export function historyChart(canvas, history) {
-  const format = history.metric === "rows" ? count : bytes;
+// Lines per partition on a time axis from `window.start` to `window.end` (epoch ms): the
+// caller starts it at the first point or the chosen range and ends it at now.
+export function historyChart(canvas, history, window) {
+  const format = METRIC_FORMAT[history.metric] ?? count;
   const datasets = history.partitions.map((label, j) => ({
     label,
     data: history.points.map(([iso, ...values]) => ({ x: new Date(iso).getTime(), y: values[j] })),
@@ -106,7 +131,7 @@ export function historyChart(canvas, history) {
     data: { datasets },
     options: {
       scales: {
-        x: { type: "linear", ticks: { callback: (v) => localTime(new Date(v).toISOString()), maxTicksLimit: 6 } },
+        x: { type: "linear", min: window.start, max: window.end, ticks: { callback: (v) => localTime(new Date(v).toISOString()), maxTicksLimit: 6 } },
         y: { beginAtZero: true, ticks: { callback: (v) => format(v) } },
       },
       plugins: {

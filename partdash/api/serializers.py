@@ -1,9 +1,10 @@
 """API representations. Passwords are write-only."""
 
 from copy import copy
-from datetime import datetime
+from datetime import datetime, timedelta
 from types import SimpleNamespace
 
+from django.conf import settings
 from django.core.exceptions import ValidationError as DjangoValidationError
 from django.utils import timezone
 from drf_spectacular.types import OpenApiTypes
@@ -464,6 +465,26 @@ def partition_rows(table: PartitionedTable, page_size: int) -> list[dict]:
     return rows
 
 
+HISTORY_DEFAULT = timedelta(hours=24)
+
+
 class HistoryQuery(serializers.Serializer):
+    """`metric` from `since` (default 24 hours ago) to `until` (default now): a window
+    inside the polls partdash keeps, `until` after `since`."""
+
     metric = serializers.ChoiceField(choices=METRICS)
     since = serializers.DateTimeField(required=False)
+    until = serializers.DateTimeField(required=False)
+
+    def validate(self, attrs: dict) -> dict:
+        until = attrs.get("until")
+        since = attrs.get("since") or (until or timezone.now()) - HISTORY_DEFAULT
+        if until is not None and until <= since:
+            raise serializers.ValidationError({"until": "must be after since"})
+        # Nothing older than the longest retention is kept: a longer window only costs.
+        longest = timedelta(days=settings.PARTDASH_RETENTION_DAILY_DAYS)
+        if (until or timezone.now()) - since > longest:
+            raise serializers.ValidationError(
+                {"since": f"at most {longest.days} days before until (the retention)"}
+            )
+        return {**attrs, "since": since, "until": until}

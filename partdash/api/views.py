@@ -1,11 +1,8 @@
 """REST endpoints under /api/v1/."""
 
-from datetime import timedelta
-
 from django.core.cache import cache
 from django.http import HttpResponse
 from django.shortcuts import get_object_or_404
-from django.utils import timezone
 from drf_spectacular.utils import OpenApiParameter, extend_schema, inline_serializer
 from rest_framework import mixins, serializers, status, viewsets
 from rest_framework.decorators import action
@@ -193,6 +190,7 @@ class TableViewSet(mixins.RetrieveModelMixin, viewsets.GenericViewSet):
         parameters=[
             OpenApiParameter("metric", enum=list(METRICS), required=True),
             OpenApiParameter("since", str, description="ISO 8601; default 24 hours ago"),
+            OpenApiParameter("until", str, description="ISO 8601, after since; default now"),
         ],
         responses=HISTORY,
     )
@@ -201,8 +199,8 @@ class TableViewSet(mixins.RetrieveModelMixin, viewsets.GenericViewSet):
         query = HistoryQuery(data=request.query_params)
         query.is_valid(raise_exception=True)
         table = get_object_or_404(PartitionedTable, pk=pk)
-        since = query.validated_data.get("since") or timezone.now() - timedelta(hours=24)
-        return Response(table_history(table, query.validated_data["metric"], since))
+        window = query.validated_data
+        return Response(table_history(table, window["metric"], window["since"], window["until"]))
 
 
 class FindingsView(APIView):

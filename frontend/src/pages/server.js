@@ -5,20 +5,27 @@ import { severityBadge } from "../findings.js";
 import { age, bytes, count, localTime, number } from "../format.js";
 import { Grid } from "../grid.js";
 import { capabilityPanel, FILE_IO, pressurePanel, warningsPanel } from "../health.js";
+import { watchPolls } from "../live.js";
+import { readView, writeView } from "../view-state.js";
 
 const root = document.getElementById("server-page");
 const serverId = root.dataset.serverId;
+// The list's view in the URL: filter text, method, findings only, sort and page (from 1).
+const VIEW_DEFAULTS = { q: "", method: "", findings: "", sort: "score", dir: "desc", page: "1" };
 
-const asOf = (table) => table.skew?.as_of ?? table.runway?.as_of ?? table.analysed_at;
+// The statistics' age: the oldest InnoDB statistics the figures were read from.
+const asOf = (table) => table.skew?.as_of ?? table.runway?.as_of;
+// Where a table is subpartitioned its stored count is of subpartitions: say so.
+const partitionCount = (t) => (t.subpartition_method ? `${count(t.partition_count)} subpartitions` : count(t.partition_count));
 const worst = (table) => table.findings?.[0];
 
 const COLUMNS = [
   { key: "table", label: "Table", value: (t) => `${t.schema}.${t.name}`,
     render: (t) => link(urls.tablePage(t.id), `${t.schema}.${t.name}`, { className: "table-link" }) },
   { key: "method", label: "Method", value: (t) => t.method, render: (t) => t.method },
-  { key: "partitions", label: "Partitions", className: "num", value: (t) => t.partition_count, render: (t) => count(t.partition_count) },
-  { key: "rows", label: "Rows", className: "num", value: (t) => t.rows, render: (t) => estimate(count(t.rows), asOf(t)) },
-  { key: "data", label: "Data", className: "num", value: (t) => t.data_bytes, render: (t) => estimate(bytes(t.data_bytes), asOf(t)) },
+  { key: "partitions", label: "Partitions", className: "num", value: (t) => t.partition_count, render: partitionCount },
+  { key: "rows", label: "Rows", className: "num", value: (t) => t.rows, render: (t) => estimate(count(t.rows), asOf(t), { short: true }) },
+  { key: "data", label: "Data", className: "num", value: (t) => t.data_bytes, render: (t) => bytes(t.data_bytes) },
   { key: "index", label: "Index", className: "num", value: (t) => t.index_bytes, render: (t) => bytes(t.index_bytes) },
   { key: "file", label: "On disk", className: "num", value: (t) => t.file_bytes, render: (t) => bytes(t.file_bytes) },
   { key: "skew", label: "Skew (max/mean)", className: "num", value: (t) => t.skew?.max_mean_ratio, render: (t) => number(t.skew?.max_mean_ratio) },
@@ -86,12 +93,15 @@ function notices(server, health) {
   show("notices", ...items);
 }
 
-function setupFilters(grid, tables) {
+function setupFilters(grid, tables, view) {
   const text = document.getElementById("table-filter");
   const method = document.getElementById("method-filter");
   const findingsOnly = document.getElementById("findings-only");
   const methods = [...new Set(tables.map((t) => t.method))].sort();
   method.append(...methods.map((m) => el("option", { value: m }, m)));
+  text.value = view.q;
+  method.value = methods.includes(view.method) ? view.method : "";
+  findingsOnly.checked = view.findings === "1";
   const apply = () => {
     const needle = text.value.trim().toLowerCase();
     grid.filter((t) =>
@@ -100,6 +110,11 @@ function setupFilters(grid, tables) {
       (!findingsOnly.checked || t.findings?.length > 0));
   };
   for (const input of [text, method, findingsOnly]) input.addEventListener("input", apply);
+  grid.onRender = () => writeView({
+    q: text.value.trim(), method: method.value, findings: findingsOnly.checked ? "1" : "",
+    sort: grid.sort.key, dir: grid.sort.direction > 0 ? "asc" : "desc", page: String(grid.page + 1),
+  }, VIEW_DEFAULTS);
+  apply();
 }
 
 function emptyTables(server, health) {
@@ -110,7 +125,10 @@ function emptyTables(server, health) {
   show("tables", el("tbody", {}, el("tr", {}, el("td", { className: "empty" }, text))));
 }
 
-async function load() {
+let grid = null;
+
+// Show the server and its tables; on a refresh the list keeps its filter, sort and page.
+async function loadFigures() {
   const [server, health, tables] = await Promise.all([
     getJSON(`servers/${serverId}/`),
     getJSON(`servers/${serverId}/health/`),
@@ -121,12 +139,28 @@ async function load() {
   show("capabilities", capabilityPanel(health.capabilities));
   show("warnings", warningsPanel(health));
   show("pressure", pressurePanel(health));
-  if (!tables.length) return emptyTables(server, health);
+  if (!tables.length) {
+    emptyTables(server, health);
+    return server;
+  }
+  if (grid) {
+    grid.setRows(tables);
+    return server;
+  }
+  const view = readView(VIEW_DEFAULTS);
   const table = document.getElementById("tables");
-  const grid = new Grid(table, document.getElementById("pager"), COLUMNS, Number(root.dataset.pageSize) || 50);
-  setupFilters(grid, tables);
-  grid.sortBy("score", -1); // worst first
-  grid.setRows(tables);
+  grid = new Grid(table, document.getElementById("pager"), COLUMNS, Number(root.dataset.pageSize) || 50);
+  grid.rows = tables;
+  setupFilters(grid, tables, view);
+  const sort = COLUMNS.some((c) => c.key === view.sort) ? view.sort : VIEW_DEFAULTS.sort;
+  grid.sortBy(sort, view.dir === "asc" ? 1 : -1); // worst first by default
+  grid.goTo(Math.max(0, (Number.parseInt(view.page, 10) || 1) - 1));
+  return server;
+}
+
+async function load() {
+  const server = await loadFigures();
+  watchPolls(serverId, loadFigures, "live", server.last_poll_at);
 }
 
 // data-ready tells the browser tests (and anyone watching) that the first load is done.

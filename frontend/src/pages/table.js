@@ -4,22 +4,37 @@ import { showCompression } from "../compression.js";
 import { el, estimate, show } from "../dom.js";
 import { findingList } from "../findings.js";
 import { age, bytes, count, localTime, number, percent } from "../format.js";
-import { bytesChart, heatmap, historyChart, rowsChart } from "../partition-charts.js";
+import { watchPolls } from "../live.js";
+import { bytesChart, heatLegend, heatmap, historyChart, rowsChart } from "../partition-charts.js";
 import { showRunway } from "../runway.js";
+import { readView, writeView } from "../view-state.js";
 
 const root = document.getElementById("table-page");
 const tableUrl = `tables/${root.dataset.tableId}/`;
 const HOUR_MS = 3600000;
+// The ranges offered, up to the retention of hourly figures (90 days).
+const RANGE_HOURS = { "1h": 1, "6h": 6, "24h": 24, "7d": 168, "30d": 720, "90d": 2160 };
+const VIEW_DEFAULTS = { range: "24h", from: "", until: "", metric: "rows", log: "" };
 const fact = (term, ...value) => [el("dt", {}, term), el("dd", {}, value)];
 
-function showFacts(table) {
+// "4 partitions, 16 subpartitions": the stored count is of subpartitions where there are any.
+function partitionCount(table, partitions) {
+  const subpartitions = partitions.filter((p) => p.subpartition).length;
+  if (!subpartitions) return count(table.partition_count);
+  const names = new Set(partitions.map((p) => p.name)).size;
+  return `${count(names)} partitions, ${count(subpartitions)} subpartitions`;
+}
+
+function showFacts(table, partitions) {
+  const asOf = table.skew?.as_of ?? table.runway?.as_of;
   show("table-facts",
-    fact("Partitioning", `${table.method} (${table.expression || "—"})`),
-    fact("Partitions", count(table.partition_count)),
-    fact("Rows", estimate(count(table.rows), table.skew?.as_of ?? table.analysed_at)),
-    fact("Data / index", `${bytes(table.data_bytes)} / ${bytes(table.index_bytes)}`),
+    fact("Partitioning", `${table.method} (${table.expression || "—"})`,
+      table.subpartition_method ? `, subpartitioned by ${table.subpartition_method}` : ""),
+    fact("Partitions", el("span", { id: "partition-count" }, partitionCount(table, partitions))),
+    fact("Rows", el("span", { id: "rows-fact" }, estimate(count(table.rows), asOf))),
+    fact("Data / index", estimate(`${bytes(table.data_bytes)} / ${bytes(table.index_bytes)}`, asOf)),
     fact("On disk", bytes(table.file_bytes)),
-    fact("Analysed", el("span", { title: age(table.analysed_at) }, localTime(table.analysed_at))),
+    fact("Analysed by partdash", el("span", { title: age(table.analysed_at) }, localTime(table.analysed_at))),
   );
   show("table-findings", findingList(table.findings, "No findings: this table looks healthy.", { withFix: true }));
 }
@@ -41,7 +56,7 @@ function showSkew(skew) {
 }
 
 function drawSizes(partitions) {
-  const log = document.getElementById("log-scale").checked;
+  const log = view.log === "1";
   rowsChart(document.getElementById("rows-chart"), partitions, log);
   bytesChart(document.getElementById("bytes-chart"), partitions, log);
 }
@@ -50,22 +65,47 @@ function drawSizes(partitions) {
 function drawOrExplain(boxId, history, draw, why) {
   const box = document.getElementById(boxId);
   const canvas = box.querySelector("canvas") ?? el("canvas", { id: `${boxId}-canvas` });
-  if (!history.points.length || !history.partitions.length) return box.replaceChildren(el("p", { className: "empty" }, why));
+  if (!history.points.length || !history.partitions.length) {
+    box.replaceChildren(el("p", { className: "empty" }, why));
+    return false;
+  }
   box.replaceChildren(canvas);
   draw(canvas, history);
+  return true;
+}
+
+// The chosen window in epoch ms: a range ending now, or the custom one.
+function chosenWindow() {
+  const now = Date.now();
+  if (view.range === "custom") {
+    const start = Date.parse(view.from);
+    const end = view.until ? Date.parse(view.until) : now;
+    if (Number.isFinite(start) && Number.isFinite(end) && start < end) return { start, end: Math.min(end, now) };
+  }
+  return { start: now - (RANGE_HOURS[view.range] ?? 24) * HOUR_MS, end: now };
+}
+
+// The history axis starts at its first point (or the range's start, when a value from
+// before it is carried in) and ends at the window's end: now, for a range.
+function axisWindow(history, window) {
+  const first = history.points.length ? Date.parse(history.points[0][0]) : window.start;
+  return { start: Math.max(window.start, first), end: window.end };
 }
 
 async function drawActivity() {
-  const hours = Number(document.getElementById("since").value);
-  const since = encodeURIComponent(new Date(Date.now() - hours * HOUR_MS).toISOString());
-  const metric = document.getElementById("history-metric").value;
+  const window = chosenWindow();
+  const query = `since=${encodeURIComponent(new Date(window.start).toISOString())}` +
+    (view.range === "custom" ? `&until=${encodeURIComponent(new Date(window.end).toISOString())}` : "");
   const [writes, reads, history] = await Promise.all(
-    ["write_bytes_per_s", "read_bytes_per_s", metric].map((m) => getJSON(`${tableUrl}history/?metric=${m}&since=${since}`)),
+    ["write_bytes_per_s", "read_bytes_per_s", view.metric].map((m) => getJSON(`${tableUrl}history/?metric=${m}&${query}`)),
   );
   const noRates = "No rates in this window yet: a rate needs two polls.";
-  drawOrExplain("write-box", writes, heatmap, noRates);
-  drawOrExplain("read-box", reads, heatmap, noRates);
-  drawOrExplain("history-box", history, historyChart, "No history in this window yet.");
+  for (const [name, rates] of [["write", writes], ["read", reads]]) {
+    const drawn = drawOrExplain(`${name}-box`, rates, heatmap, noRates);
+    show(`${name}-legend`, drawn ? heatLegend(rates) : null);
+  }
+  const axis = axisWindow(history, window);
+  drawOrExplain("history-box", history, (canvas, h) => historyChart(canvas, h, axis), "No history in this window yet.");
 }
 
 function showActivitySource(activity) {
@@ -74,18 +114,80 @@ function showActivitySource(activity) {
   show("activity-source", `Hot partitions from ${activity.source}${window}${activity.estimated ? " (estimated)" : ""}.`);
 }
 
-async function load() {
-  const [table, partitions] = await Promise.all([getJSON(tableUrl), getJSON(`${tableUrl}partitions/`)]);
-  showFacts(table);
+// datetime-local inputs hold local wall time without a zone; the URL holds ISO (UTC).
+const toLocalInput = (iso) => {
+  const date = new Date(iso);
+  if (!iso || Number.isNaN(date.getTime())) return "";
+  return new Date(date.getTime() - date.getTimezoneOffset() * 60000).toISOString().slice(0, 16);
+};
+const fromLocalInput = (value) => (value ? new Date(value).toISOString() : "");
+
+const view = readView(VIEW_DEFAULTS);
+const controls = {
+  range: document.getElementById("range"),
+  from: document.getElementById("range-from"),
+  until: document.getElementById("range-until"),
+  metric: document.getElementById("history-metric"),
+  log: document.getElementById("log-scale"),
+};
+
+// Put the URL's view into the controls (unknown values fall back to the defaults).
+function restoreControls() {
+  if (!(view.range in RANGE_HOURS) && view.range !== "custom") view.range = VIEW_DEFAULTS.range;
+  if (![...controls.metric.options].some((o) => o.value === view.metric)) view.metric = VIEW_DEFAULTS.metric;
+  controls.range.value = view.range;
+  controls.metric.value = view.metric;
+  controls.log.checked = view.log === "1";
+  controls.from.value = toLocalInput(view.from);
+  controls.until.value = toLocalInput(view.until);
+  document.getElementById("custom-range").hidden = view.range !== "custom";
+}
+
+function readControls() {
+  Object.assign(view, {
+    range: controls.range.value,
+    metric: controls.metric.value,
+    log: controls.log.checked ? "1" : "",
+    from: controls.range.value === "custom" ? fromLocalInput(controls.from.value) : "",
+    until: controls.range.value === "custom" ? fromLocalInput(controls.until.value) : "",
+  });
+  document.getElementById("custom-range").hidden = view.range !== "custom";
+  writeView(view, VIEW_DEFAULTS);
+}
+
+let partitions = [];
+
+async function loadFigures() {
+  const [table, latest] = await Promise.all([getJSON(tableUrl), getJSON(`${tableUrl}partitions/`)]);
+  partitions = latest;
+  showFacts(table, partitions);
   showSkew(table.skew);
   showCompression(table, partitions);
   showActivitySource(table.activity);
   drawSizes(partitions);
-  document.getElementById("log-scale").addEventListener("change", () => drawSizes(partitions));
   showRunway(table, partitions);
-  const redraw = () => drawActivity().catch(fail);
-  for (const id of ["since", "history-metric"]) document.getElementById(id).addEventListener("change", redraw);
   await drawActivity();
+  return table;
+}
+
+async function load() {
+  restoreControls();
+  const table = await loadFigures();
+  const redraw = () => drawActivity().catch(fail);
+  controls.log.addEventListener("change", () => { readControls(); drawSizes(partitions); });
+  controls.range.addEventListener("change", () => {
+    if (controls.range.value === "custom" && !controls.from.value) {
+      const { start, end } = chosenWindow();
+      controls.from.value = toLocalInput(new Date(start).toISOString());
+      controls.until.value = toLocalInput(new Date(end).toISOString());
+    }
+    readControls();
+    redraw();
+  });
+  for (const input of [controls.metric, controls.from, controls.until]) {
+    input.addEventListener("change", () => { readControls(); redraw(); });
+  }
+  watchPolls(table.server_id, () => loadFigures().catch(fail), "live");
 }
 
 function fail(error) {

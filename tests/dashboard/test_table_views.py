@@ -1,0 +1,372 @@
+"""The table and server pages' data views in a real browser (Debian's Chromium through
+Playwright), on real polls of a private MariaDB: the history's ranges and axis, the
+heatmaps' colour scale, subpartition labels, the statistics' age, red only for hotspots,
+the view kept in the URL, and the figures refreshed after a new poll."""
+
+import re
+from datetime import UTC, datetime, timedelta
+from uuid import uuid4
+
+import pytest
+
+from partdash.collector.service import poll_server
+from partdash.metrics.models import PartitionedTable
+from tests.conftest import log_in
+from tests.test_pages import (
+    Fleet,
+    analyse,
+    api,
+    assert_every_chart_draws,
+    create_tables,
+    open_page,
+    run,
+    screenshot,
+    shown_ids,
+    write_more,
+)
+
+pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
+
+RANGES = ["1h", "6h", "24h", "7d", "30d", "90d", "custom"]
+METRICS = [
+    "rows",
+    "data_bytes",
+    "index_bytes",
+    "file_bytes",
+    "write_bytes_per_s",
+    "read_bytes_per_s",
+]
+HOT = "#b3261e"  # COLOURS.hot in frontend/src/charts.js
+
+
+@pytest.fixture
+def fleet(mariadb, make_server):
+    """The pages' HASH and RANGE tables plus `yearly`, RANGE by year subpartitioned by HASH
+    into 4 x 4; polled three times with writes between, and one diagnostic COUNT(*) of the
+    RANGE table's MAXVALUE partition before the last poll."""
+    schema = f"views_{uuid4().hex[:8]}"
+    mariadb.execute(f"CREATE DATABASE {schema}")
+    try:
+        create_tables(mariadb, schema)
+        run(
+            mariadb,
+            schema,
+            "CREATE TABLE yearly (id INT NOT NULL, y INT NOT NULL, PRIMARY KEY (id, y)) "
+            "PARTITION BY RANGE (y) SUBPARTITION BY HASH (id) SUBPARTITIONS 4 ("
+            " PARTITION p2023 VALUES LESS THAN (2024), PARTITION p2024 VALUES LESS THAN (2025),"
+            " PARTITION p2025 VALUES LESS THAN (2026), PARTITION pmax VALUES LESS THAN MAXVALUE)",
+            "INSERT INTO yearly SELECT seq, 2023 + seq % 3 FROM seq_1_to_300",
+        )
+        server = make_server(mariadb, name="views-db")
+        for round_ in range(3):
+            if round_:
+                write_more(mariadb, schema, round_)
+            if round_ == 2:
+                run(mariadb, schema, "SELECT COUNT(*) FROM orders PARTITION (p_max)")
+            analyse(mariadb, schema)
+            run(mariadb, schema, "ANALYZE TABLE yearly")
+            assert poll_server(server).ok
+        tables = PartitionedTable.objects.filter(server=server, schema=schema)
+        fleet = Fleet(server, schema, tables.get(name="hashy"), tables.get(name="orders"))
+        fleet.yearly = tables.get(name="yearly")
+        yield fleet
+    finally:
+        mariadb.execute(f"DROP DATABASE IF EXISTS {schema}")
+
+
+def chart(page, canvas_id: str, expression: str):
+    """`expression` over the Chart.js instance drawn on `#canvas_id` (as `c`)."""
+    return page.evaluate(
+        f"(id) => {{ const c = window.partdashChart(document.getElementById(id)); "
+        f"return c ? {expression} : null; }}",
+        canvas_id,
+    )
+
+
+HISTORY_CANVAS = "history-box-canvas"
+
+
+def history_canvas(page) -> str:
+    return page.locator("#history-box canvas").get_attribute("id")
+
+
+def now_ms(page) -> float:
+    return page.evaluate("Date.now()")
+
+
+def iso(moment: datetime) -> str:
+    """A time for a URL's query: UTC with `Z`, no `+` to escape, to the millisecond."""
+    return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
+
+
+def iso_ms(stamp: str) -> float:
+    return datetime.fromisoformat(stamp.replace("Z", "+00:00")).timestamp() * 1000
+
+
+def open_table(page, live_server, table, query: str = ""):
+    open_page(page, live_server, f"/tables/{table.pk}/{query}", "#table-page")
+
+
+# --- history ------------------------------------------------------------------------------
+
+
+def test_the_history_offers_ranges_up_to_the_retention_and_every_metric(
+    page, live_server, admin_user, fleet
+):
+    log_in(page, live_server)
+    open_table(page, live_server, fleet.hash_table)
+
+    ranges = page.locator("#range option").evaluate_all("(os) => os.map((o) => o.value)")
+    assert ranges == RANGES
+    assert page.locator("#range").input_value() == "24h"
+    assert page.locator("#custom-range").is_hidden()
+    metrics = page.locator("#history-metric option").evaluate_all("(os) => os.map((o) => o.value)")
+    assert metrics == METRICS
+    for metric in ("index_bytes", "write_bytes_per_s", "read_bytes_per_s"):
+        page.select_option("#history-metric", metric)
+        page.wait_for_function(
+            "(m) => window.partdashChart(document.querySelector('#history-box canvas'))"
+            "?.data.datasets.length > 0 && location.search.includes(m)",
+            arg=metric,
+        )
+    page.select_option("#range", "custom")
+    assert page.locator("#range-from").is_visible() and page.locator("#range-until").is_visible()
+    assert page.console_errors == []
+
+
+def test_the_history_axis_starts_at_the_first_point_and_ends_at_now(
+    page, live_server, admin_user, fleet
+):
+    log_in(page, live_server)
+    open_table(page, live_server, fleet.hash_table)
+    since = iso(datetime.now(UTC) - timedelta(hours=24))
+    history = api(page, f"tables/{fleet.hash_table.pk}/history/?metric=rows&since={since}")
+    first = iso_ms(history["points"][0][0])
+
+    canvas = history_canvas(page)
+    low, high = chart(page, canvas, "[c.scales.x.min, c.scales.x.max]")
+    # Ten seconds of polls in a 24-hour range: the axis starts at them, not 24 hours back.
+    assert low == pytest.approx(first, abs=1)
+    assert abs(high - now_ms(page)) < 30_000
+    assert high >= iso_ms(history["points"][-1][0])
+
+    # A custom range ends where it says: here between the second poll and the third.
+    second, third = (datetime.fromisoformat(p[0]) for p in history["points"][1:3])
+    start = datetime.fromisoformat(history["points"][0][0]) - timedelta(minutes=1)
+    end = second + (third - second) / 2
+    query = f"?range=custom&from={iso(start)}&until={iso(end)}"
+    open_table(page, live_server, fleet.hash_table, query)
+    assert page.locator("#range").input_value() == "custom"
+    assert page.locator("#range-from").input_value() != ""
+    low, high = chart(page, history_canvas(page), "[c.scales.x.min, c.scales.x.max]")
+    assert low == pytest.approx(first, abs=1)
+    assert high == pytest.approx(end.timestamp() * 1000, abs=1)
+    assert chart(page, history_canvas(page), "c.data.datasets[0].data.length") == 2
+    assert page.console_errors == []
+
+
+def test_the_history_api_takes_until_and_rejects_a_malformed_window(admin_client, fleet):
+    url = f"/api/v1/tables/{fleet.hash_table.pk}/history/"
+    now = datetime.now(UTC)
+    whole = admin_client.get(url, {"metric": "rows", "since": (now - timedelta(hours=1))})
+    assert whole.status_code == 200 and len(whole.json()["points"]) == 3
+    stamps = [p[0] for p in whole.json()["points"]]
+
+    until_second = admin_client.get(
+        url, {"metric": "rows", "since": (now - timedelta(hours=1)), "until": stamps[1]}
+    ).json()
+    assert [p[0] for p in until_second["points"]] == stamps[:2]
+
+    for bad in (
+        {"metric": "rows", "until": "tomorrow"},
+        {"metric": "rows", "since": now.isoformat(), "until": (now - timedelta(1)).isoformat()},
+        {"metric": "rows", "since": (now - timedelta(days=5000)).isoformat()},
+    ):
+        response = admin_client.get(url, bad)
+        assert response.status_code == 400, bad
+        assert response["Content-Type"].startswith("application/json")
+
+
+# --- heatmaps, labels, estimates, colours ----------------------------------------------------
+
+
+def test_each_heatmap_has_a_colour_scale_with_its_range_and_units(
+    page, live_server, admin_user, fleet
+):
+    log_in(page, live_server)
+    open_table(page, live_server, fleet.hash_table)
+    since = iso(datetime.now(UTC) - timedelta(hours=24))
+    for name in ("write", "read"):
+        history = api(
+            page, f"tables/{fleet.hash_table.pk}/history/?metric={name}_bytes_per_s&since={since}"
+        )
+        legend = page.locator(f"#{name}-legend .heat-legend")
+        assert legend.count() == 1
+        values = [v or 0 for point in history["points"] for v in point[1:]]
+        assert legend.locator(".heat-min").inner_text().endswith("B/s")
+        assert legend.locator(".heat-max").inner_text().endswith("B/s")
+        assert digits_or_zero(legend.locator(".heat-min").inner_text()) <= max(values)
+        assert "bytes/s" in legend.locator(".heat-unit").inner_text()
+        assert "gradient" in legend.locator(".heat-scale").evaluate(
+            "(e) => getComputedStyle(e).backgroundImage"
+        )
+    assert page.console_errors == []
+
+
+def digits_or_zero(text: str) -> float:
+    found = re.search(r"[\d.]+", text)
+    return float(found.group()) if found else 0.0
+
+
+def test_subpartitions_are_labelled_partition_slash_subpartition_and_counted_as_such(
+    page, live_server, admin_user, fleet
+):
+    log_in(page, live_server)
+    open_table(page, live_server, fleet.yearly)
+
+    assert page.locator("#partition-count").inner_text() == "4 partitions, 16 subpartitions"
+    labels = chart(page, "rows-chart", "c.data.labels")
+    assert "p2024 / p2024sp0" in labels and len(labels) == 16
+    assert not any("#" in label for label in labels)
+    heat_rows = chart(page, "write-box-canvas", "c.options.scales.y.ticks.callback(0, 0)")
+    assert heat_rows is None or "#" not in heat_rows
+    history = api(page, f"tables/{fleet.yearly.pk}/history/?metric=rows")
+    assert "pmax / pmaxsp3" in history["partitions"]
+    assert_every_chart_draws(page)
+    screenshot(page, "table-subpartitioned")
+
+    open_page(page, live_server, f"/servers/{fleet.server.pk}/", "#server-page")
+    row = page.locator(f"#tables tbody tr[data-id='{fleet.yearly.pk}']")
+    assert row.locator("td").nth(2).inner_text() == "16 subpartitions"
+    assert page.console_errors == []
+
+
+STATISTICS_AGE = re.compile(r"statistics (under a minute|\d+ (min|h)) old")
+
+
+def test_the_statistics_age_is_written_beside_the_estimates(page, live_server, admin_user, fleet):
+    log_in(page, live_server)
+    open_table(page, live_server, fleet.hash_table)
+    rows = page.locator("#rows-fact").inner_text()
+    assert rows.startswith("4,") or rows.startswith("4")
+    assert "(estimate, " in rows and STATISTICS_AGE.search(rows), rows
+
+    open_page(page, live_server, f"/servers/{fleet.server.pk}/", "#server-page")
+    cell = page.locator(f"#tables tbody tr[data-id='{fleet.hash_table.pk}'] td").nth(3)
+    assert re.search(r"est\., (under a minute|\d+ (min|h)) old", cell.inner_text()), cell
+    assert page.console_errors == []
+
+
+def test_bars_are_red_only_for_flagged_hotspots(page, live_server, admin_user, fleet):
+    log_in(page, live_server)
+    for table in (fleet.range_table, fleet.hash_table, fleet.yearly):
+        open_table(page, live_server, table)
+        partitions = api(page, f"tables/{table.pk}/partitions/")
+        hot = [p["is_hotspot"] for p in partitions]
+        for canvas in ("rows-chart", "bytes-chart"):
+            colours = chart(page, canvas, "c.data.datasets[0].backgroundColor")
+            assert [colour == HOT for colour in colours] == hot, (table.name, canvas)
+        # The heatmaps shade activity in blue: a busy cell is not a verdict.
+        for canvas in ("write-box-canvas", "read-box-canvas"):
+            colours = chart(
+                page,
+                canvas,
+                "c.data.datasets[0].data.map((d, i) => c.getDatasetMeta(0)"
+                ".data[i].options.backgroundColor)",
+            )
+            assert colours is None or not any(c.startswith("rgba(179") for c in colours)
+    # The one COUNT(*) of p_max before the last poll does not make it red.
+    partitions = api(page, f"tables/{fleet.range_table.pk}/partitions/")
+    p_max = next(p for p in partitions if p["name"] == "p_max")
+    if not p_max["is_hotspot"]:
+        open_table(page, live_server, fleet.range_table)
+        colours = chart(page, "rows-chart", "c.data.datasets[0].backgroundColor")
+        assert colours[3] != HOT
+    assert page.console_errors == []
+
+
+# --- the view in the URL ----------------------------------------------------------------------
+
+
+def test_the_server_pages_filter_sort_and_page_come_back_after_a_reload(
+    page, live_server, admin_user, fleet
+):
+    log_in(page, live_server)
+    open_page(page, live_server, f"/servers/{fleet.server.pk}/?page_size=2", "#server-page")
+    page.fill("#table-filter", f"{fleet.schema}.")
+    page.locator("#tables thead th[data-key='rows']").click()
+    page.locator("#pager button", has_text="Next").click()
+    before = shown_ids(page)
+    assert "sort=rows" in page.url and "dir=asc" in page.url and "page=2" in page.url
+
+    page.reload()
+    page.wait_for_selector("#server-page[data-ready]", state="attached")
+    assert page.locator("#table-filter").input_value() == f"{fleet.schema}."
+    assert page.locator("#tables thead th[data-key='rows']").get_attribute("aria-sort") == (
+        "ascending"
+    )
+    assert shown_ids(page) == before
+    assert "page 2 of" in page.locator("#pager").inner_text()
+
+    query = f"?q={fleet.schema}&method=HASH&findings=1"
+    open_page(page, live_server, f"/servers/{fleet.server.pk}/{query}", "#server-page")
+    assert page.locator("#method-filter").input_value() == "HASH"
+    assert page.locator("#findings-only").is_checked()
+    assert shown_ids(page) == [fleet.hash_table.pk]
+    assert page.console_errors == []
+
+
+def test_the_table_pages_range_metric_and_scale_come_back_after_a_reload(
+    page, live_server, admin_user, fleet
+):
+    log_in(page, live_server)
+    open_table(page, live_server, fleet.hash_table)
+    page.select_option("#range", "7d")
+    page.select_option("#history-metric", "index_bytes")
+    page.check("#log-scale")
+    assert all(part in page.url for part in ("range=7d", "metric=index_bytes", "log=1"))
+
+    page.reload()
+    page.wait_for_selector("#table-page[data-ready]", state="attached")
+    assert page.locator("#range").input_value() == "7d"
+    assert page.locator("#history-metric").input_value() == "index_bytes"
+    assert page.locator("#log-scale").is_checked()
+    assert chart(page, "rows-chart", "c.scales.y.type") == "logarithmic"
+    assert chart(page, history_canvas(page), "c.data.datasets.length") == 4
+    assert page.console_errors == []
+
+
+# --- auto-refresh -----------------------------------------------------------------------------
+
+
+def test_the_pages_reload_their_figures_after_a_new_poll_without_reloading(
+    page, live_server, admin_user, fleet, mariadb
+):
+    log_in(page, live_server)
+    page.clock.install()
+    open_table(page, live_server, fleet.hash_table)
+    page.evaluate("window.notReloaded = true")
+    points = chart(page, history_canvas(page), "c.data.datasets[0].data.length")
+    assert page.locator("#live").inner_text().startswith("●")
+    assert "updated" in page.locator("#live").inner_text()
+
+    page.clock.fast_forward(16_000)  # a check with no new poll changes nothing
+    page.wait_for_timeout(500)
+    assert page.locator("#live").get_attribute("data-refreshes") is None
+
+    write_more(mariadb, fleet.schema, 9)
+    analyse(mariadb, fleet.schema)
+    assert poll_server(fleet.server).ok
+    page.clock.fast_forward(16_000)
+    page.wait_for_selector("#live[data-refreshes='1']", timeout=10_000)
+    assert page.evaluate("window.notReloaded") is True
+    assert chart(page, history_canvas(page), "c.data.datasets[0].data.length") == points + 1
+    assert re.search(r"updated \d+ s ago", page.locator("#live").inner_text())
+
+    open_page(page, live_server, f"/servers/{fleet.server.pk}/", "#server-page")
+    page.evaluate("window.notReloaded = true")
+    assert poll_server(fleet.server).ok
+    page.clock.fast_forward(16_000)
+    page.wait_for_selector("#live[data-refreshes='1']", timeout=10_000)
+    assert page.evaluate("window.notReloaded") is True
+    assert page.console_errors == []
