@@ -34,7 +34,8 @@ def capabilities(snapshot: ServerSnapshot | None) -> list[dict]:
 def activity_shares(labels: list[str], recents: list[str | None], now: datetime) -> dict | None:
     """Each partition's share of its table's writes and reads in the window ending at
     `now` (the table's analysis time), as the hotspot rules saw them; None when the
-    window holds no activity."""
+    window holds no activity. Shares only: which partitions are hot (persistently, over
+    the window's slots) is the analysis's verdict, stored on the table."""
     activity = [
         activity_of(label, window_sums(text, now))
         for label, text in zip(labels, recents, strict=True)
