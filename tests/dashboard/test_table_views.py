@@ -275,13 +275,18 @@ def test_bars_are_red_only_for_flagged_hotspots(page, live_server, admin_user, f
                 ".data[i].options.backgroundColor)",
             )
             assert colours is None or not any(c.startswith("rgba(179") for c in colours)
-    # The one COUNT(*) of p_max before the last poll does not make it red.
-    partitions = api(page, f"tables/{fleet.range_table.pk}/partitions/")
-    p_max = next(p for p in partitions if p["name"] == "p_max")
-    if not p_max["is_hotspot"]:
-        open_table(page, live_server, fleet.range_table)
-        colours = chart(page, "rows-chart", "c.data.datasets[0].backgroundColor")
-        assert colours[3] != HOT
+    assert page.console_errors == []
+
+
+def test_a_flagged_hotspot_is_the_one_red_bar(page, live_server, admin_user, fleet):
+    health = fleet.hash_table.health
+    fleet.hash_table.health = {**health, "hotspots": ["p1"]}
+    fleet.hash_table.save(update_fields=["health"])
+    log_in(page, live_server)
+    open_table(page, live_server, fleet.hash_table)
+
+    colours = chart(page, "rows-chart", "c.data.datasets[0].backgroundColor")
+    assert [colour == HOT for colour in colours] == [False, True, False, False]
     assert page.console_errors == []
 
 

@@ -29,7 +29,7 @@ const COLUMNS = [
   { key: "index", label: "Index", className: "num", value: (t) => t.index_bytes, render: (t) => bytes(t.index_bytes) },
   { key: "file", label: "On disk", className: "num", value: (t) => t.file_bytes, render: (t) => bytes(t.file_bytes) },
   { key: "skew", label: "Skew (max/mean)", className: "num", value: (t) => t.skew?.max_mean_ratio, render: (t) => number(t.skew?.max_mean_ratio) },
-  { key: "hotspots", label: "Hot partitions", value: (t) => t.hotspots?.length ?? 0, render: (t) => t.hotspots?.join(", ") || "—" },
+  { key: "hotspots", label: "Hot partitions", value: (t) => t.hotspots?.length ?? 0, render: (t) => t.hotspots?.map((label) => label.replace("#", " / ")).join(", ") || "—" },
   { key: "runway", label: "Runway (days)", className: "num", value: (t) => t.runway?.days_left, render: (t) => number(t.runway?.days_left) },
   { key: "score", label: "Findings", value: (t) => t.score ?? 0,
     render: (t) => (worst(t) ? [severityBadge(worst(t).severity), " ", t.findings.map((f) => f.kind).join(", ")] : "") },
