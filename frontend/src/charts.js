@@ -11,6 +11,10 @@ Chart.register(
 );
 Chart.defaults.animation = false;
 Chart.defaults.maintainAspectRatio = false;
+// Text and grid lines in the page's colours (partdash.css), so they read in dark mode too.
+const page = getComputedStyle(document.documentElement);
+Chart.defaults.color = page.getPropertyValue("--muted").trim() || Chart.defaults.color;
+Chart.defaults.borderColor = page.getPropertyValue("--line").trim() || Chart.defaults.borderColor;
 
 export { Chart };
 

@@ -233,3 +233,13 @@ def test_the_pages_follow_a_dark_system_setting(page, live_server, admin_user, t
     assert background == "rgb(17, 24, 39)" and text == "rgb(229, 231, 235)"
     screenshot(page, "fleet-dark")
     assert page.console_errors == []
+
+
+def test_the_table_page_draws_its_charts_in_dark_mode(page, live_server, admin_user, fleet):  # noqa: F811
+    page.emulate_media(color_scheme="dark")
+    log_in(page, live_server)
+    open_page(page, live_server, f"/tables/{fleet.hash_table.pk}/", "#table-page")
+    settle(page)
+    assert assert_every_chart_draws(page) >= 5
+    screenshot(page, "table-hash-dark")
+    assert page.console_errors == []
