@@ -24,11 +24,12 @@ const heatMax = (cells) => Math.max(0, ...cells.map((c) => c.v));
 export function heatLegend(history) {
   const values = heatCells(history).map((c) => c.v);
   const [min, max] = values.length ? [Math.min(...values), Math.max(...values)] : [0, 0];
-  return el("div", { className: "heat-legend", style: "display:flex;align-items:center;gap:0.5rem;font-size:0.85em" },
-    el("span", { className: "heat-min" }, rate(min)),
-    el("span", { className: "heat-scale", style: `flex:1;max-width:16rem;height:0.8rem;background:${HEAT_GRADIENT}` }),
-    el("span", { className: "heat-max" }, rate(max)),
-    el("span", { className: "heat-unit" }, "bytes/s per partition over each poll's interval"));
+  const nowrap = "white-space:nowrap";
+  return el("div", { className: "heat-legend", style: "display:flex;flex-wrap:wrap;align-items:center;gap:0.25rem 0.5rem;font-size:0.85em" },
+    el("span", { className: "heat-min", style: nowrap }, rate(min)),
+    el("span", { className: "heat-scale", style: `flex:1;min-width:4rem;max-width:16rem;height:0.8rem;background:${HEAT_GRADIENT}` }),
+    el("span", { className: "heat-max", style: nowrap }, rate(max)),
+    el("span", { className: "heat-unit" }, "bytes/s, per partition and poll"));
 }
 
 const hotColours = (partitions, colour, hot = COLOURS.hot) => partitions.map((p) => (p.is_hotspot ? hot : colour));

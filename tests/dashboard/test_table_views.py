@@ -375,3 +375,17 @@ def test_the_pages_reload_their_figures_after_a_new_poll_without_reloading(
     page.wait_for_selector("#live[data-refreshes='1']", timeout=10_000)
     assert page.evaluate("window.notReloaded") is True
     assert page.console_errors == []
+
+
+def test_the_views_controls_and_legends_fit_a_phone(page, live_server, admin_user, fleet):
+    page.set_viewport_size({"width": 390, "height": 844})
+    log_in(page, live_server)
+    open_table(page, live_server, fleet.yearly, "?range=custom")
+    assert page.locator("#range-from").is_visible()
+    assert page.locator("#write-legend .heat-legend").is_visible()
+    assert page.locator("#live").is_visible()
+    assert page.evaluate("document.documentElement.scrollWidth") <= 390
+    screenshot(page, "table-views-phone")
+    open_page(page, live_server, f"/servers/{fleet.server.pk}/?sort=rows", "#server-page")
+    assert page.evaluate("document.documentElement.scrollWidth") <= 390
+    assert page.console_errors == []
