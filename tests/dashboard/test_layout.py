@@ -209,6 +209,14 @@ def test_a_missing_page_is_the_styled_404(admin_client, settings):
     assert 'id="error-404"' in html and "partdash.css" in html and "Back to the fleet" in html
 
 
+def test_a_missing_page_offers_a_login_to_a_stranger(client, settings):
+    settings.DEBUG = False
+    response = client.get("/no/such/page/")
+    assert response.status_code == 404
+    html = response.content.decode()
+    assert 'id="error-404"' in html and 'id="nav-login"' in html and "Log out" not in html
+
+
 def test_a_failing_page_is_the_styled_500_without_context(settings):
     from django.urls import path
 
