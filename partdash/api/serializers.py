@@ -12,6 +12,7 @@ from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from partdash.health.bounds import bound_to_date, is_catchall
+from partdash.health.compression import stored_api_fields
 from partdash.health.partitions import PartitionState
 from partdash.health.sizes import estimated_data_free, row_share
 from partdash.metrics.history import METRICS
@@ -115,7 +116,7 @@ def health_fields(health: dict | None) -> dict:
         "skew": health.get("skew"),
         "hotspots": health.get("hotspots") or [],
         "hotspot_detail": health.get("hotspot_detail") or [],
-        "compression": health.get("compression"),
+        "compression": stored_api_fields(health.get("compression")),
         "runway": health.get("runway"),
         "findings": [with_fix(f) for f in health.get("findings") or []],
         "skew_bytes": health.get("skew_bytes"),

@@ -261,6 +261,21 @@ def api_fields(compression: Compression) -> dict:
     return {**asdict(compression), "nominal": compression.nominal}
 
 
+def stored_api_fields(stored: dict | None) -> dict | None:
+    """A table's stored compression as the API shows it. Health stored before the
+    measured figures and the label existed gets `nominal` and `ratio_label` from what it
+    has, and nulls for the rest, until the table's next analysis (at most a day later)."""
+    if not stored or "nominal" in stored:
+        return stored
+    nominal = bool(stored.get("ratio_is_nominal"))
+    zip_size = stored.get("zip_page_size")
+    label = PAGE_LABEL
+    if nominal:
+        label = nominal_label(DEFAULT_PAGE_SIZE, zip_size) if zip_size else "nominal page ratio"
+    missing = ("compress_ops", "splits", "file_bytes", "allocated_bytes", "saved_ratio")
+    return {**dict.fromkeys(missing), **stored, "nominal": nominal, "ratio_label": label}
+
+
 def server_failure_rates(innodb_cmp: Iterable[dict]) -> dict[int, float | None]:
     """Server-wide failure rate per zip page size from INNODB_CMP rows (as the collector
     stores them: page_size, compress_ops, compress_ops_ok, ...), shown beside a table's."""

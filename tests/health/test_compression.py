@@ -77,3 +77,15 @@ def test_the_api_keeps_the_contract_names_and_says_nominal():
     assert fields["ratio"] == 4.0 and fields["failure_rate"] == pytest.approx(0.1)
     assert fields["nominal"] is True and fields["ratio_is_nominal"] is True
     assert {"splits", "file_bytes", "allocated_bytes", "saved_ratio", "ratio_label"} <= set(fields)
+
+
+def test_health_stored_before_the_label_is_shown_labelled():
+    stored = {"kind": "row", "ratio": 4.0, "failure_rate": 0.1, "ratio_is_nominal": True,
+              "zip_page_size": 4096, "verdict": "fails"}  # fmt: skip
+    shown = compression.stored_api_fields(stored)
+    assert shown["nominal"] is True and shown["ratio"] == 4.0
+    assert shown["ratio_label"].startswith("nominal page ratio 16 KiB / KEY_BLOCK_SIZE 4 KiB")
+    assert shown["splits"] is None and shown["file_bytes"] is None
+    assert compression.stored_api_fields(None) is None
+    current = compression.api_fields(compression.table_compression(zipped((100, 90))))
+    assert compression.stored_api_fields(current) is current
