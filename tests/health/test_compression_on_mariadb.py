@@ -118,3 +118,51 @@ def test_random_and_text_rows_share_the_nominal_ratio_but_not_the_measured_figur
         page.locator("#compression").screenshot(path=ARTIFACTS / f"compression-{name}.png")
     assert shown["random"] != shown["text"]
     assert page.console_errors == []
+
+
+def test_page_compression_shows_the_bytes_saved_and_the_server_page_the_splits(
+    mariadb_ps, make_server, new_schema, admin_client, admin_user, live_server, page
+):
+    schema = new_schema(mariadb_ps)
+    run(
+        mariadb_ps,
+        schema,
+        "CREATE TABLE paged (id INT PRIMARY KEY, v VARCHAR(200)) PAGE_COMPRESSED=1 "
+        "PARTITION BY HASH(id) PARTITIONS 2",
+        "INSERT INTO paged SELECT seq, REPEAT('a', 200) FROM seq_1_to_20000",
+        COMPRESSED.format(name="random"),
+        f"INSERT INTO random SELECT seq, {INCOMPRESSIBLE} FROM seq_1_to_200",
+        "ANALYZE TABLE paged, random",
+    )
+    flush_to_disk(mariadb_ps, schema, "paged")
+    server = polled(make_server, mariadb_ps)
+    paged = api_tables(admin_client, server)[(schema, "paged")]["compression"]
+    stats = [
+        os.stat(mariadb_ps.datadir / schema / f"paged#P#{name}.ibd")
+        for name in partition_names(mariadb_ps, schema, "paged")
+    ]
+    file_bytes = sum(s.st_size for s in stats)
+    allocated = sum(s.st_blocks * 512 for s in stats)
+    assert allocated < file_bytes  # holes were punched
+    assert (paged["file_bytes"], paged["allocated_bytes"]) == (file_bytes, allocated)
+    assert paged["saved_ratio"] == pytest.approx(1 - allocated / file_bytes, rel=1e-5)
+    assert paged["nominal"] is False and paged["splits"] is None
+
+    log_in(page, live_server)
+    tables = api_tables(admin_client, server)
+    page.goto(f"{live_server.url}/tables/{tables[(schema, 'paged')]['id']}/")
+    page.wait_for_selector("#compression-saved", timeout=15000)
+    saved = float(page.inner_text("#compression-saved").rstrip(" %").replace(",", ""))
+    assert saved == pytest.approx(100 * paged["saved_ratio"], abs=0.01)
+    assert "nominal" not in page.inner_text("#compression")
+
+    cmp_rows = admin_client.get(f"/api/v1/servers/{server.pk}/health/").json()["innodb_cmp"]
+    failing = next(r for r in cmp_rows if r["compress_ops"] > r["compress_ops_ok"])
+    page.goto(f"{live_server.url}/servers/{server.pk}/")
+    page.wait_for_selector("#innodb-cmp", timeout=15000)
+    headers = page.locator("#innodb-cmp th").all_inner_texts()
+    row = page.locator("#innodb-cmp tbody tr").nth(cmp_rows.index(failing))
+    cells = dict(zip(headers, row.locator("td").all_inner_texts(), strict=True))
+    splits = failing["compress_ops"] - failing["compress_ops_ok"]
+    assert cells["Page splits"].replace(",", "") == str(splits)
+    assert page.console_errors == []
