@@ -129,6 +129,8 @@ def test_every_page_fits_the_screen_without_errors(
     silence = f"/alerts/silence/?server={fleet_.server.pk}&schema={fleet_.schema}&table=hashy"
     for path, name in [
         (silence, "silence"),
+        (f"/search/?q={fleet_.schema}", "search"),
+        ("/api/docs/", "api-docs"),
         ("/admin/", "admin"),
         ("/admin/servers/server/", "admin-servers"),
         (f"/admin/servers/server/{twins[0].pk}/change/", "admin-server"),
