@@ -40,7 +40,7 @@ class ServerAdmin(admin.ModelAdmin):
         "flavor",
         "version",
         "status_badge",
-        "last_poll_at",
+        "last_poll_utc",
         "partitions",
         "poll_interval",
         "enabled",
@@ -63,6 +63,10 @@ class ServerAdmin(admin.ModelAdmin):
     @admin.display(description="Status", ordering="status")
     def status_badge(self, server: Server) -> str:
         return format_html('<span class="status-{}">{}</span>', server.status, server.status)
+
+    @admin.display(description="Last poll (UTC)", ordering="last_poll_at")
+    def last_poll_utc(self, server: Server):
+        return server.last_poll_at
 
     @admin.display(boolean=True, description="Password stored")
     def has_password(self, server: Server) -> bool:

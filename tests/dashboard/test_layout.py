@@ -201,6 +201,8 @@ def test_times_on_the_pages_name_their_zone(page, live_server, admin_user, twins
 def test_the_admin_says_its_times_are_utc(admin_client, twins):
     for path in ("/admin/", f"/admin/servers/server/{twins[0].pk}/change/"):
         assert "times in UTC" in admin_client.get(path).content.decode()
+    servers = admin_client.get("/admin/servers/server/").content.decode()
+    assert "Last poll (UTC)" in servers
 
 
 def test_a_missing_page_is_the_styled_404(admin_client, settings):
