@@ -25,6 +25,7 @@ export function watchPolls(serverId, reload, indicatorId, lastPollAt = undefined
       failed ? `cannot reach partdash; updated ${ago(updated)}` : `live, updated ${ago(updated)}`);
   };
   const check = async () => {
+    if (document.hidden) return; // a tab in the background asks again when shown
     try {
       const server = await getJSON(`servers/${serverId}/`);
       failed = false;
@@ -43,5 +44,6 @@ export function watchPolls(serverId, reload, indicatorId, lastPollAt = undefined
   render();
   if (lastPoll === undefined) check();
   setInterval(check, CHECK_MS);
+  document.addEventListener("visibilitychange", () => { if (!document.hidden) check(); });
   setInterval(render, TICK_MS);
 }

@@ -177,6 +177,13 @@ def test_the_history_api_takes_until_and_rejects_a_malformed_window(admin_client
         url, {"metric": "rows", "since": (now - timedelta(hours=1)), "until": stamps[1]}
     ).json()
     assert [p[0] for p in until_second["points"]] == stamps[:2]
+    # A window starting between polls starts at its `since`, with the level carried in.
+    first, second = (datetime.fromisoformat(stamp) for stamp in stamps[:2])
+    middle = first + (second - first) / 2
+    carried = admin_client.get(url, {"metric": "rows", "since": middle.isoformat()}).json()
+    assert datetime.fromisoformat(carried["points"][0][0]) == middle
+    assert carried["points"][0][1:] == whole.json()["points"][0][1:]
+    assert carried["points"][1:] == whole.json()["points"][1:]
 
     for bad in (
         {"metric": "rows", "until": "tomorrow"},
