@@ -4,6 +4,7 @@ import { el } from "./dom.js";
 import { bytes, count, localTime, pollTime, rate } from "./format.js";
 
 const MAX_LEGEND = 12;
+const DAY_MS = 86400000;
 
 // What a reader calls a subpartition ("p2024 / p2024sp0"), as the history API labels it.
 export function partitionLabel(partition) {
@@ -119,6 +120,8 @@ export function heatmap(canvas, history) {
 // caller starts it at the first point or the chosen range and ends it at now.
 export function historyChart(canvas, history, window) {
   const format = METRIC_FORMAT[history.metric] ?? count;
+  // Within a day minutes repeat on the ticks: show seconds there.
+  const tickTime = (v) => (window.end - window.start <= DAY_MS ? pollTime : localTime)(new Date(v).toISOString());
   const datasets = history.partitions.map((label, j) => ({
     label,
     data: history.points.map(([iso, ...values]) => ({ x: new Date(iso).getTime(), y: values[j] })),
@@ -132,7 +135,7 @@ export function historyChart(canvas, history, window) {
     data: { datasets },
     options: {
       scales: {
-        x: { type: "linear", min: window.start, max: window.end, ticks: { callback: (v) => localTime(new Date(v).toISOString()), maxTicksLimit: 6 } },
+        x: { type: "linear", min: window.start, max: window.end, ticks: { callback: (v) => tickTime(v), maxTicksLimit: 6 } },
         y: { beginAtZero: true, ticks: { callback: (v) => format(v) } },
       },
       plugins: {

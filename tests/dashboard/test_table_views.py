@@ -293,6 +293,11 @@ def test_subpartitions_are_labelled_partition_slash_subpartition_and_counted_as_
     assert "p2024 / p2024sp0" in heat_rows and len(heat_rows) == 16
     history = api(page, f"tables/{fleet.yearly.pk}/history/?metric=rows")
     assert "pmax / pmaxsp3" in history["partitions"]
+    # Its rows never changed, so the API has one point; the line runs on to the last poll.
+    assert len(history["points"]) == 1
+    polls = api(page, f"tables/{fleet.yearly.pk}/history/?metric=write_bytes_per_s")["points"]
+    end = chart(page, history_canvas(page), "c.data.datasets[0].data.at(-1).x")
+    assert end == pytest.approx(iso_ms(polls[-1][0]), abs=1)
     assert_every_chart_draws(page)
     screenshot(page, "table-subpartitioned")
 

@@ -14,6 +14,7 @@ const tableUrl = `tables/${root.dataset.tableId}/`;
 const HOUR_MS = 3600000;
 // The ranges offered, up to the retention of hourly figures (90 days).
 const RANGE_HOURS = { "1h": 1, "6h": 6, "24h": 24, "7d": 168, "30d": 720, "90d": 2160 };
+const RATE_METRICS = { write_bytes_per_s: true, read_bytes_per_s: true };
 const VIEW_DEFAULTS = { range: "24h", from: "", until: "", metric: "rows", log: "" };
 const fact = (term, ...value) => [el("dt", {}, term), el("dd", {}, value)];
 
@@ -92,6 +93,16 @@ function axisWindow(history, window) {
   return { start: Math.max(window.start, first), end: window.end };
 }
 
+// A level history has a point only where a value changed: carry the last values on to the
+// latest poll in the window (the rates have a point per poll), so an unchanged partition's
+// line runs to when it was last seen unchanged, not further.
+function toLatestPoll(history, rates) {
+  const last = history.points.at(-1);
+  const polled = rates.points.at(-1)?.[0];
+  if (!last || !polled || history.metric in RATE_METRICS || Date.parse(polled) <= Date.parse(last[0])) return history;
+  return { ...history, points: [...history.points, [polled, ...last.slice(1)]] };
+}
+
 async function drawActivity() {
   const window = chosenWindow();
   const query = `since=${encodeURIComponent(new Date(window.start).toISOString())}` +
@@ -104,8 +115,9 @@ async function drawActivity() {
     const drawn = drawOrExplain(`${name}-box`, rates, heatmap, noRates);
     show(`${name}-legend`, drawn ? heatLegend(rates) : null);
   }
-  const axis = axisWindow(history, window);
-  drawOrExplain("history-box", history, (canvas, h) => historyChart(canvas, h, axis), "No history in this window yet.");
+  const levels = toLatestPoll(history, writes);
+  const axis = axisWindow(levels, window);
+  drawOrExplain("history-box", levels, (canvas, h) => historyChart(canvas, h, axis), "No history in this window yet.");
 }
 
 function showActivitySource(activity) {
