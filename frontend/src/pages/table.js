@@ -3,7 +3,7 @@ import { getJSON } from "../api.js";
 import { showCompression } from "../compression.js";
 import { el, estimate, show } from "../dom.js";
 import { findingList } from "../findings.js";
-import { age, bytes, count, localTime, number, percent } from "../format.js";
+import { age, bytes, count, localTime, number } from "../format.js";
 import { watchPolls } from "../live.js";
 import { bytesChart, heatLegend, heatmap, historyChart, rowsChart } from "../partition-charts.js";
 import { showRunway } from "../runway.js";
