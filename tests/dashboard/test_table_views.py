@@ -432,12 +432,19 @@ def test_the_pages_reload_their_figures_after_a_new_poll_without_reloading(
     assert chart(page, history_canvas(page), "c.data.datasets[0].data.length") == points + 1
     assert re.search(r"updated \d+ s ago", page.locator("#live").inner_text())
 
-    open_page(page, live_server, f"/servers/{fleet.server.pk}/", "#server-page")
+    query = f"?q={fleet.schema}.small_1"
+    open_page(page, live_server, f"/servers/{fleet.server.pk}/{query}", "#server-page")
     page.evaluate("window.notReloaded = true")
+    rows = page.locator("#tables tbody tr td:nth-child(4) .figure")
+    assert rows.inner_text() == "5"
+    run(mariadb, fleet.schema, "INSERT INTO small_1 SELECT seq FROM seq_6_to_40")
+    analyse(mariadb, fleet.schema)
     assert poll_server(fleet.server).ok
     page.clock.fast_forward(16_000)
     page.wait_for_selector("#live[data-refreshes='1']", timeout=10_000)
     assert page.evaluate("window.notReloaded") is True
+    assert rows.inner_text() == "40"  # the new figure, the filter kept
+    assert page.locator("#table-filter").input_value() == f"{fleet.schema}.small_1"
     assert page.console_errors == []
 
 
