@@ -2,7 +2,7 @@
 // splits failures imply, the files' bytes), and the one figure it cannot measure, the
 // ROW_FORMAT=COMPRESSED page ratio, labelled as nominal, never as achieved compression.
 import { el, show } from "./dom.js";
-import { bytes, count, number, percent } from "./format.js";
+import { bytes, count, number, partitionLabel, percent } from "./format.js";
 
 const fact = (term, ...value) => [el("dt", {}, term), el("dd", {}, value)];
 const KIB = 1024;
@@ -17,10 +17,6 @@ function ratioLabel(compression) {
   if (!isNominal(compression)) return "file bytes / allocated bytes, measured";
   const zip = compression.zip_page_size ? `${compression.zip_page_size / KIB} KiB` : "?";
   return `nominal page ratio 16 KiB / KEY_BLOCK_SIZE ${zip}, not the achieved compression`;
-}
-
-function partitionLabel(partition) {
-  return partition.subpartition ? `${partition.name} / ${partition.subpartition}` : partition.name;
 }
 
 const num = (value) => el("td", { className: "num" }, value);

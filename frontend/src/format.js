@@ -82,3 +82,8 @@ export function age(iso, now = Date.now()) {
   }
   return relative.format(Math.round(value), "year");
 }
+
+// What a reader calls a subpartition ("p2024 / p2024sp0"), as the history API labels it.
+export function partitionLabel(partition) {
+  return partition.subpartition ? `${partition.name} / ${partition.subpartition}` : partition.name;
+}

@@ -1,15 +1,10 @@
 // Per-partition charts of the table page: sizes (bars), activity (heatmaps), history (lines).
 import { COLOURS, drawChart, HEAT_GRADIENT, heat, seriesColour } from "./charts.js";
 import { el } from "./dom.js";
-import { bytes, count, localTime, pollTime, rate } from "./format.js";
+import { bytes, count, localTime, partitionLabel, pollTime, rate } from "./format.js";
 
 const MAX_LEGEND = 12;
 const DAY_MS = 86400000;
-
-// What a reader calls a subpartition ("p2024 / p2024sp0"), as the history API labels it.
-export function partitionLabel(partition) {
-  return partition.subpartition ? `${partition.name} / ${partition.subpartition}` : partition.name;
-}
 
 // Each history metric's unit, for axes, tooltips and legends.
 export const METRIC_FORMAT = {
