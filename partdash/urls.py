@@ -6,11 +6,13 @@ from django.urls import include, path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
 from partdash.dashboard.views import favicon
+from partdash.metrics.views import MetricsView
 
 urlpatterns = [
     path("favicon.ico", favicon),
     path("admin/", admin.site.urls),
     path("api/v1/", include("partdash.api.urls")),
+    path("metrics", MetricsView.as_view(), name="metrics"),
     path("api/schema/", SpectacularAPIView.as_view(), name="schema"),
     # Swagger UI from local static files (drf-spectacular-sidecar), for people who are
     # logged in: the login page rather than a bare 403. No Redoc: its bundle loads its

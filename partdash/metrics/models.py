@@ -92,6 +92,11 @@ class PartitionedTable(models.Model):
     activity = models.JSONField(null=True)  # shares of the window's I/O, per partition
     score = models.FloatField(default=0, db_index=True)
     analysed_at = models.DateTimeField(null=True)
+    # Whether /metrics shows this table's partitions one by one (an operator opts in): a
+    # 64,000-partition server otherwise stays at one series per table per figure.
+    export_partitions = models.BooleanField(
+        default=False, help_text="Show each partition's figures in /metrics."
+    )
 
     class Meta:
         ordering = ["schema", "name"]

@@ -1,0 +1,272 @@
+"""/metrics: what partdash knows, in Prometheus's text exposition format.
+
+Every figure is read from what the API serves (the servers' latest poll fields, the
+latest snapshot's stored pressure, each table's stored totals and health, the alerts),
+so a Grafana panel and the pages never disagree. A scrape runs a fixed number of queries
+whatever the number of tables; partitions are shown one by one only for the tables an
+operator opted in (`PartitionedTable.export_partitions`), so a 64,000-partition server
+stays at one series per table per figure.
+"""
+
+from collections import Counter
+from collections.abc import Iterator
+
+from django.db.models import OuterRef, Subquery
+from django.utils import timezone
+from prometheus_client import CollectorRegistry, generate_latest
+from prometheus_client.core import GaugeMetricFamily
+
+from partdash.alerts.listing import alerts_as_shown
+from partdash.alerts.models import Alert, RuleName, Severity
+from partdash.api.serializers import health_fields
+from partdash.metrics.models import Partition, PartitionedTable, ServerSnapshot
+from partdash.servers.choices import ServerStatus
+from partdash.servers.models import Server
+
+SERVER = ["server"]
+TABLE = ["server", "schema", "table"]
+PARTITION = [*TABLE, "partition", "subpartition"]
+ALERT = ["server", "rule", "severity"]
+# A poll that ended with warnings (a source it could not read) still succeeded.
+POLLED = {ServerStatus.OK, ServerStatus.DEGRADED}
+
+
+def gauge(name: str, documentation: str, labels: list[str]) -> GaugeMetricFamily:
+    return GaugeMetricFamily(f"partdash_{name}", documentation, labels=labels)
+
+
+def add(family: GaugeMetricFamily, labels: list[str], value) -> None:
+    """A sample, left out where the figure is unknown (null): absent, not zero."""
+    if value is not None:
+        family.add_metric(labels, float(value))
+
+
+# -- servers ---------------------------------------------------------------------------
+
+
+def latest_snapshots(server_ids: list[int]) -> dict[int, ServerSnapshot]:
+    """Each server's latest snapshot (its duration and stored pressure), in one query."""
+    latest = ServerSnapshot.objects.filter(server=OuterRef("server")).order_by("-taken_at")
+    snapshots = (
+        ServerSnapshot.objects.filter(server_id__in=server_ids)
+        .filter(pk=Subquery(latest.values("pk")[:1]))
+        .only("id", "server_id", "seconds", "health")
+    )
+    return {snapshot.server_id: snapshot for snapshot in snapshots}
+
+
+def server_families(servers: list[Server]) -> Iterator[GaugeMetricFamily]:
+    now = timezone.now()
+    up = gauge("up", "1 when the server's last poll succeeded, else 0.", SERVER)
+    info = gauge(
+        "server_info", "The server's flavor and version (always 1).", [*SERVER, "flavor", "version"]
+    )
+    duration = gauge("poll_duration_seconds", "How long the latest stored poll took.", SERVER)
+    age = gauge("last_poll_age_seconds", "Seconds since a poll was last tried.", SERVER)
+    success = gauge(
+        "last_success_timestamp_seconds", "When a poll last succeeded (Unix time).", SERVER
+    )
+    tables = gauge("server_partitioned_tables", "Partitioned tables the server lists.", SERVER)
+    partitions = gauge("server_partitions", "Partitions on the server.", SERVER)
+    limit = gauge("server_limit", "A setting that partitions count against.", [*SERVER, "limit"])
+    ratio = gauge(
+        "server_limit_ratio", "Partitions on the server over the setting.", [*SERVER, "limit"]
+    )
+    working_set = gauge(
+        "server_working_set_ratio",
+        "Data and index bytes of the partitions written in the window over the buffer pool.",
+        SERVER,
+    )
+    snapshots = latest_snapshots([server.pk for server in servers])
+    for server in servers:
+        name = [server.name]
+        add(up, name, server.status in POLLED)
+        add(info, [server.name, server.flavor, server.version], 1)
+        if server.last_poll_at:
+            add(age, name, (now - server.last_poll_at).total_seconds())
+        if server.last_success_at:
+            add(success, name, server.last_success_at.timestamp())
+        add(tables, name, server.partitioned_tables)
+        add(partitions, name, server.partitions)
+        snapshot = snapshots.get(server.pk)
+        if snapshot is None:
+            continue
+        add(duration, name, snapshot.seconds)
+        pressure = snapshot.health or {}
+        for setting in pressure.get("limits") or []:
+            add(limit, [server.name, setting["setting"]], setting.get("limit"))
+            add(ratio, [server.name, setting["setting"]], setting.get("ratio"))
+        add(working_set, name, (pressure.get("working_set") or {}).get("ratio"))
+    yield from (up, info, duration, age, success, tables, partitions, limit, ratio, working_set)
+
+
+# -- tables ----------------------------------------------------------------------------
+
+# Per table: (name, help, the figure from a table's API row).
+TABLE_FIGURES = (
+    ("table_partitions", "Partitions (and subpartitions) of the table.", "partition_count"),
+    ("table_rows", "Rows (an estimate from InnoDB's statistics).", "rows"),
+    ("table_data_bytes", "Data bytes over the table's partitions.", "data_bytes"),
+    ("table_index_bytes", "Index bytes over the table's partitions.", "index_bytes"),
+    ("table_file_bytes", "Tablespace file bytes over the table's partitions.", "file_bytes"),
+    (
+        "table_skew_ratio",
+        "The largest partition's rows over the mean (1 is perfectly even).",
+        "skew_ratio",
+    ),
+    (
+        "table_runway_days",
+        "Days before rows land in the catch-all partition (RANGE; absent where unknown).",
+        "runway_days",
+    ),
+    ("table_catchall_rows", "Rows in the MAXVALUE partition (RANGE).", "catchall_rows"),
+    ("table_hot_partitions", "Partitions flagged hot in the latest window.", "hot_partitions"),
+    (
+        "table_compression_failure_ratio",
+        "Failed compressions over compressions in the window (compressed tables).",
+        "compression_failure_ratio",
+    ),
+    ("table_score", "The table's health score (0 is healthy; the worst finding's).", "score"),
+)
+TABLE_COLUMNS = (
+    "id",
+    "server__name",
+    "schema",
+    "name",
+    "partition_count",
+    "total_rows",
+    "total_data_bytes",
+    "total_index_bytes",
+    "total_file_bytes",
+    "health",
+    "score",
+    "export_partitions",
+)
+
+
+def table_figures(values: dict) -> dict:
+    """A stored table's figures, read as the API reads its health (`health_fields`)."""
+    health = health_fields(values["health"])
+    runway = health["runway"] or {}
+    return {
+        "partition_count": values["partition_count"],
+        "rows": values["total_rows"],
+        "data_bytes": values["total_data_bytes"],
+        "index_bytes": values["total_index_bytes"],
+        "file_bytes": values["total_file_bytes"],
+        "skew_ratio": (health["skew"] or {}).get("max_mean_ratio"),
+        "runway_days": runway.get("days_left"),
+        "catchall_rows": runway.get("catchall_rows"),
+        "hot_partitions": len(health["hotspots"]),
+        "compression_failure_ratio": (health["compression"] or {}).get("failure_rate"),
+        "score": values["score"],
+        "hotspots": health["hotspots"],
+    }
+
+
+def table_families(tables: list[dict]) -> Iterator[GaugeMetricFamily]:
+    families = [(gauge(name, text, TABLE), key) for name, text, key in TABLE_FIGURES]
+    for values in tables:
+        labels = [values["server__name"], values["schema"], values["name"]]
+        figures = values["figures"]
+        for family, key in families:
+            add(family, labels, figures[key])
+    yield from (family for family, _ in families)
+
+
+# -- partitions of the tables opted in -------------------------------------------------
+
+PARTITION_FIGURES = (
+    ("partition_rows", "Rows (an estimate from InnoDB's statistics).", "rows"),
+    ("partition_data_bytes", "Data bytes.", "data_bytes"),
+    ("partition_index_bytes", "Index bytes.", "index_bytes"),
+    ("partition_file_bytes", "Tablespace file bytes.", "file_bytes"),
+    (
+        "partition_write_bytes_per_second",
+        "Bytes written per second between the last two polls.",
+        "write_bytes_per_s",
+    ),
+    (
+        "partition_read_bytes_per_second",
+        "Bytes read per second between the last two polls.",
+        "read_bytes_per_s",
+    ),
+)
+
+
+def partition_families(tables: list[dict]) -> Iterator[GaugeMetricFamily]:
+    families = [(gauge(name, text, PARTITION), key) for name, text, key in PARTITION_FIGURES]
+    hot = gauge("partition_hot", "1 when the partition is flagged hot, else 0.", PARTITION)
+    opted = {values["id"]: values for values in tables if values["export_partitions"]}
+    partitions = (
+        Partition.objects.filter(table_id__in=list(opted), dropped_at=None)
+        .order_by("table_id", *Partition._meta.ordering)
+        .values("table_id", "name", "subpartition", *(key for _, _, key in PARTITION_FIGURES))
+        if opted
+        else []
+    )
+    for partition in partitions:
+        table = opted[partition["table_id"]]
+        labels = [
+            table["server__name"],
+            table["schema"],
+            table["name"],
+            partition["name"],
+            partition["subpartition"],
+        ]
+        for family, key in families:
+            add(family, labels, partition[key])
+        label = partition["name"] + (
+            f"#{partition['subpartition']}" if partition["subpartition"] else ""
+        )
+        add(hot, labels, label in table["figures"]["hotspots"])
+    yield from (family for family, _ in families)
+    yield hot
+
+
+# -- alerts ----------------------------------------------------------------------------
+
+
+def alert_families(servers: list[Server]) -> Iterator[GaugeMetricFamily]:
+    """Firing alerts per server, rule and severity, every combination shown (0 where
+    none fire), so a sum never comes out empty; those a silence holds apart, as the
+    pages count them."""
+    firing = gauge("alerts_firing", "Firing alerts that no silence holds.", ALERT)
+    silenced = gauge("alerts_silenced", "Firing alerts that a silence holds.", ALERT)
+    counts = Counter(
+        alerts_as_shown()
+        .filter(state=Alert.State.FIRING)
+        .values_list("server__name", "rule", "severity", "is_silenced")
+    )
+    for name in (server.name for server in servers):
+        for rule in RuleName.values:
+            for severity in Severity.values:
+                key = (name, rule, severity)
+                add(firing, list(key), counts[(*key, False)])
+                add(silenced, list(key), counts[(*key, True)])
+    yield from (firing, silenced)
+
+
+class PartdashCollector:
+    """Reads the store afresh on each scrape (a fixed number of queries)."""
+
+    def collect(self) -> Iterator[GaugeMetricFamily]:
+        servers = list(Server.objects.order_by("name"))
+        tables = list(
+            PartitionedTable.objects.filter(dropped_at=None)
+            .order_by("server__name", "schema", "name")
+            .values(*TABLE_COLUMNS)
+        )
+        for values in tables:
+            values["figures"] = table_figures(values)
+        yield from server_families(servers)
+        yield from table_families(tables)
+        yield from partition_families(tables)
+        yield from alert_families(servers)
+
+
+def exposition() -> bytes:
+    """The whole exposition, rendered in a registry of its own."""
+    registry = CollectorRegistry(auto_describe=False)
+    registry.register(PartdashCollector())
+    return generate_latest(registry)

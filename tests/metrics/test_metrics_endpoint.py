@@ -1,0 +1,168 @@
+"""/metrics against the API: the same stored figures, parsed with prometheus_client's
+own parser, behind a token, at a fixed number of queries."""
+
+from collections import Counter
+
+import pytest
+from prometheus_client.parser import text_string_to_metric_families
+from rest_framework.test import APIClient
+
+from partdash.alerts.models import Alert
+from tests import alert_rows
+from tests.metrics.exposition_rows import hash_table, polled_server, range_table
+
+pytestmark = pytest.mark.django_db
+
+
+def scrape(client) -> dict[str, dict[tuple, float]]:
+    """Each family's samples by their labels (as sorted tuples)."""
+    response = client.get("/metrics", HTTP_ACCEPT="application/openmetrics-text, text/plain")
+    assert response.status_code == 200, response.content
+    assert response["Content-Type"].startswith("text/plain; version=0.0.4")
+    series: dict[str, dict[tuple, float]] = {}
+    for family in text_string_to_metric_families(response.content.decode()):
+        samples = series.setdefault(family.name, {})
+        for sample in family.samples:
+            samples[tuple(sorted(sample.labels.items()))] = sample.value
+    return series
+
+
+def labels(**values) -> tuple:
+    return tuple(sorted(values.items()))
+
+
+@pytest.fixture
+def fleet():
+    db1 = polled_server("db1")
+    never = alert_rows.server("db2")  # registered, never polled
+    orders = range_table(db1)
+    hash_table(db1)
+    alert_rows.alert(db1, rule="runway", severity="critical", of=orders)
+    alert_rows.alert(db1, rule="skew", severity="warning", of=orders)
+    alert_rows.alert(db1, rule="hotspot", severity="warning", of=orders)
+    alert_rows.alert(db1, rule="hotspot", state=Alert.State.RESOLVED, of=orders)
+    alert_rows.silence(server=db1, rule="hotspot")
+    return db1, never
+
+
+def test_a_scrape_without_a_token_is_refused():
+    response = APIClient().get("/metrics")
+    assert response.status_code == 401
+    assert response["WWW-Authenticate"].startswith("Token")
+
+
+def test_a_viewer_reads_server_figures_as_the_api_shows_them(fleet, viewer_api):
+    series = scrape(viewer_api)
+    servers = {s["name"]: s for s in viewer_api.get("/api/v1/servers/").json()}
+    assert series["partdash_up"] == {labels(server="db1"): 1.0, labels(server="db2"): 0.0}
+    assert servers["db1"]["status"] == "ok" and servers["db2"]["status"] == "never"
+    assert series["partdash_poll_duration_seconds"] == {labels(server="db1"): 1.25}
+    assert (
+        series["partdash_server_partitions"][labels(server="db1")] == (servers["db1"]["partitions"])
+    )
+    assert series["partdash_server_partitioned_tables"][labels(server="db1")] == 2
+    assert series["partdash_server_limit"] == {
+        labels(server="db1", limit="table_open_cache"): 400.0
+    }
+    assert series["partdash_server_limit_ratio"] == {
+        labels(server="db1", limit="table_open_cache"): 512 / 400
+    }
+    age = series["partdash_last_poll_age_seconds"]
+    assert list(age) == [labels(server="db1")] and 29 <= age[labels(server="db1")] < 120
+    assert labels(server="db2") not in series["partdash_last_success_timestamp_seconds"]
+
+
+def test_table_figures_match_the_servers_tables_list(fleet, viewer_api):
+    db1, _ = fleet
+    series = scrape(viewer_api)
+    rows = viewer_api.get(f"/api/v1/servers/{db1.pk}/tables/").json()
+    assert {row["name"] for row in rows} == {"orders", "events"}
+    for row in rows:
+        key = labels(server="db1", schema=row["schema"], table=row["name"])
+        assert series["partdash_table_partitions"][key] == row["partition_count"]
+        assert series["partdash_table_rows"][key] == row["rows"]
+        assert series["partdash_table_hot_partitions"][key] == len(row["hotspots"])
+        assert series["partdash_table_score"][key] == row["score"]
+        if row["data_bytes"] is None:
+            assert key not in series["partdash_table_data_bytes"]
+        else:
+            assert series["partdash_table_data_bytes"][key] == row["data_bytes"]
+            assert series["partdash_table_index_bytes"][key] == row["index_bytes"]
+            assert series["partdash_table_file_bytes"][key] == row["file_bytes"]
+    orders = labels(server="db1", schema="shop", table="orders")
+    events = labels(server="db1", schema="shop", table="events")
+    api = {row["name"]: row for row in rows}
+    assert series["partdash_table_skew_ratio"] == {orders: api["orders"]["skew"]["max_mean_ratio"]}
+    assert series["partdash_table_runway_days"] == {orders: api["orders"]["runway"]["days_left"]}
+    assert series["partdash_table_catchall_rows"] == {
+        orders: api["orders"]["runway"]["catchall_rows"]
+    }
+    assert series["partdash_table_compression_failure_ratio"] == {
+        orders: api["orders"]["compression"]["failure_rate"]
+    }
+    assert api["events"]["runway"] is None and events not in series["partdash_table_runway_days"]
+
+
+def test_runway_is_absent_where_its_days_are_unknown(db, viewer_api):
+    db1 = polled_server("db1")
+    unknown = {"days_left": None, "catchall_rows": 0, "empty_future_partitions": 3}
+    range_table(db1, health={"runway": unknown, "hotspots": []})
+    series = scrape(viewer_api)
+    key = labels(server="db1", schema="shop", table="orders")
+    assert key not in series["partdash_table_runway_days"]
+    assert series["partdash_table_catchall_rows"][key] == 0
+
+
+def test_alerts_firing_are_counted_per_rule_and_severity_as_the_api_lists_them(fleet, viewer_api):
+    series = scrape(viewer_api)
+    listed = viewer_api.get("/api/v1/alerts/", {"state": "firing"}).json()
+    loud = Counter((a["server"], a["rule"], a["severity"]) for a in listed if not a["silenced"])
+    held = Counter((a["server"], a["rule"], a["severity"]) for a in listed if a["silenced"])
+    firing, silenced = series["partdash_alerts_firing"], series["partdash_alerts_silenced"]
+    for (server, rule, severity), number in loud.items():
+        assert firing[labels(server=server, rule=rule, severity=severity)] == number
+    assert sum(firing.values()) == sum(loud.values()) == 2
+    assert silenced[labels(server="db1", rule="hotspot", severity="warning")] == 1
+    assert sum(silenced.values()) == sum(held.values()) == 1
+    # Every combination is shown, so a sum over a quiet server is 0, not empty.
+    assert firing[labels(server="db2", rule="unreachable", severity="critical")] == 0
+
+
+def test_partitions_are_shown_only_for_tables_opted_in(fleet, viewer_api):
+    db1, _ = fleet
+    assert not scrape(viewer_api).get("partdash_partition_rows")
+    db1.tables.filter(name="orders").update(export_partitions=True)
+    series = scrape(viewer_api)
+    orders = db1.tables.get(name="orders")
+    listed = viewer_api.get(f"/api/v1/tables/{orders.pk}/partitions/").json()
+    assert len(series["partdash_partition_rows"]) == len(listed) == 4
+    for partition in listed:
+        key = labels(server="db1", schema="shop", table="orders", partition=partition["name"])
+        key = tuple(sorted([*key, ("subpartition", "")]))
+        assert series["partdash_partition_rows"][key] == partition["rows"]
+        assert series["partdash_partition_data_bytes"][key] == partition["data_bytes"]
+        assert (
+            series["partdash_partition_write_bytes_per_second"][key]
+            == (partition["write_bytes_per_s"])
+        )
+        assert series["partdash_partition_hot"][key] == float(partition["is_hotspot"])
+        assert key not in series["partdash_partition_read_bytes_per_second"]
+
+
+def test_every_family_has_help_and_a_type(fleet, viewer_api):
+    text = viewer_api.get("/metrics").content.decode()
+    names = {line.split()[2] for line in text.splitlines() if line.startswith("# TYPE")}
+    helps = {line.split()[2] for line in text.splitlines() if line.startswith("# HELP")}
+    assert names == helps
+    assert all(name.startswith("partdash_") for name in names)
+
+
+@pytest.mark.parametrize("tables", [10, 100])
+def test_a_scrape_runs_a_fixed_number_of_queries(tables, viewer_api, django_assert_max_num_queries):
+    for number in range(2):
+        server = polled_server(f"db{number}")
+        for serial in range(tables // 2):
+            range_table(server, name=f"t{serial}", export_partitions=serial % 10 == 0)
+    with django_assert_max_num_queries(8):
+        series = scrape(viewer_api)
+    assert len(series["partdash_table_rows"]) == tables
