@@ -305,7 +305,9 @@ class TableDetailSerializer(TableSerializer):
             "skew_bytes",
             "hotspot_detail",
             "create_options",
+            "export_partitions",
         ]
+        read_only_fields = ["export_partitions"]
 
     @extend_schema_field(OpenApiTypes.OBJECT)
     def get_activity(self, table) -> dict | None:
@@ -323,6 +325,16 @@ class TableDetailSerializer(TableSerializer):
         """Why each of `hotspots` is hot: `{partition, kind: write|read, share,
         slots_hot, slots_active}`, one per partition and kind (see "Health analytics")."""
         return health_fields(table.health)["hotspot_detail"]
+
+
+class TableExportSerializer(serializers.ModelSerializer):
+    """What an operator may change on a table: whether /metrics shows its partitions one
+    by one (`export_partitions`)."""
+
+    class Meta:
+        model = PartitionedTable
+        fields = ["export_partitions"]
+        extra_kwargs = {"export_partitions": {"required": True}}
 
 
 class PartitionSerializer(serializers.ModelSerializer):

@@ -15,6 +15,7 @@ from partdash.api.serializers import (
     PartitionSerializer,
     ServerSerializer,
     TableDetailSerializer,
+    TableExportSerializer,
     TableSerializer,
     partition_rows,
     ranked,
@@ -169,7 +170,20 @@ class ServerViewSet(viewsets.ModelViewSet):
 
 
 class TableViewSet(mixins.RetrieveModelMixin, viewsets.GenericViewSet):
+    # The model whose permissions a write needs (the configured permission class reads
+    # it); what is served is `get_queryset`'s.
+    queryset = PartitionedTable.objects.all()
     serializer_class = TableDetailSerializer
+    http_method_names = ["get", "patch", "head", "options"]
+
+    @extend_schema(request=TableExportSerializer, responses=TableDetailSerializer)
+    def partial_update(self, request, pk=None) -> Response:
+        """Opt a table in to per-partition series in /metrics, or out (operators)."""
+        table = self.get_object()
+        change = TableExportSerializer(table, data=request.data, partial=True)
+        change.is_valid(raise_exception=True)
+        change.save()
+        return Response(self.get_serializer(table).data)
 
     def get_queryset(self):
         return live_tables(PartitionedTable.objects.all())
