@@ -1,6 +1,7 @@
 """The API and page side of `make bench`: response times on the metadata store the poll
 benchmark filled (64,000 partitions), served by gunicorn as `make up` runs it, under a
-concurrent client. Prints one JSON object: per endpoint, median and p95 in ms.
+concurrent client, and /metrics's size and render time. Prints one JSON object: per
+endpoint, median and p95 in ms; under "exposition", /metrics's figures.
 
 Usage: api_bench.py VAR_DIR
 """
@@ -71,6 +72,31 @@ def uncached(token: str, server_id: int, table_id: int) -> dict:
     return results
 
 
+def exposition_figures(repeats: int = 20) -> dict:
+    """/metrics on this store as a scrape renders it, in this process: its size in bytes,
+    its series (sample lines), its queries, and the render time in ms (median, p95)."""
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    from partdash.metrics.exposition import exposition
+
+    times = []
+    for _ in range(repeats):
+        started = time.monotonic()
+        body = exposition()
+        times.append((time.monotonic() - started) * 1000)
+    with CaptureQueriesContext(connection) as queries:
+        exposition()
+    lines = body.decode().splitlines()
+    return {
+        "bytes": len(body),
+        "series": sum(1 for line in lines if line and not line.startswith("#")),
+        "families": sum(1 for line in lines if line.startswith("# TYPE")),
+        "queries": len(queries),
+        **summary(times),
+    }
+
+
 def credentials(env: dict) -> tuple[str, str, int, int]:
     """A staff user's API token and session cookie, and the server and a table to ask for."""
     os.environ.update(env)
@@ -128,6 +154,7 @@ def main() -> None:
     env = production_env(var_dir)
     token, session, server_id, table_id = credentials(env)
     cold = uncached(token, server_id, table_id)
+    rendered = exposition_figures()
     port = free_port()
     web = subprocess.Popen(
         [
@@ -175,6 +202,7 @@ def main() -> None:
                 f"/api/v1/tables/{table_id}/history/?metric=write_bytes_per_s",
                 api,
             ),
+            "metrics: GET /metrics (500 tables)": ("/metrics", api),
             "page: GET / (fleet)": ("/", page),
             "page: GET /servers/{id}/": (f"/servers/{server_id}/", page),
             "page: GET /tables/{id}/": (f"/tables/{table_id}/", page),
@@ -185,7 +213,7 @@ def main() -> None:
                 results[label] = measure(base + path, headers)
             except (OSError, RuntimeError) as exc:
                 results[label] = {"error": str(exc).splitlines()[0]}
-        print(json.dumps(results | cold))
+        print(json.dumps(results | cold | {"exposition": rendered}))
     finally:
         web.terminate()
         web.wait(timeout=30)
