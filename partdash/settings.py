@@ -182,7 +182,16 @@ REST_FRAMEWORK = {
         "rest_framework.renderers.BrowsableAPIRenderer",
     ],
     "DEFAULT_CONTENT_NEGOTIATION_CLASS": "partdash.api.negotiation.BrowsableForUsers",
+    # Bounded bodies, and JSON errors for everything (partdash.api.errors).
+    "DEFAULT_PARSER_CLASSES": [
+        "partdash.api.parsers.BoundedJSONParser",
+        "rest_framework.parsers.FormParser",
+        "rest_framework.parsers.MultiPartParser",
+    ],
+    "EXCEPTION_HANDLER": "partdash.api.errors.api_exception_handler",
 }
+# Request bodies above this are refused (the API's JSON parser checks it too).
+DATA_UPLOAD_MAX_MEMORY_SIZE = env.int("PARTDASH_MAX_BODY_BYTES", default=1024 * 1024)
 SPECTACULAR_SETTINGS = {
     "TITLE": "partdash API",
     "DESCRIPTION": "Partition health of MySQL and MariaDB servers.",
@@ -207,6 +216,8 @@ PARTDASH_DISPATCH_SECONDS = env.float("PARTDASH_DISPATCH_SECONDS", default=5.0)
 PARTDASH_DEFAULT_POLL_INTERVAL = env.int("PARTDASH_DEFAULT_POLL_INTERVAL", default=60)
 # Upper bound for one poll, whatever the interval (seconds).
 PARTDASH_POLL_TIME_LIMIT = env.int("PARTDASH_POLL_TIME_LIMIT", default=300)
+# "Poll now" (API, admin, a server's save) queues at most one poll per server per window.
+PARTDASH_POLL_NOW_DEBOUNCE_SECONDS = env.int("PARTDASH_POLL_NOW_DEBOUNCE_SECONDS", default=5)
 # Tables whose definitions one poll may read (each read opens the table once); the rest
 # follow in the next polls.
 PARTDASH_DEFINITIONS_PER_POLL = env.int("PARTDASH_DEFINITIONS_PER_POLL", default=1000)

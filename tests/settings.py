@@ -16,3 +16,6 @@ from partdash.settings import DATABASES  # noqa: E402
 # One file per test process, so concurrent test runs never share a database.
 DATABASES["default"]["TEST"] = {"NAME": str(TEST_VAR / f"test-{os.getpid()}.sqlite3")}
 PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+# Tests reuse server ids within seconds of each other: no "Poll now" debounce, except
+# where a test turns it on (tests/api/test_poll_now.py).
+PARTDASH_POLL_NOW_DEBOUNCE_SECONDS = 0

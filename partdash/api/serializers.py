@@ -1,5 +1,7 @@
 """API representations. Passwords are write-only."""
 
+import ipaddress
+import re
 from copy import copy
 from datetime import datetime, timedelta
 from types import SimpleNamespace
@@ -25,6 +27,30 @@ from partdash.metrics.readings import (
 )
 from partdash.servers.models import LATEST_POLL_FIELDS, Server
 
+LABEL = r"[A-Za-z0-9_][A-Za-z0-9_-]{0,62}"
+HOST_NAME = re.compile(rf"\A{LABEL}(?:\.{LABEL})*\.?\Z")
+
+
+def validate_host(host: str) -> None:
+    """A host name (RFC 1123 labels, `_` tolerated), an IPv4 address or an IPv6 one (in
+    brackets or not, with a zone): no spaces, no control characters, nothing a log line
+    or a DSN would misread."""
+    if ":" in host:
+        address = host.removeprefix("[").removesuffix("]").split("%", 1)[0]
+        try:
+            ipaddress.IPv6Address(address)
+        except ValueError:
+            raise serializers.ValidationError("not an IPv6 address") from None
+        if not HOST_NAME.match(host.rpartition("%")[2] if "%" in host else "x"):
+            raise serializers.ValidationError("not an IPv6 zone")
+    elif not HOST_NAME.match(host):
+        raise serializers.ValidationError("a host name or an IP address, without spaces")
+
+
+# MySQL's own limit on a password is 32 characters (older) to a few hundred; a cap
+# keeps a 1 MB password from being encrypted and stored.
+PASSWORD_MAX_LENGTH = 1024
+
 
 class ServerSerializer(serializers.ModelSerializer):
     password = serializers.CharField(
@@ -32,8 +58,10 @@ class ServerSerializer(serializers.ModelSerializer):
         required=False,
         allow_blank=True,
         trim_whitespace=False,
+        max_length=PASSWORD_MAX_LENGTH,
         style={"input_type": "password"},
     )
+    host = serializers.CharField(max_length=255, validators=[validate_host])
     tags = serializers.CharField(required=False, allow_blank=True, max_length=500)
     # Only in the answer to a write (absent from reads): e.g. another server at the same
     # host and port.
@@ -491,12 +519,22 @@ class HistoryQuery(serializers.Serializer):
 
     def validate(self, attrs: dict) -> dict:
         until = attrs.get("until")
-        since = attrs.get("since") or (until or timezone.now()) - HISTORY_DEFAULT
+        now = timezone.now()
+        # Nothing older than the longest retention is kept: a window reaching before it
+        # only costs (and near year 1, date arithmetic overflows).
+        longest = timedelta(days=settings.PARTDASH_RETENTION_DAILY_DAYS)
+        for field in ("since", "until"):
+            moment = attrs.get(field)
+            if moment is not None and not now - longest - HISTORY_DEFAULT <= moment:
+                raise serializers.ValidationError(
+                    {field: f"at most {longest.days} days ago (the retention)"}
+                )
+            if moment is not None and moment > now + longest:
+                raise serializers.ValidationError({field: "too far in the future"})
+        since = attrs.get("since") or (until or now) - HISTORY_DEFAULT
         if until is not None and until <= since:
             raise serializers.ValidationError({"until": "must be after since"})
-        # Nothing older than the longest retention is kept: a longer window only costs.
-        longest = timedelta(days=settings.PARTDASH_RETENTION_DAILY_DAYS)
-        if (until or timezone.now()) - since > longest:
+        if (until or now) - since > longest:
             raise serializers.ValidationError(
                 {"since": f"at most {longest.days} days before until (the retention)"}
             )

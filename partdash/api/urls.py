@@ -1,4 +1,4 @@
-from django.urls import path
+from django.urls import path, re_path
 from rest_framework.routers import DefaultRouter
 
 from partdash.api.alerts import (
@@ -7,10 +7,21 @@ from partdash.api.alerts import (
     NotificationViewSet,
     SilenceViewSet,
 )
+from partdash.api.errors import unknown_route
 from partdash.api.search import SearchView
 from partdash.api.views import FindingsView, ServerViewSet, TableViewSet
 
-router = DefaultRouter()
+# Ids are 1 to 18 digits (within a 64-bit column): anything else is no route, a JSON 404.
+ID = r"[0-9]{1,18}"
+
+
+class IdRouter(DefaultRouter):
+    def get_lookup_regex(self, viewset, lookup_prefix=""):
+        kwarg = getattr(viewset, "lookup_url_kwarg", None) or getattr(viewset, "lookup_field", "pk")
+        return f"(?P<{lookup_prefix}{kwarg}>{getattr(viewset, 'lookup_value_regex', ID)})"
+
+
+router = IdRouter()
 router.register("servers", ServerViewSet)
 router.register("tables", TableViewSet, basename="table")
 router.register("alerts", AlertViewSet, basename="alert")
@@ -22,4 +33,5 @@ urlpatterns = [
     path("findings/", FindingsView.as_view(), name="findings"),
     path("search/", SearchView.as_view(), name="api-search"),
     *router.urls,
+    re_path(r"^.*$", unknown_route),
 ]

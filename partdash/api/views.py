@@ -2,10 +2,10 @@
 
 from django.core.cache import cache
 from django.http import HttpResponse
-from django.shortcuts import get_object_or_404
 from drf_spectacular.utils import OpenApiParameter, extend_schema, inline_serializer
 from rest_framework import mixins, serializers, status, viewsets
 from rest_framework.decorators import action
+from rest_framework.exceptions import NotFound
 from rest_framework.renderers import JSONRenderer
 from rest_framework.response import Response
 from rest_framework.views import APIView
@@ -17,6 +17,7 @@ from partdash.api.serializers import (
     TableDetailSerializer,
     TableExportSerializer,
     TableSerializer,
+    iso,
     partition_rows,
     ranked,
     server_findings,
@@ -24,7 +25,7 @@ from partdash.api.serializers import (
     worst_findings,
 )
 from partdash.collector.catalogue import HIDDEN, Shortfall
-from partdash.collector.scheduling import request_poll
+from partdash.collector.scheduling import PollRequest, poll_now
 from partdash.health.compression import failure_rate
 from partdash.health.pressure import as_number
 from partdash.metrics.history import METRICS, table_history
@@ -107,10 +108,6 @@ def per_poll(request, server_id: int, name: str, build):
     return HttpResponse(body, content_type="application/json")
 
 
-def live_tables(queryset):
-    return queryset.filter(dropped_at=None).select_related("server")
-
-
 class ServerViewSet(viewsets.ModelViewSet):
     queryset = Server.objects.all()
     serializer_class = ServerSerializer
@@ -123,9 +120,14 @@ class ServerViewSet(viewsets.ModelViewSet):
             return Response(
                 {"queued": False, "detail": "server is disabled"}, status.HTTP_409_CONFLICT
             )
-        if request_poll(server.pk, force=True):
+        outcome = poll_now(server.pk)
+        if outcome is PollRequest.QUEUED:
             return Response(
                 {"queued": True, "detail": "a poll was queued"}, status.HTTP_202_ACCEPTED
+            )
+        if outcome is PollRequest.ALREADY_QUEUED:
+            return Response(
+                {"queued": True, "detail": "a poll is already queued"}, status.HTTP_202_ACCEPTED
             )
         return Response(
             {"queued": False, "detail": "the task broker is unreachable; try again"},
@@ -186,7 +188,14 @@ class TableViewSet(mixins.RetrieveModelMixin, viewsets.GenericViewSet):
         return Response(self.get_serializer(table).data)
 
     def get_queryset(self):
-        return live_tables(PartitionedTable.objects.all())
+        return PartitionedTable.objects.select_related("server")
+
+    def get_object(self) -> PartitionedTable:
+        """A live table; a dropped one is a 404 saying when, on every route of it."""
+        table = super().get_object()
+        if table.dropped_at is not None:
+            raise NotFound(f"table dropped at {iso(table.dropped_at)}")
+        return table
 
     @extend_schema(responses=PartitionSerializer(many=True))
     @action(detail=True, methods=["get"])
@@ -212,7 +221,7 @@ class TableViewSet(mixins.RetrieveModelMixin, viewsets.GenericViewSet):
     def history(self, request, pk=None) -> Response:
         query = HistoryQuery(data=request.query_params)
         query.is_valid(raise_exception=True)
-        table = get_object_or_404(PartitionedTable, pk=pk)
+        table = self.get_object()
         window = query.validated_data
         return Response(table_history(table, window["metric"], window["since"], window["until"]))
 

@@ -6,6 +6,7 @@ with the task's hard time limit stops two polls of one server running together, 
 if a worker dies mid-poll.
 """
 
+import enum
 import logging
 from contextlib import contextmanager
 from datetime import timedelta
@@ -25,6 +26,14 @@ def time_limits(poll_interval: int) -> tuple[int, int]:
     """(soft, hard) seconds for one poll: below the interval, so polls cannot pile up."""
     hard = max(5, min(settings.PARTDASH_POLL_TIME_LIMIT, int(poll_interval * 0.9)))
     return max(3, hard - 5), hard
+
+
+class PollRequest(enum.Enum):
+    """What asking for a poll now came to."""
+
+    QUEUED = "queued"
+    ALREADY_QUEUED = "already queued"  # another request queued one within the debounce
+    NOT_QUEUED = "not queued"  # disabled, unknown, or the broker is down
 
 
 def claim(server_id: int, *, force: bool = False) -> Server | None:
@@ -63,9 +72,53 @@ def enqueue(server: Server) -> bool:
 
 
 def request_poll(server_id: int, *, force: bool = False) -> bool:
-    """Queue a poll now if one is due (or always, with `force`)."""
-    server = claim(server_id, force=force)
+    """Queue a poll now if one is due (or always, with `force`, unless one was queued
+    within the debounce window: then that one stands, and this is True too)."""
+    if force:
+        return poll_now(server_id) is not PollRequest.NOT_QUEUED
+    server = claim(server_id)
     return enqueue(server) if server else False
+
+
+def poll_now(server_id: int) -> PollRequest:
+    """A forced poll ("Poll now"), debounced: the first request in a window of
+    PARTDASH_POLL_NOW_DEBOUNCE_SECONDS queues it, the others in the window find it
+    queued, so 20 clicks in a second queue one poll. The window is a Redis key set only
+    if absent (SET NX), shared by every web process and worker."""
+    if not Server.objects.filter(pk=server_id, enabled=True).exists():
+        return PollRequest.NOT_QUEUED
+    if not _open_debounce_window(server_id):
+        return PollRequest.ALREADY_QUEUED
+    server = claim(server_id, force=True)
+    if server is not None and enqueue(server):
+        return PollRequest.QUEUED
+    _close_debounce_window(server_id)  # nothing was queued: the next click may try
+    return PollRequest.NOT_QUEUED
+
+
+def _debounce_key(server_id: int) -> str:
+    return f"partdash:poll-now:{server_id}"
+
+
+def _open_debounce_window(server_id: int) -> bool:
+    """True when no other forced poll of the server is in its window (or there is no
+    window: the setting is 0, or Redis cannot say, and then the broker will tell)."""
+    seconds = settings.PARTDASH_POLL_NOW_DEBOUNCE_SECONDS
+    if seconds <= 0:
+        return True
+    try:
+        url = settings.PARTDASH_REDIS_URL
+        return bool(_redis(url).set(_debounce_key(server_id), 1, nx=True, ex=seconds))
+    except redis.exceptions.RedisError as exc:
+        log.warning("no poll-now debounce for server %s: %s", server_id, exc)
+        return True
+
+
+def _close_debounce_window(server_id: int) -> None:
+    try:
+        _redis(settings.PARTDASH_REDIS_URL).delete(_debounce_key(server_id))
+    except redis.exceptions.RedisError:
+        pass
 
 
 def dispatch_due() -> int:

@@ -1,0 +1,73 @@
+""" "Poll now" is debounced: 20 requests at once queue one poll, and each is told a poll
+is queued."""
+
+import base64
+import json
+from concurrent.futures import ThreadPoolExecutor
+
+import pytest
+from django.db import connection
+
+from tests import alert_rows as rows
+from tests.conftest import token_client
+
+CLICKS = 20
+
+
+@pytest.fixture
+def queue(redis_server):
+    """The broker's `celery` list and the debounce keys, cleared before and after."""
+    client = redis_server.client()
+
+    def clear():
+        client.delete("celery", *client.keys("partdash:poll-now:*"))
+
+    clear()
+    yield client
+    clear()
+
+
+@pytest.fixture
+def operator_api(operator):
+    return token_client(operator)
+
+
+def polls_queued(queue) -> list[int]:
+    bodies = [json.loads(raw)["body"] for raw in queue.lrange("celery", 0, -1)]
+    return [json.loads(base64.b64decode(body))[0][0] for body in bodies]
+
+
+@pytest.mark.django_db(transaction=True, serialized_rollback=True)
+def test_twenty_concurrent_poll_now_requests_queue_one_poll(operator, queue, settings):
+    settings.PARTDASH_POLL_NOW_DEBOUNCE_SECONDS = 5
+    server = rows.server("db1", enabled=True, port=9)
+    queue.delete("celery", f"partdash:poll-now:{server.pk}")  # what registering queued
+    api = token_client(operator)
+
+    def click(_):
+        try:
+            return api.post(f"/api/v1/servers/{server.pk}/poll/")
+        finally:
+            connection.close()
+
+    with ThreadPoolExecutor(CLICKS) as pool:
+        answers = list(pool.map(click, range(CLICKS)))
+
+    assert [a.status_code for a in answers] == [202] * CLICKS
+    assert sorted(a.json()["detail"] for a in answers) == sorted(
+        ["a poll was queued"] + ["a poll is already queued"] * (CLICKS - 1)
+    )
+    assert polls_queued(queue) == [server.pk]
+
+
+@pytest.mark.django_db
+def test_after_the_window_a_click_queues_another_poll(operator_api, queue, settings):
+    settings.PARTDASH_POLL_NOW_DEBOUNCE_SECONDS = 5
+    server = rows.server("db1", enabled=True, port=9)
+    queue.delete("celery")
+    url = f"/api/v1/servers/{server.pk}/poll/"
+    assert operator_api.post(url).json()["detail"] == "a poll was queued"
+    assert operator_api.post(url).json()["detail"] == "a poll is already queued"
+    queue.delete(f"partdash:poll-now:{server.pk}")  # the window ends
+    assert operator_api.post(url).json()["detail"] == "a poll was queued"
+    assert polls_queued(queue) == [server.pk, server.pk]
