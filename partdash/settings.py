@@ -72,13 +72,15 @@ INSTALLED_APPS = [
     "whitenoise.runserver_nostatic",
     "django.contrib.staticfiles",
     "rest_framework",
-    "rest_framework.authtoken",
+    # Not rest_framework.authtoken: it keeps keys in clear; partdash.accounts hashes them.
+    "axes",
     "drf_spectacular",
     "drf_spectacular_sidecar",
     "partdash.servers",
     "partdash.metrics",
     "partdash.dashboard",
     "partdash.alerts",
+    "partdash.accounts",
 ]
 
 MIDDLEWARE = [
@@ -90,6 +92,9 @@ MIDDLEWARE = [
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    "partdash.headers.ContentSecurityPolicyMiddleware",
+    # Last, as django-axes asks: it turns a locked-out login into the lockout page.
+    "axes.middleware.AxesMiddleware",
 ]
 
 ROOT_URLCONF = "partdash.urls"
@@ -153,8 +158,30 @@ STORAGES = {
     },
 }
 
-LOGIN_URL = "/admin/login/"
+LOGIN_URL = "/login/"
 LOGIN_REDIRECT_URL = "/"
+
+# Password guessing (django-axes): after AXES_FAILURE_LIMIT failed logins from one address
+# for one user name, or from one address whatever the name, that pair (or address) is
+# refused for PARTDASH_LOCKOUT_MINUTES, /login/ and /admin/login/ alike. Lift it early with
+# `python manage.py axes_reset` (or axes_reset_ip ADDRESS, axes_reset_username NAME).
+AUTHENTICATION_BACKENDS = [
+    "partdash.accounts.backends.LockoutBackend",
+    "django.contrib.auth.backends.ModelBackend",
+]
+AXES_FAILURE_LIMIT = env.int("PARTDASH_LOGIN_FAILURE_LIMIT", default=5)
+AXES_COOLOFF_TIME = env.float("PARTDASH_LOCKOUT_MINUTES", default=15.0) / 60  # hours
+AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"], "ip_address"]
+AXES_RESET_ON_SUCCESS = True
+AXES_LOCKOUT_CALLABLE = "partdash.accounts.lockout.locked_out"
+AXES_VERBOSE = False
+# Behind a reverse proxy (PARTDASH_TRUSTED_PROXY=1), the client's address is the last
+# X-Forwarded-For entry the proxy appended; otherwise the connection's own address.
+PARTDASH_TRUSTED_PROXY = env.bool("PARTDASH_TRUSTED_PROXY", default=False)
+AXES_IPWARE_META_PRECEDENCE_ORDER = (
+    ["HTTP_X_FORWARDED_FOR", "REMOTE_ADDR"] if PARTDASH_TRUSTED_PROXY else ["REMOTE_ADDR"]
+)
+AXES_IPWARE_PROXY_COUNT = 1 if PARTDASH_TRUSTED_PROXY else None
 
 # HTTPS hardening: on by default when DEBUG is off; PARTDASH_HTTPS=0 for plain-HTTP
 # local use such as `make up`.
@@ -162,19 +189,45 @@ HTTPS = env.bool("PARTDASH_HTTPS", default=not DEBUG)
 SESSION_COOKIE_SECURE = HTTPS
 CSRF_COOKIE_SECURE = HTTPS
 SECURE_SSL_REDIRECT = HTTPS and env.bool("SECURE_SSL_REDIRECT", default=True)
-SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https") if HTTPS else None
+# X-Forwarded-Proto says "this came over HTTPS" only when a proxy we trust sets it (and
+# strips what clients send); without one, any client could claim it.
+SECURE_PROXY_SSL_HEADER = (
+    ("HTTP_X_FORWARDED_PROTO", "https") if PARTDASH_TRUSTED_PROXY else None
+)
 SECURE_HSTS_SECONDS = env.int("SECURE_HSTS_SECONDS", default=31536000 if HTTPS else 0)
 SECURE_HSTS_INCLUDE_SUBDOMAINS = HTTPS
 SECURE_HSTS_PRELOAD = HTTPS
 SECURE_CONTENT_TYPE_NOSNIFF = True
 X_FRAME_OPTIONS = "DENY"
+# partdash.headers: the pages load scripts, styles, images and data from this origin only.
+CONTENT_SECURITY_POLICY = env.str(
+    "PARTDASH_CSP",
+    default="default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
+    "connect-src 'self'; font-src 'self'; object-src 'none'; base-uri 'self'; "
+    "form-action 'self'; frame-ancestors 'none'",
+)
 
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [
-        "rest_framework.authentication.TokenAuthentication",
+        "partdash.accounts.authentication.ApiTokenAuthentication",
         "rest_framework.authentication.SessionAuthentication",
     ],
-    "DEFAULT_PERMISSION_CLASSES": ["partdash.api.permissions.StaffWritesViewersRead"],
+    "DEFAULT_PERMISSION_CLASSES": ["partdash.api.permissions.RolePermission"],
+    # Per user (whatever the credential), per token, and per address for anonymous
+    # requests; over the rate: 429 with Retry-After. The pages' auto-refresh asks a
+    # handful of requests a minute per open tab.
+    "DEFAULT_THROTTLE_CLASSES": [
+        "partdash.accounts.throttling.AnonThrottle",
+        "partdash.accounts.throttling.UserThrottle",
+        "partdash.accounts.throttling.TokenThrottle",
+    ],
+    "DEFAULT_THROTTLE_RATES": {
+        "anon": env.str("PARTDASH_API_RATE_ANON", default="60/min"),
+        "user": env.str("PARTDASH_API_RATE_USER", default="1200/min"),
+        "token": env.str("PARTDASH_API_RATE_TOKEN", default="600/min"),
+    },
+    # The client's address for anonymous throttling: X-Forwarded-For only behind a proxy.
+    "NUM_PROXIES": 1 if PARTDASH_TRUSTED_PROXY else 0,
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
     # The browsable API for logged-in people, production included (README, "API docs").
     "DEFAULT_RENDERER_CLASSES": [
@@ -197,6 +250,8 @@ SPECTACULAR_SETTINGS = {
     "DESCRIPTION": "Partition health of MySQL and MariaDB servers.",
     "VERSION": "1",
     "SERVE_INCLUDE_SCHEMA": False,
+    # /api/schema/ like the rest of the API: a login or a token.
+    "SERVE_PERMISSIONS": ["partdash.api.permissions.RolePermission"],
     # Swagger UI from drf-spectacular-sidecar's static files: no CDN.
     "SWAGGER_UI_DIST": "SIDECAR",
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",

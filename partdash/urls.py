@@ -3,7 +3,7 @@
 from django.contrib import admin
 from django.contrib.auth.decorators import login_required
 from django.urls import include, path
-from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
+from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitView
 
 from partdash.dashboard.views import favicon
 from partdash.metrics.views import MetricsView
@@ -16,10 +16,11 @@ urlpatterns = [
     path("api/schema/", SpectacularAPIView.as_view(), name="schema"),
     # Swagger UI from local static files (drf-spectacular-sidecar), for people who are
     # logged in: the login page rather than a bare 403. No Redoc: its bundle loads its
-    # logo from its vendor's CDN whatever the settings, and its page Google's fonts.
+    # logo from its vendor's CDN whatever the settings, and its page Google's fonts. The
+    # split view serves its start-up script as a file, so the page runs no inline script.
     path(
         "api/docs/",
-        login_required(SpectacularSwaggerView.as_view(url_name="schema")),
+        login_required(SpectacularSwaggerSplitView.as_view(url_name="schema")),
         name="api-docs",
     ),
     path("", include("partdash.dashboard.urls")),

@@ -10,7 +10,6 @@ from pathlib import Path
 
 import pytest
 from django.conf import settings
-from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 
 from tests.services import MariaDB, MariaDBFactory, RedisServer, log_tail
@@ -182,30 +181,52 @@ def page(browser):
 
 
 def log_in(page, live_server, username="admin", password="password"):
-    page.goto(f"{live_server.url}/admin/login/?next=/admin/")
+    """Log in through partdash's own login page; lands on the fleet page."""
+    page.goto(f"{live_server.url}/login/")
     page.fill("#id_username", username)
     page.fill("#id_password", password)
-    page.click("input[type=submit]")
-    page.wait_for_url(f"{live_server.url}/admin/")
+    page.click("#login-submit")
+    page.wait_for_url(f"{live_server.url}/")
 
 
-# --- API clients for each role: staff writes, a viewer only reads ---------------------
+# --- users of each role (README, "Access") and API clients for them -------------------
+
+
+def user_in(django_user_model, username: str, role: str | None, **fields):
+    """A user with password USERNAME-pw, in the group `role` (a migration made them)."""
+    from django.contrib.auth.models import Group
+
+    user = django_user_model.objects.create_user(username, password=f"{username}-pw", **fields)
+    if role:
+        user.groups.add(Group.objects.get(name=role))
+    return user
 
 
 def token_client(user) -> APIClient:
+    """An API client sending a new token of `user` (`Authorization: Token KEY`)."""
+    from partdash.accounts.models import ApiToken
+
+    _, key = ApiToken.issue(user, name="test")
     client = APIClient()
-    client.credentials(HTTP_AUTHORIZATION=f"Token {Token.objects.create(user=user).key}")
+    client.credentials(HTTP_AUTHORIZATION=f"Token {key}")
     return client
 
 
 @pytest.fixture
 def staff(django_user_model):
-    return django_user_model.objects.create_user("staff", password="staff-pw", is_staff=True)
+    """An administrator: staff, in the `admins` group."""
+    return user_in(django_user_model, "staff", "admins", is_staff=True)
+
+
+@pytest.fixture
+def operator(django_user_model):
+    return user_in(django_user_model, "operator", "operators")
 
 
 @pytest.fixture
 def viewer(django_user_model):
-    return django_user_model.objects.create_user("viewer", password="viewer-pw")
+    """A logged-in user in no group: reads, as the `viewers` group does."""
+    return user_in(django_user_model, "viewer", None)
 
 
 @pytest.fixture

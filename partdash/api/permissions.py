@@ -1,17 +1,66 @@
-"""Viewers read; only staff write."""
+"""Who may do what: the one place that decides, for the API, the pages and the admin.
+
+Roles are Django groups holding model permissions (partdash.accounts, migration
+0002_roles): `viewers` read; `operators` also add, change and delete servers, alert rules
+and silences, and hold `servers.poll_server` (Poll now, Test connection); `admins` also
+manage users and API tokens. Reading needs a login only: a logged-in user in no group is
+a viewer. Writing needs the model permission, whatever `is_staff` says (staff only opens
+the admin's door; what a user does inside is still their permissions).
+"""
 
 from rest_framework.permissions import SAFE_METHODS, BasePermission
 
+# A method's model permission (DjangoModelPermissions' verbs).
+VERBS = {"POST": "add", "PUT": "change", "PATCH": "change", "DELETE": "delete"}
+# Actions that are not a model write, by name, wherever they are routed.
+ACTION_PERMISSIONS = {"poll": "servers.poll_server"}
 
-def may_write(user) -> bool:
-    """Whether `user` may change what partdash watches and how it alerts (servers, alert
-    rules, silences): the API and the pages ask this one question."""
-    return bool(user and user.is_authenticated and user.is_staff)
+POLL = "servers.poll_server"
+ADD_SILENCE = "alerts.add_silence"
 
 
-class StaffWritesViewersRead(BasePermission):
+def can(user, permission: str) -> bool:
+    """Whether `user` (logged in, active) holds `permission` ("app.codename"), directly,
+    through a group, or as a superuser."""
+    return bool(user and user.is_authenticated and user.is_active and user.has_perm(permission))
+
+
+def can_read(user) -> bool:
+    return bool(user and user.is_authenticated and user.is_active)
+
+
+def may_write(user, model=None) -> bool:
+    """Whether `user` may change `model` (default: servers): for templates and pages that
+    offer a write."""
+    if model is None:
+        from partdash.servers.models import Server
+
+        model = Server
+    meta = model._meta
+    return can(user, f"{meta.app_label}.change_{meta.model_name}")
+
+
+def required_permission(request, view) -> str | None:
+    """The permission an unsafe request needs, or None where nothing grants it (a
+    read-only endpoint)."""
+    action = getattr(view, "action", None)
+    if action in ACTION_PERMISSIONS:
+        return ACTION_PERMISSIONS[action]
+    queryset = getattr(view, "queryset", None)
+    if queryset is None or request.method not in VERBS:
+        return None
+    meta = queryset.model._meta
+    return f"{meta.app_label}.{VERBS[request.method]}_{meta.model_name}"
+
+
+class RolePermission(BasePermission):
+    """Anonymous: nothing. Logged in: read. Writes: the model permission of the view's
+    queryset for the method (`ACTION_PERMISSIONS` for named actions)."""
+
     def has_permission(self, request, view) -> bool:
-        user = request.user
-        if not (user and user.is_authenticated):
+        if not can_read(request.user):
             return False
-        return request.method in SAFE_METHODS or may_write(user)
+        if request.method in SAFE_METHODS or request.method not in view.allowed_methods:
+            return True  # a read, or a method no one may use here: DRF answers 405
+        needed = required_permission(request, view)
+        return needed is not None and can(request.user, needed)

@@ -15,7 +15,7 @@ from django.utils import timezone
 from partdash.alerts.listing import OPEN, alerts_as_shown
 from partdash.alerts.models import RuleName, Silence
 from partdash.alerts.silences import DURATIONS, alerts_matched_by
-from partdash.api.permissions import may_write
+from partdash.api.permissions import ADD_SILENCE, can
 from partdash.metrics.models import PartitionedTable
 from partdash.servers.models import Server
 
@@ -43,7 +43,7 @@ def alerts(request: HttpRequest) -> HttpResponse:
         "chosen_server": chosen["server"],
         "chosen_rule": chosen["rule"],
         "chosen_table": chosen["table"],
-        "may_write": may_write(request.user),
+        "may_write": can(request.user, ADD_SILENCE),
     }
     return render(request, "dashboard/alerts.html", context)
 
@@ -86,8 +86,8 @@ def linked_scope(request: HttpRequest) -> tuple[SilenceForm, dict]:
 @login_required
 def silence(request: HttpRequest) -> HttpResponse:
     """GET: the form filled from the link, with the open alerts it would hold back.
-    POST (staff): the silence, from now for the chosen duration."""
-    allowed = may_write(request.user)
+    POST (operators: `alerts.add_silence`): the silence, from now for the chosen duration."""
+    allowed = can(request.user, ADD_SILENCE)
     if request.method == "POST":
         if not allowed:
             return render(request, "dashboard/silence.html", {"allowed": False}, status=403)

@@ -1,8 +1,19 @@
+from django.conf import settings
+from django.contrib.auth import views as auth_views
 from django.urls import path
 
 from partdash.dashboard import alerts, search, views
 
 urlpatterns = [
+    path(
+        "login/",
+        auth_views.LoginView.as_view(
+            template_name="dashboard/login.html",
+            extra_context={"failure_limit": settings.AXES_FAILURE_LIMIT},
+        ),
+        name="login",
+    ),
+    path("logout/", auth_views.LogoutView.as_view(next_page="login"), name="logout"),
     path("", views.fleet, name="fleet"),
     path("servers/<int:server_id>/", views.server, name="server"),
     path("tables/<int:table_id>/", views.table, name="table"),

@@ -2,11 +2,13 @@
 
 from django.conf import settings
 from django.contrib import admin, messages
+from django.core.exceptions import PermissionDenied
 from django.shortcuts import get_object_or_404
 from django.template.response import TemplateResponse
 from django.urls import path
 from django.utils.html import format_html
 
+from partdash.api.permissions import POLL, can
 from partdash.collector.scheduling import request_poll
 from partdash.lib.secrets import SecretError
 from partdash.servers.connection import target_for
@@ -93,15 +95,22 @@ class ServerAdmin(admin.ModelAdmin):
         }
         return TemplateResponse(request, "admin/servers/server/test_connection.html", context)
 
+    def has_poll_permission(self, request) -> bool:
+        """Poll now and Test connection: `servers.poll_server` (operators, admins), not
+        staff status alone."""
+        return can(request.user, POLL)
+
     def test_connection_view(self, request, server_id: int):
+        if not self.has_poll_permission(request):
+            raise PermissionDenied
         server = get_object_or_404(Server, pk=server_id)
         return self._probe_page(request, [(server, probe_server(server))])
 
-    @admin.action(description="Test connection")
+    @admin.action(description="Test connection", permissions=["poll"])
     def test_connection(self, request, queryset):
         return self._probe_page(request, [(server, probe_server(server)) for server in queryset])
 
-    @admin.action(description="Poll now")
+    @admin.action(description="Poll now", permissions=["poll"])
     def poll_now(self, request, queryset):
         queued = [server.name for server in queryset if request_poll(server.pk, force=True)]
         level = messages.SUCCESS if len(queued) == queryset.count() else messages.WARNING

@@ -91,6 +91,8 @@ class Server(models.Model):
 
     class Meta:
         ordering = ["name"]
+        # "Poll now" and "Test connection" (API and admin): operators and admins.
+        permissions = [("poll_server", "Can poll a server now and test its connection")]
 
     def __str__(self) -> str:
         return self.name

@@ -1,0 +1,38 @@
+"""API tokens in the admin: admins see and revoke everyone's; a new token's key is shown
+once, in the message after saving."""
+
+from django.contrib import admin, messages
+from django.utils import timezone
+
+from partdash.accounts.models import ApiToken
+
+
+@admin.register(ApiToken)
+class ApiTokenAdmin(admin.ModelAdmin):
+    list_display = ["prefix", "name", "user", "created_at", "last_used_at", "revoked_at"]
+    list_filter = [("revoked_at", admin.EmptyFieldListFilter)]
+    search_fields = ["user__username", "name", "prefix"]
+    readonly_fields = ["prefix", "created_at", "last_used_at", "revoked_at"]
+    fields = ["user", "name", "prefix", "created_at", "last_used_at", "revoked_at"]
+    actions = ["revoke"]
+
+    def get_readonly_fields(self, request, obj=None):
+        # A token's owner is fixed once it exists.
+        return [*self.readonly_fields, "user"] if obj else self.readonly_fields
+
+    def save_model(self, request, obj: ApiToken, form, change: bool) -> None:
+        if change:
+            obj.save()
+            return
+        key = obj.set_new_key()
+        obj.save()
+        self.message_user(
+            request,
+            f"Token for {obj.user}: {key} (shown once; only its hash is stored).",
+            messages.WARNING,
+        )
+
+    @admin.action(description="Revoke", permissions=["change"])
+    def revoke(self, request, queryset) -> None:
+        count = queryset.filter(revoked_at=None).update(revoked_at=timezone.now())
+        self.message_user(request, f"Revoked {count} tokens.")

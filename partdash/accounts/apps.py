@@ -1,0 +1,7 @@
+from django.apps import AppConfig
+
+
+class AccountsConfig(AppConfig):
+    name = "partdash.accounts"
+    label = "accounts"
+    verbose_name = "Users and API tokens"
