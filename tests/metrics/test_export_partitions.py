@@ -3,6 +3,7 @@
 import pytest
 from rest_framework.test import APIClient
 
+from tests.conftest import token_client, user_in
 from tests.metrics.exposition_rows import polled_server, range_table
 
 pytestmark = pytest.mark.django_db
@@ -25,6 +26,23 @@ def test_an_operator_opts_a_table_in_and_its_partitions_appear(orders, staff_api
     assert 'partdash_partition_rows{partition="p0",schema="shop"' in text
     staff_api.patch(f"/api/v1/tables/{orders.pk}/", {"export_partitions": False})
     assert "partdash_partition_rows{" not in staff_api.get("/metrics").content.decode()
+
+
+def test_an_operator_opts_a_table_in(orders, operator):
+    client = token_client(operator)
+    response = client.patch(f"/api/v1/tables/{orders.pk}/", {"export_partitions": True})
+    assert response.status_code == 200, response.content
+    orders.refresh_from_db()
+    assert orders.export_partitions
+
+
+def test_a_viewer_in_the_viewers_group_reads_metrics_but_cannot_opt_a_table_in(
+    orders, django_user_model
+):
+    client = token_client(user_in(django_user_model, "reader", "viewers"))
+    assert client.get("/metrics").status_code == 200
+    response = client.patch(f"/api/v1/tables/{orders.pk}/", {"export_partitions": True})
+    assert response.status_code == 403
 
 
 def test_a_viewer_cannot_opt_a_table_in(orders, viewer_api):
