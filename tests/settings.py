@@ -9,6 +9,10 @@ TEST_VAR.mkdir(parents=True, exist_ok=True)
 os.environ.setdefault("DEBUG", "1")
 os.environ["PARTDASH_VAR_DIR"] = str(TEST_VAR)
 os.environ.setdefault("DATABASE_URL", f"sqlite:///{TEST_VAR / 'partdash.sqlite3'}")
+# Fuzzing and the matrix send thousands of requests as one user; the throttling tests set
+# their own rates (tests/accounts/test_throttling.py).
+for scope in ("ANON", "USER", "TOKEN"):
+    os.environ.setdefault(f"PARTDASH_API_RATE_{scope}", "100000/min")
 
 from partdash.settings import *  # noqa: E402,F403
 from partdash.settings import DATABASES  # noqa: E402

@@ -28,9 +28,10 @@ ROLES = {
 def create_roles(apps, schema_editor) -> None:
     # Permissions are made after migrations (post_migrate); a fresh database needs them now.
     for app_config in apps.get_app_configs():
-        app_config.models_module = True
+        original = getattr(app_config, "models_module", None)  # unset in a migration
+        app_config.models_module = original or True
         create_permissions(app_config, verbosity=0)
-        app_config.models_module = None
+        app_config.models_module = original
     Group = apps.get_model("auth", "Group")
     Permission = apps.get_model("auth", "Permission")
     for name, codenames in ROLES.items():
