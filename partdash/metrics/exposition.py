@@ -228,11 +228,11 @@ def partition_families(tables: list[dict]) -> Iterator[GaugeMetricFamily]:
 
 
 def alert_families(servers: list[Server]) -> Iterator[GaugeMetricFamily]:
-    """Firing alerts per server, rule and severity, every combination shown (0 where
-    none fire), so a sum never comes out empty; those a silence holds apart, as the
-    pages count them."""
-    firing = gauge("alerts_firing", "Firing alerts that no silence holds.", ALERT)
-    silenced = gauge("alerts_silenced", "Firing alerts that a silence holds.", ALERT)
+    """Firing alerts per server, rule and severity (the API's `state=firing`), every
+    combination shown (0 where none fire), so a sum never comes out empty; and how many
+    of them a silence holds, as Prometheus's own ALERTS count silenced ones too."""
+    firing = gauge("alerts_firing", "Firing alerts (state firing), silenced or not.", ALERT)
+    silenced = gauge("alerts_silenced", "Those of the firing alerts a silence holds.", ALERT)
     counts = Counter(
         alerts_as_shown()
         .filter(state=Alert.State.FIRING)
@@ -242,7 +242,7 @@ def alert_families(servers: list[Server]) -> Iterator[GaugeMetricFamily]:
         for rule in RuleName.values:
             for severity in Severity.values:
                 key = (name, rule, severity)
-                add(firing, list(key), counts[(*key, False)])
+                add(firing, list(key), counts[(*key, False)] + counts[(*key, True)])
                 add(silenced, list(key), counts[(*key, True)])
     yield from (firing, silenced)
 
