@@ -70,7 +70,7 @@ INSTALLED_APPS = [
     "django.contrib.sessions",
     "django.contrib.messages",
     "whitenoise.runserver_nostatic",
-    "django.contrib.staticfiles",
+    "partdash.staticfiles.StaticFilesWithoutMaps",  # django.contrib.staticfiles, no *.map
     "rest_framework",
     # Not rest_framework.authtoken: it keeps keys in clear; partdash.accounts hashes them.
     "axes",
