@@ -276,7 +276,9 @@ class SilenceSerializer(serializers.ModelSerializer):
         RuleName.choices, allow_null=True, allow_blank=True, required=False, default=None
     )
     starts_at = serializers.DateTimeField(required=False, help_text="default: now")
-    created_by = serializers.SlugRelatedField(slug_field="username", read_only=True)
+    created_by = serializers.SlugRelatedField(
+        slug_field="username", read_only=True, allow_null=True
+    )
 
     class Meta:
         model = Silence

@@ -9,10 +9,10 @@ from types import SimpleNamespace
 from django.conf import settings
 from django.core.exceptions import ValidationError as DjangoValidationError
 from django.utils import timezone
-from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
+from partdash.api.schema import NULLABLE_OBJECT
 from partdash.health.bounds import bound_to_date, is_catchall
 from partdash.health.compression import stored_api_fields
 from partdash.health.partitions import PartitionState
@@ -91,6 +91,7 @@ class ServerSerializer(serializers.ModelSerializer):
             "warnings",
         ]
         read_only_fields = LATEST_POLL_FIELDS
+        optional_in_response = ["warnings"]
 
     findings = serializers.SerializerMethodField()
 
@@ -245,14 +246,14 @@ class TableSerializer(serializers.ModelSerializer):
             "definitions_read_at",
         ]
 
-    @extend_schema_field(OpenApiTypes.OBJECT)
+    @extend_schema_field(NULLABLE_OBJECT)
     def get_skew(self, table) -> dict | None:
         return health_fields(table.health)["skew"]
 
     def get_hotspots(self, table) -> list[str]:
         return health_fields(table.health)["hotspots"]
 
-    @extend_schema_field(OpenApiTypes.OBJECT)
+    @extend_schema_field(NULLABLE_OBJECT)
     def get_compression(self, table) -> dict | None:
         """null when not compressed, else `{kind, ratio, failure_rate, nominal, ratio_label,
         compress_ops, splits, file_bytes, allocated_bytes, saved_ratio, ...}`. For
@@ -262,7 +263,7 @@ class TableSerializer(serializers.ModelSerializer):
         measured: file over allocated bytes (`saved_ratio` = 1 - allocated / file)."""
         return health_fields(table.health)["compression"]
 
-    @extend_schema_field(OpenApiTypes.OBJECT)
+    @extend_schema_field(NULLABLE_OBJECT)
     def get_runway(self, table) -> dict | None:
         return health_fields(table.health)["runway"]
 
@@ -337,14 +338,14 @@ class TableDetailSerializer(TableSerializer):
         ]
         read_only_fields = ["export_partitions"]
 
-    @extend_schema_field(OpenApiTypes.OBJECT)
+    @extend_schema_field(NULLABLE_OBJECT)
     def get_activity(self, table) -> dict | None:
         """Where the window's activity comes from, and each partition's share of it."""
         if not table.activity:
             return None
         return {**table.activity, **(table_shares(table) or {"shares": {}, "read_shares": {}})}
 
-    @extend_schema_field(OpenApiTypes.OBJECT)
+    @extend_schema_field(NULLABLE_OBJECT)
     def get_skew_bytes(self, table) -> dict | None:
         return health_fields(table.health)["skew_bytes"]
 
@@ -435,7 +436,7 @@ class PartitionSerializer(serializers.ModelSerializer):
     def get_is_hotspot(self, partition: Partition) -> bool:
         return self._health(partition)["is_hotspot"]
 
-    @extend_schema_field(OpenApiTypes.OBJECT)
+    @extend_schema_field(NULLABLE_OBJECT)
     def get_compression(self, partition: Partition) -> dict | None:
         """The partition's own figures, as the table's `compression`."""
         return self._health(partition)["compression"]

@@ -10,6 +10,7 @@ from rest_framework.renderers import JSONRenderer
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from partdash.api.schema import PartdashSchema
 from partdash.api.serializers import (
     HistoryQuery,
     PartitionSerializer,
@@ -111,6 +112,7 @@ def per_poll(request, server_id: int, name: str, build):
 class ServerViewSet(viewsets.ModelViewSet):
     queryset = Server.objects.all()
     serializer_class = ServerSerializer
+    schema = PartdashSchema()
 
     @extend_schema(request=None, responses={202: QUEUED, 409: QUEUED, 503: QUEUED})
     @action(detail=True, methods=["post"])

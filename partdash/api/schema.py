@@ -1,0 +1,23 @@
+"""What the OpenAPI document says beyond drf-spectacular's defaults."""
+
+from drf_spectacular.openapi import AutoSchema
+
+# A JSON object, or null where there is nothing to say (a table's `compression` when it
+# is not compressed, its `runway` unless RANGE-partitioned, ...).
+NULLABLE_OBJECT = {"type": "object", "nullable": True, "additionalProperties": {}}
+
+
+class PartdashSchema(AutoSchema):
+    """Read-only fields are required in answers (drf-spectacular's default), except those
+    a serializer lists in `Meta.optional_in_response`: present in some answers only (a
+    server's `warnings`, in the answers to writes)."""
+
+    def _map_basic_serializer(self, serializer, direction):
+        result = super()._map_basic_serializer(serializer, direction)
+        optional = set(getattr(getattr(serializer, "Meta", None), "optional_in_response", ()))
+        required = [name for name in result.get("required", []) if name not in optional]
+        if required:
+            result["required"] = required
+        else:
+            result.pop("required", None)
+        return result
