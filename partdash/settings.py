@@ -70,7 +70,7 @@ INSTALLED_APPS = [
     "django.contrib.sessions",
     "django.contrib.messages",
     "whitenoise.runserver_nostatic",
-    "partdash.staticfiles.StaticFilesWithoutMaps",  # django.contrib.staticfiles, no *.map
+    "django.contrib.staticfiles",
     "rest_framework",
     # Not rest_framework.authtoken: it keeps keys in clear; partdash.accounts hashes them.
     "axes",
@@ -85,7 +85,7 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
-    "whitenoise.middleware.WhiteNoiseMiddleware",
+    "partdash.static_serving.StaticWithoutSourceMaps",  # whitenoise, less *.map
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",

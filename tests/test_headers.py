@@ -3,7 +3,6 @@ X-Forwarded-Proto trusted only behind a configured proxy, no source maps."""
 
 from pathlib import Path
 
-from django.apps import apps
 from django.test import Client
 
 from tests.test_settings import REAL_SECRET_KEY, run
@@ -54,8 +53,17 @@ def test_x_forwarded_proto_is_trusted_behind_a_configured_proxy(tmp_path):
     assert proxied.stdout.strip() == "('HTTP_X_FORWARDED_PROTO', 'https')", proxied.stderr
 
 
-def test_collectstatic_leaves_source_maps_out():
-    assert "*.map" in apps.get_app_config("staticfiles").ignore_patterns
+def test_production_serves_bundles_but_not_their_source_maps(tmp_path, settings):
+    from partdash.static_serving import StaticWithoutSourceMaps
+
+    (tmp_path / "js").mkdir()
+    (tmp_path / "js" / "fleet.js").write_text("export {};")
+    (tmp_path / "js" / "fleet.js.map").write_text("{}")
+    settings.DEBUG = False
+    settings.STATIC_ROOT = tmp_path
+    served = StaticWithoutSourceMaps(lambda request: None).files
+    assert "/static/js/fleet.js" in served
+    assert "/static/js/fleet.js.map" not in served
 
 
 def test_the_production_build_writes_no_source_maps():
