@@ -1,7 +1,11 @@
 """REST endpoints under /api/v1/."""
 
+import hashlib
+
 from django.core.cache import cache
 from django.http import HttpResponse
+from django.utils.cache import get_conditional_response
+from django.utils.http import http_date
 from drf_spectacular.utils import OpenApiParameter, extend_schema, inline_serializer
 from rest_framework import mixins, serializers, status, viewsets
 from rest_framework.decorators import action
@@ -10,6 +14,7 @@ from rest_framework.renderers import JSONRenderer
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from partdash.api.listing import PARTITIONS, TABLES, Listing
 from partdash.api.schema import PartdashSchema
 from partdash.api.serializers import (
     HistoryQuery,
@@ -88,12 +93,15 @@ HISTORY = inline_serializer(
 PER_POLL_SECONDS = 24 * 3600  # an entry outlives its poll only until it is evicted
 
 
-def per_poll(request, server_id: int, name: str, build):
+def per_poll(request, server_id: int, name: str, build, listing: Listing):
     """A list that only a poll changes, rendered once per poll (per process): the key
     holds the server's latest snapshot (id and time), so the next poll's figures are a
-    new key. Other formats (the browsable API) are built afresh."""
-    if request.accepted_renderer.format != "json":
-        return Response(build())
+    new key. Filters and ordering (`listing`) apply to the cached rows. The answer's
+    ETag names the snapshot and the query, its Last-Modified is the snapshot's time:
+    a client that has it gets a 304. Other formats (the browsable API, CSV) are built
+    afresh."""
+    params = {k: v for k, v in request.query_params.items() if k != "format"}
+    listing.check(params)
     latest = (
         ServerSnapshot.objects.filter(server_id=server_id)
         .order_by("-taken_at")
@@ -102,11 +110,30 @@ def per_poll(request, server_id: int, name: str, build):
     )
     stamp = f"{latest[0]}@{latest[1].timestamp()}" if latest else "never"
     key = f"partdash:{name}:{server_id}:{stamp}"
-    body = cache.get(key)
-    if body is None:
-        body = JSONRenderer().render(build())
-        cache.set(key, body, PER_POLL_SECONDS)
-    return HttpResponse(body, content_type="application/json")
+    query = hashlib.sha256(request.get_full_path().encode()).hexdigest()[:16]
+    etag = f'"{key.removeprefix("partdash:")}:{query}"'
+    modified = latest[1].timestamp() if latest else None
+    unchanged = get_conditional_response(request, etag=etag, last_modified=modified)
+    if unchanged is not None:
+        return unchanged
+    if request.accepted_renderer.format != "json":
+        response = Response(listing.select(build(), params))
+    elif not params:
+        body = cache.get(key)
+        if body is None:
+            body = JSONRenderer().render(build())
+            cache.set(key, body, PER_POLL_SECONDS)
+        response = HttpResponse(body, content_type="application/json")
+    else:
+        rows = cache.get(f"{key}:rows")
+        if rows is None:
+            rows = build()
+            cache.set(f"{key}:rows", rows, PER_POLL_SECONDS)
+        response = Response(listing.select(rows, params))
+    response["ETag"] = etag
+    if modified is not None:
+        response["Last-Modified"] = http_date(modified)
+    return response
 
 
 class ServerViewSet(viewsets.ModelViewSet):
@@ -136,12 +163,12 @@ class ServerViewSet(viewsets.ModelViewSet):
             status.HTTP_503_SERVICE_UNAVAILABLE,
         )
 
-    @extend_schema(responses=TableSerializer(many=True))
+    @extend_schema(responses=TableSerializer(many=True), parameters=TABLES.openapi())
     @action(detail=True, methods=["get"])
     def tables(self, request, pk=None) -> Response:
         server = self.get_object()
         tables = PartitionedTable.objects.filter(server=server, dropped_at=None)
-        return per_poll(request, server.pk, "tables", lambda: table_rows(tables))
+        return per_poll(request, server.pk, "tables", lambda: table_rows(tables), TABLES)
 
     @extend_schema(responses=SERVER_HEALTH)
     @action(detail=True, methods=["get"])
@@ -199,7 +226,7 @@ class TableViewSet(mixins.RetrieveModelMixin, viewsets.GenericViewSet):
             raise NotFound(f"table dropped at {iso(table.dropped_at)}")
         return table
 
-    @extend_schema(responses=PartitionSerializer(many=True))
+    @extend_schema(responses=PartitionSerializer(many=True), parameters=PARTITIONS.openapi())
     @action(detail=True, methods=["get"])
     def partitions(self, request, pk=None) -> Response:
         table = self.get_object()
@@ -209,7 +236,7 @@ class TableViewSet(mixins.RetrieveModelMixin, viewsets.GenericViewSet):
             variables = snapshot.variables if snapshot else {}
             return partition_rows(table, as_number(variables.get("innodb_page_size")) or 16384)
 
-        return per_poll(request, table.server_id, f"partitions:{table.pk}", build)
+        return per_poll(request, table.server_id, f"partitions:{table.pk}", build, PARTITIONS)
 
     @extend_schema(
         parameters=[
