@@ -23,8 +23,9 @@ def test_pages_forbid_anything_from_elsewhere_and_inline_scripts(viewer):
         directives = dict(d.strip().split(" ", 1) for d in policy.split(";"))
         assert directives["default-src"] == "'self'", path
         assert directives["script-src"] == "'self'", path
-        assert "unsafe-inline" not in policy, path
         assert directives["frame-ancestors"] == "'none'", path
+        # partdash's own pages set no style attribute; the admin and DRF's pages do.
+        assert ("unsafe-inline" in policy) == path.startswith(("/api/", "/admin/")), path
 
 
 def test_swagger_ui_runs_no_inline_script(viewer):

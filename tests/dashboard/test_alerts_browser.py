@@ -185,4 +185,4 @@ def test_silencing_an_alert_from_its_link_for_24_hours(page, live_server, admin_
 def test_the_silence_page_needs_a_login(page, live_server, fleet):
     page.goto(f"{live_server.url}/alerts/silence/?server={fleet['db1'].pk}&rule=runway")
 
-    assert "/admin/login/" in page.url
+    assert "/login/?next=" in page.url

@@ -54,7 +54,7 @@ def test_no_redoc_page_which_would_load_its_logo_from_a_cdn(client, admin_user):
 
 def test_the_docs_ask_for_a_login(page, live_server):
     page.goto(f"{live_server.url}/api/docs/")
-    assert "/admin/login/" in page.url
+    assert "/login/?next=" in page.url
 
 
 def test_the_browsable_api_serves_logged_in_people(page, live_server, admin_user):

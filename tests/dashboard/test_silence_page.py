@@ -125,7 +125,7 @@ def test_a_viewer_sees_why_they_cannot_silence_and_cannot_post(viewer_client):
     page = viewer_client.get(f"{SILENCE}?server={db1.pk}").content.decode()
     refused = viewer_client.post(SILENCE, {"server": db1.pk, "duration": "1h"})
 
-    assert "Only administrators can silence alerts" in page
+    assert "Only operators and administrators can silence alerts" in page
     assert 'id="silence-submit" disabled' in page
     assert refused.status_code == 403
     assert not Silence.objects.exists()
