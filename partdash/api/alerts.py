@@ -14,6 +14,7 @@ from partdash.alerts.listing import alerts_as_shown, open_counts
 from partdash.alerts.models import Alert, AlertRule, Notification, RuleName, Severity, Silence
 from partdash.alerts.overrides import override_problems, recipient_list, recipient_problems
 from partdash.alerts.silences import active_silences, silence_problems
+from partdash.api.export import WITH_CSV
 from partdash.api.views import FIX
 from partdash.servers.models import Server
 
@@ -143,6 +144,8 @@ class AlertViewSet(QueryFilteredMixin, viewsets.ReadOnlyModelViewSet):
 
     serializer_class = AlertSerializer
     query_class = AlertQuery
+    renderer_classes = WITH_CSV
+    csv_name = "alerts"
 
     def get_queryset(self):
         return alerts_as_shown()

@@ -14,6 +14,7 @@ from rest_framework.renderers import JSONRenderer
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from partdash.api.export import WITH_CSV
 from partdash.api.listing import PARTITIONS, TABLES, Listing
 from partdash.api.schema import PartdashSchema
 from partdash.api.serializers import (
@@ -164,9 +165,10 @@ class ServerViewSet(viewsets.ModelViewSet):
         )
 
     @extend_schema(responses=TableSerializer(many=True), parameters=TABLES.openapi())
-    @action(detail=True, methods=["get"])
+    @action(detail=True, methods=["get"], renderer_classes=WITH_CSV)
     def tables(self, request, pk=None) -> Response:
         server = self.get_object()
+        self.csv_name = f"{server.name}-tables"
         tables = PartitionedTable.objects.filter(server=server, dropped_at=None)
         return per_poll(request, server.pk, "tables", lambda: table_rows(tables), TABLES)
 
@@ -227,9 +229,10 @@ class TableViewSet(mixins.RetrieveModelMixin, viewsets.GenericViewSet):
         return table
 
     @extend_schema(responses=PartitionSerializer(many=True), parameters=PARTITIONS.openapi())
-    @action(detail=True, methods=["get"])
+    @action(detail=True, methods=["get"], renderer_classes=WITH_CSV)
     def partitions(self, request, pk=None) -> Response:
         table = self.get_object()
+        self.csv_name = f"{table.server.name}-{table.schema}.{table.name}-partitions"
 
         def build() -> list[dict]:
             snapshot = latest_snapshot(table.server_id)
