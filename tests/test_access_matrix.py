@@ -157,6 +157,8 @@ PAGES = [
     ("post", "/alerts/silence/", {"duration": "4h"}, page_expect(writers=WRITERS)),
     ("get", "/search/?q=orders", None, page_expect()),
     ("get", "/api/docs/", None, page_expect()),
+    ("get", "/tokens/", None, page_expect()),
+    ("post", "/tokens/", {"name": "mine"}, page_expect()),  # one's own tokens
     ("get", "/admin/", None, admin_expect(None)),
     ("get", "/admin/servers/server/", None, admin_expect("servers.view_server")),
     (

@@ -2,6 +2,7 @@ from django.conf import settings
 from django.contrib.auth import views as auth_views
 from django.urls import path
 
+from partdash.accounts.views import tokens
 from partdash.dashboard import alerts, search, views
 
 urlpatterns = [
@@ -14,6 +15,7 @@ urlpatterns = [
         name="login",
     ),
     path("logout/", auth_views.LogoutView.as_view(next_page="login"), name="logout"),
+    path("tokens/", tokens, name="tokens"),
     path("", views.fleet, name="fleet"),
     path("servers/<int:server_id>/", views.server, name="server"),
     path("tables/<int:table_id>/", views.table, name="table"),

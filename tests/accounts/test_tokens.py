@@ -129,3 +129,29 @@ def test_roles_come_back_for_tests_after_a_flush(django_user_model):
     Group.objects.all().delete()
     operator = user_in(django_user_model, "op", "operators")
     assert operator.has_perm("servers.poll_server")
+
+
+def test_a_user_makes_and_revokes_their_own_tokens_on_the_tokens_page(viewer, operator):
+    from django.test import Client
+
+    theirs, _ = ApiToken.issue(operator)
+    client = Client()
+    client.force_login(viewer)
+    made = client.post("/tokens/", {"name": "laptop"})
+    key = made.context["key"]
+    assert key in made.content.decode()
+    assert with_key(key).get(SERVERS).status_code == 200
+    assert client.get("/tokens/").content.decode().count(key) == 0  # shown once
+
+    own = ApiToken.objects.get(user=viewer)
+    assert client.post("/tokens/", {"revoke": own.pk}).status_code == 302
+    assert with_key(key).get(SERVERS).status_code == 401
+    assert client.post("/tokens/", {"revoke": theirs.pk}).status_code == 404
+    theirs.refresh_from_db()
+    assert theirs.is_active
+
+
+def test_the_tokens_page_needs_a_login(db):
+    from django.test import Client
+
+    assert Client().get("/tokens/")["Location"].startswith("/login/")
