@@ -220,3 +220,18 @@ def test_the_migration_gives_each_role_its_permissions(db):
     assert {"add_user", "add_apitoken", "delete_apitoken"} <= codenames("admins") - codenames(
         "operators"
     )
+
+
+@pytest.mark.parametrize("role", ["viewers_group", "operator", "admin"])
+def test_ending_silences_in_the_admin_needs_the_change_permission(users, role):
+    from django.contrib.admin import site
+
+    from partdash.alerts.admin import SilenceAdmin
+    from partdash.alerts.models import Silence
+
+    user = users[role]
+    user.is_staff = True  # the admin's door open; the permission decides
+    request = RequestFactory().get("/admin/alerts/silence/")
+    request.user = user
+    actions = SilenceAdmin(Silence, site).get_actions(request)
+    assert ("end_now" in actions) == (role in WRITERS)

@@ -138,7 +138,7 @@ class SilenceAdmin(admin.ModelAdmin):
             obj.created_by = request.user
         super().save_model(request, obj, form, change)
 
-    @admin.action(description="End the selected silences now")
+    @admin.action(description="End the selected silences now", permissions=["change"])
     def end_now(self, request, queryset) -> None:
         now = timezone.now()
         ended = active_silences(now).filter(pk__in=queryset.values("pk")).update(ends_at=now)
