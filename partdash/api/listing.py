@@ -2,8 +2,9 @@
 partitions): on the rendered rows, so the per-poll cache holds one rendering and every
 query is answered from it.
 
-`?FIELD=VALUE` filters on text (`table` and `name`: a substring, any case; the others:
-equal, any case), `?FIGURE_min=N` / `?FIGURE_max=N` on figures, and
+`?FIELD=VALUE` filters on text (`q`: a substring of `schema.table`, `table` and `name`:
+a substring, any case; the others: equal, any case), on flags (`findings=true|false`),
+`?FIGURE_min=N` / `?FIGURE_max=N` on figures, and
 `?ordering=-score,name` orders (`-` for descending; rows without the figure last)."""
 
 from collections.abc import Callable, Mapping
@@ -29,11 +30,12 @@ class Listing:
     text: Mapping[str, Getter]
     figures: Mapping[str, Getter]
     substring: frozenset[str] = field(default_factory=frozenset)
+    flags: Mapping[str, Callable[[Row], bool]] = field(default_factory=dict)
 
     @property
     def parameters(self) -> list[str]:
         bounds = [f"{figure}_{end}" for figure in self.figures for end in ("min", "max")]
-        return [*self.text, *bounds, "ordering"]
+        return [*self.text, *self.flags, *bounds, "ordering"]
 
     def openapi(self) -> list[OpenApiParameter]:
         """The parameters as the OpenAPI document lists them."""
@@ -41,7 +43,7 @@ class Listing:
         return [
             OpenApiParameter(
                 name,
-                float if name.endswith(("_min", "_max")) else str,
+                float if name.endswith(("_min", "_max")) else bool if name in self.flags else str,
                 description=described.get(name, ""),
             )
             for name in self.parameters
@@ -59,6 +61,8 @@ class Listing:
         for name, wanted in params.items():
             if self._bound_of(name):
                 _number(name, wanted)
+            if name in self.flags:
+                _flag(name, wanted)
         if "ordering" in params:
             self._ordered([], params["ordering"])
 
@@ -69,6 +73,8 @@ class Listing:
     def _keeps(self, name: str, wanted: str, row: Row) -> bool | None:
         if name == "ordering":
             return True
+        if name in self.flags:
+            return self.flags[name](row) == _flag(name, wanted)
         if name in self.text:
             value = str(self.text[name](row) or "").casefold()
             return (
@@ -97,6 +103,12 @@ class Listing:
         return rows
 
 
+def _flag(name: str, wanted: str) -> bool:
+    if wanted.lower() not in ("true", "false"):
+        raise ValidationError({name: ["true or false"]})
+    return wanted.lower() == "true"
+
+
 def _number(name: str, wanted: str) -> float:
     try:
         bound = float(wanted)
@@ -113,6 +125,7 @@ def _sortable(value):
 
 TABLES = Listing(
     text={
+        "q": lambda row: f"{row['schema']}.{row['name']}",
         "schema": lambda row: row["schema"],
         "table": lambda row: row["name"],
         "name": lambda row: row["name"],
@@ -131,7 +144,8 @@ TABLES = Listing(
         "index_bytes": lambda row: row["index_bytes"],
         "file_bytes": lambda row: row["file_bytes"],
     },
-    substring=frozenset({"table", "name"}),
+    substring=frozenset({"q", "table", "name"}),
+    flags={"findings": lambda row: bool(row["findings"])},
 )
 
 PARTITIONS = Listing(

@@ -70,3 +70,18 @@ def test_the_alerts_as_csv(viewer_api):
     assert alert["rule"] == "runway"
     assert alert["message"] == "'@risk: runway ends"
     assert alert["fix.sql"].startswith("ALTER TABLE")
+
+
+def test_the_server_table_and_alerts_pages_link_their_csv(client, viewer):
+    server = rows.server("db1")
+    table = rows.table(server)
+    client.force_login(viewer)
+    pages = {
+        f"/servers/{server.pk}/": f"/api/v1/servers/{server.pk}/tables/?format=csv",
+        f"/tables/{table.pk}/": f"/api/v1/tables/{table.pk}/partitions/?format=csv",
+        f"/alerts/?server={server.pk}": f"/api/v1/alerts/?format=csv&amp;server={server.pk}",
+    }
+    for page, csv_url in pages.items():
+        html = client.get(page).content.decode()
+        assert f'href="{csv_url}" download>Download CSV</a>' in html, page
+        assert client.get(csv_url.replace("&amp;", "&"))["Content-Type"].startswith("text/csv")

@@ -93,6 +93,17 @@ def test_tables_filter_on_schema_table_substring_and_method(viewer_api, fleet):
     assert sorted(names(viewer_api, server, schema="shop")) == ["order_lines", "orders"]
     assert sorted(names(viewer_api, server, table="ORDER")) == ["order_lines", "orders"]
     assert names(viewer_api, server, method="hash") == ["order_lines"]
+    assert names(viewer_api, server, q="LOGS.ev") == ["events"]
+
+
+def test_tables_filter_on_having_findings(viewer_api, fleet):
+    server, made = fleet
+    made["events"].health = {**made["events"].health, "findings": [{"kind": "runway"}]}
+    made["events"].save()
+    assert names(viewer_api, server, findings="true") == ["events"]
+    assert (
+        viewer_api.get(f"/api/v1/servers/{server.pk}/tables/", {"findings": "y"}).status_code == 400
+    )
 
 
 @pytest.mark.parametrize(

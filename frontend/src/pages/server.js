@@ -93,6 +93,24 @@ function notices(server, health) {
   show("notices", ...items);
 }
 
+// The list's columns as the API's `ordering` names them.
+const API_ORDERING = {
+  table: "schema,name", method: "method", partitions: "partition_count", rows: "rows", data: "data_bytes",
+  index: "index_bytes", file: "file_bytes", skew: "skew", hotspots: "hot_partitions", runway: "runway_days", score: "score",
+};
+
+// "Download CSV" gives what the list shows: its filter and its order.
+function csvLink(q, method, findingsOnly, sort) {
+  const link = document.getElementById("tables-csv");
+  if (!link) return;
+  const ordering = (API_ORDERING[sort.key] || "score").split(",").map((key) => (sort.direction > 0 ? key : `-${key}`)).join(",");
+  const params = new URLSearchParams({ format: "csv", ordering });
+  if (q) params.set("q", q);
+  if (method) params.set("method", method);
+  if (findingsOnly) params.set("findings", "true");
+  link.href = `/api/v1/servers/${serverId}/tables/?${params}`;
+}
+
 function setupFilters(grid, tables, view) {
   const text = document.getElementById("table-filter");
   const method = document.getElementById("method-filter");
@@ -110,10 +128,13 @@ function setupFilters(grid, tables, view) {
       (!findingsOnly.checked || t.findings?.length > 0));
   };
   for (const input of [text, method, findingsOnly]) input.addEventListener("input", apply);
-  grid.onRender = () => writeView({
-    q: text.value.trim(), method: method.value, findings: findingsOnly.checked ? "1" : "",
-    sort: grid.sort.key, dir: grid.sort.direction > 0 ? "asc" : "desc", page: String(grid.page + 1),
-  }, VIEW_DEFAULTS);
+  grid.onRender = () => {
+    writeView({
+      q: text.value.trim(), method: method.value, findings: findingsOnly.checked ? "1" : "",
+      sort: grid.sort.key, dir: grid.sort.direction > 0 ? "asc" : "desc", page: String(grid.page + 1),
+    }, VIEW_DEFAULTS);
+    csvLink(text.value.trim(), method.value, findingsOnly.checked, grid.sort);
+  };
   apply();
 }
 
