@@ -86,6 +86,9 @@ INSTALLED_APPS = [
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
     "partdash.static_serving.StaticWithoutSourceMaps",  # whitenoise, less *.map
+    # An ETag on every GET answer (the API's per-poll lists set their own), and a 304
+    # for a client that sends it back.
+    "django.middleware.http.ConditionalGetMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",

@@ -258,20 +258,53 @@ class TableViewSet(mixins.RetrieveModelMixin, viewsets.GenericViewSet):
         return Response(table_history(table, window["metric"], window["since"], window["until"]))
 
 
+def _same(stored, wanted: str) -> bool:
+    return str(stored or "").casefold() == wanted.casefold()
+
+
+class FindingsQuery(serializers.Serializer):
+    """What `/findings/` filters on, as the fleet page does."""
+
+    limit = serializers.IntegerField(
+        required=False, default=50, min_value=1, max_value=500, help_text="at most this many"
+    )
+    server = serializers.IntegerField(
+        required=False, min_value=1, max_value=2**63 - 1, help_text="a server's id"
+    )
+    schema = serializers.CharField(required=False, max_length=64)
+    table = serializers.CharField(required=False, max_length=64, help_text="a substring")
+    kind = serializers.CharField(required=False, max_length=64, help_text="e.g. runway, skew")
+    severity = serializers.CharField(required=False, max_length=16)
+
+    def matches(self, finding: dict) -> bool:
+        wanted = self.validated_data
+        return (
+            ("server" not in wanted or finding["server_id"] == wanted["server"])
+            and ("schema" not in wanted or _same(finding["schema"], wanted["schema"]))
+            and ("kind" not in wanted or _same(finding["kind"], wanted["kind"]))
+            and ("severity" not in wanted or _same(finding["severity"], wanted["severity"]))
+            and (
+                "table" not in wanted
+                or wanted["table"].casefold() in str(finding["table"] or "").casefold()
+            )
+        )
+
+
 class FindingsView(APIView):
     """The worst findings across the fleet, worst first (`?limit=`, default 50): the
-    tables', and the servers' own (`table_id` null)."""
+    tables', and the servers' own (`table_id` null); `server`, `schema`, `table`
+    (a substring), `kind` and `severity` narrow them."""
 
-    @extend_schema(
-        parameters=[OpenApiParameter("limit", int, description="at most this many (1-500)")],
-        responses=FINDINGS,
-    )
+    @extend_schema(parameters=[FindingsQuery], responses=FINDINGS)
     def get(self, request) -> Response:
-        try:
-            limit = int(request.query_params.get("limit", 50))
-        except ValueError:
-            return Response({"limit": ["a whole number is required"]}, status.HTTP_400_BAD_REQUEST)
-        if not 1 <= limit <= 500:
-            return Response({"limit": ["must be between 1 and 500"]}, status.HTTP_400_BAD_REQUEST)
-        tables = worst_findings(PartitionedTable.objects.all(), limit)
-        return Response(ranked(tables + server_findings(Server.objects.all()), limit))
+        query = FindingsQuery(data=request.query_params)
+        query.is_valid(raise_exception=True)
+        limit = query.validated_data["limit"]
+        tables, servers = PartitionedTable.objects.all(), Server.objects.all()
+        if "server" in query.validated_data:
+            tables = tables.filter(server_id=query.validated_data["server"])
+            servers = servers.filter(pk=query.validated_data["server"])
+        narrowed = set(query.validated_data) - {"limit", "server"}
+        # Narrowed by what only the findings say: rank them all, then keep `limit`.
+        found = worst_findings(tables, None if narrowed else limit) + server_findings(servers)
+        return Response(ranked([f for f in found if query.matches(f)], limit))

@@ -1,0 +1,56 @@
+"""GET /api/v1/findings/ narrowed by server, schema, table, kind and severity, worst
+first still; a bad filter is a 400 naming it."""
+
+import pytest
+
+from tests import alert_rows as rows
+
+pytestmark = pytest.mark.django_db
+
+
+def finding(kind: str, severity: str, score: float) -> dict:
+    return {"kind": kind, "severity": severity, "score": score, "message": kind, "fix": None}
+
+
+@pytest.fixture
+def fleet():
+    db1, db2 = rows.server("db1"), rows.server("db2")
+    rows.table(
+        db1, "shop", "orders", score=90, health={"findings": [finding("runway", "critical", 90)]}
+    )
+    rows.table(
+        db1, "logs", "events", score=40, health={"findings": [finding("skew", "warning", 40)]}
+    )
+    rows.table(
+        db2, "shop", "order_lines", score=60, health={"findings": [finding("skew", "critical", 60)]}
+    )
+    return db1, db2
+
+
+def found(api, **params) -> list[tuple[str, str]]:
+    response = api.get("/api/v1/findings/", params)
+    assert response.status_code == 200, response.content
+    return [(f["table"], f["kind"]) for f in response.json()]
+
+
+def test_findings_narrow_by_server_kind_severity_schema_and_table(viewer_api, fleet):
+    db1, db2 = fleet
+    assert found(viewer_api, server=db1.pk) == [("orders", "runway"), ("events", "skew")]
+    assert found(viewer_api, kind="skew") == [("order_lines", "skew"), ("events", "skew")]
+    assert found(viewer_api, severity="CRITICAL", limit=1) == [("orders", "runway")]
+    assert found(viewer_api, schema="shop", table="line") == [("order_lines", "skew")]
+    assert found(viewer_api, kind="skew", limit=1) == [("order_lines", "skew")]
+
+
+@pytest.mark.parametrize("params", [{"server": "db1"}, {"server": "9" * 30}, {"limit": "0"}])
+def test_a_bad_findings_filter_is_a_400(viewer_api, params):
+    response = viewer_api.get("/api/v1/findings/", params)
+    assert response.status_code == 400
+    assert set(response.json()) == set(params)
+
+
+def test_an_api_answer_has_an_etag_that_a_client_can_revalidate(viewer_api, fleet):
+    first = viewer_api.get("/api/v1/findings/")
+    assert first["ETag"]
+    assert viewer_api.get("/api/v1/findings/", HTTP_IF_NONE_MATCH=first["ETag"]).status_code == 304
+    assert viewer_api.get("/api/v1/alerts/")["ETag"]
