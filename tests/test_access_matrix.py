@@ -86,6 +86,9 @@ API = [
     ("post", "/api/v1/servers/{server}/poll/", None, api_expect(WRITERS)),
     ("get", "/api/v1/servers/{server}/tables/", None, api_expect(None)),
     ("get", "/api/v1/servers/{server}/health/", None, api_expect(None)),
+    ("get", "/api/v1/tables/{table}/", None, api_expect(None)),
+    ("patch", "/api/v1/tables/{table}/", {"export_partitions": True}, api_expect(WRITERS)),
+    ("delete", "/api/v1/tables/{table}/", None, nobody()),
     ("get", "/api/v1/tables/{table}/partitions/", None, api_expect(None)),
     ("get", "/api/v1/tables/{table}/history/?metric=rows", None, api_expect(None)),
     ("get", "/api/v1/findings/", None, api_expect(None)),
@@ -105,6 +108,8 @@ API = [
     ("get", "/api/v1/notifications/", None, api_expect(None)),
     ("post", "/api/v1/notifications/", {}, nobody()),
     ("get", "/api/schema/", None, api_expect(None)),
+    ("get", "/metrics", None, api_expect(None)),
+    ("post", "/metrics", {}, nobody()),
 ]
 
 
