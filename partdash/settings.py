@@ -181,10 +181,7 @@ AXES_VERBOSE = False
 # Behind a reverse proxy (PARTDASH_TRUSTED_PROXY=1), the client's address is the last
 # X-Forwarded-For entry the proxy appended; otherwise the connection's own address.
 PARTDASH_TRUSTED_PROXY = env.bool("PARTDASH_TRUSTED_PROXY", default=False)
-AXES_IPWARE_META_PRECEDENCE_ORDER = (
-    ["HTTP_X_FORWARDED_FOR", "REMOTE_ADDR"] if PARTDASH_TRUSTED_PROXY else ["REMOTE_ADDR"]
-)
-AXES_IPWARE_PROXY_COUNT = 1 if PARTDASH_TRUSTED_PROXY else None
+AXES_CLIENT_IP_CALLABLE = "partdash.accounts.backends.client_address"
 
 # HTTPS hardening: on by default when DEBUG is off; PARTDASH_HTTPS=0 for plain-HTTP
 # local use such as `make up`.

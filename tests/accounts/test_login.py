@@ -98,3 +98,21 @@ def test_axes_reset_lifts_a_lockout(viewer):
     assert log_in(client, "viewer", "viewer-pw").status_code == 429
     call_command("axes_reset", verbosity=0)
     assert log_in(client, "viewer", "viewer-pw").status_code == 302
+
+
+def test_behind_a_trusted_proxy_the_address_it_appended_is_the_one_locked_out(viewer, settings):
+    settings.PARTDASH_TRUSTED_PROXY = True
+    client = Client()
+    for n in range(5):
+        log_in(client, "viewer", f"guess{n}", HTTP_X_FORWARDED_FOR=f"6.6.6.{n}, 10.9.9.9")
+    # The client-chosen first entry changed every time; the proxy's did not.
+    assert log_in(client, "viewer", "viewer-pw", HTTP_X_FORWARDED_FOR="10.9.9.9").status_code == 429
+    elsewhere = log_in(client, "viewer", "viewer-pw", HTTP_X_FORWARDED_FOR="10.7.7.7")
+    assert elsewhere.status_code == 302
+
+
+def test_without_a_trusted_proxy_x_forwarded_for_is_ignored(viewer):
+    client = Client()
+    for n in range(5):
+        log_in(client, "viewer", f"guess{n}", HTTP_X_FORWARDED_FOR=f"6.6.6.{n}")
+    assert log_in(client, "viewer", "viewer-pw", HTTP_X_FORWARDED_FOR="7.7.7.7").status_code == 429
