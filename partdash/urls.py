@@ -2,9 +2,10 @@
 
 from django.contrib import admin
 from django.contrib.auth.decorators import login_required
-from django.urls import include, path
+from django.urls import include, path, re_path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitView
 
+from partdash.api.errors import unknown_route
 from partdash.dashboard.views import favicon
 from partdash.metrics.views import MetricsView
 
@@ -23,5 +24,6 @@ urlpatterns = [
         login_required(SpectacularSwaggerSplitView.as_view(url_name="schema")),
         name="api-docs",
     ),
+    re_path(r"^api/", unknown_route),  # JSON, not the pages' 404
     path("", include("partdash.dashboard.urls")),
 ]

@@ -4,7 +4,8 @@ and an unexpected exception a logged JSON 500 (none should happen: each is a bug
 import logging
 
 from django.core.exceptions import RequestDataTooBig, SuspiciousOperation
-from django.http import JsonResponse
+from django.http import HttpResponse, HttpResponsePermanentRedirect, JsonResponse
+from django.urls import Resolver404, resolve
 from rest_framework.views import exception_handler
 
 log = logging.getLogger(__name__)
@@ -25,7 +26,19 @@ def api_exception_handler(exc, context):
     return JsonResponse({"detail": "internal error; it has been logged"}, status=500)
 
 
-def unknown_route(request, *args, **kwargs) -> JsonResponse:
-    """A JSON 404 for a path under /api/v1/ that no route matches (a non-numeric or
-    oversized id included: ids are 1 to 18 digits, within a 64-bit column)."""
+def unknown_route(request, *args, **kwargs) -> HttpResponse:
+    """A JSON 404 for a path under /api/ that no route matches (a non-numeric or
+    oversized id included: ids are 1 to 18 digits, within a 64-bit column). A route
+    without its trailing slash is redirected to it, as Django's APPEND_SLASH would
+    (which this catch-all would otherwise stop): 301 for reads, 308 for writes."""
+    if not request.path_info.endswith("/"):
+        try:
+            slashed = resolve(request.path_info + "/").func
+        except Resolver404:
+            slashed = None
+        if slashed is not None and getattr(slashed, "__name__", "") != "unknown_route":
+            return HttpResponsePermanentRedirect(
+                request.get_full_path(force_append_slash=True),
+                preserve_request=request.method not in ("GET", "HEAD"),
+            )
     return JsonResponse({"detail": f"no such API route: {request.path}"}, status=404)

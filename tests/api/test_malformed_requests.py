@@ -35,10 +35,19 @@ def is_json_error(response, status: int) -> bool:
         "/api/v1/silences/-1/",
         "/api/v1/notifications/%00/",
         "/api/v1/no-such-thing/",
+        "/api/v1/no-such-thing",
+        "/api/v2/servers/",
+        "/api/nothing",
     ],
 )
 def test_a_bad_id_or_an_unknown_route_is_a_json_404(viewer_api, path):
     assert is_json_error(viewer_api.get(path), 404)
+
+
+def test_a_route_without_its_trailing_slash_is_redirected_to_it(staff_api):
+    response = staff_api.get("/api/v1/servers?limit=1")
+    assert (response.status_code, response["Location"]) == (301, "/api/v1/servers/?limit=1")
+    assert staff_api.post("/api/v1/servers", {}, format="json").status_code == 308
 
 
 def test_an_unknown_method_is_a_json_405(staff_api):
