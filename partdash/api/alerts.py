@@ -95,6 +95,17 @@ class AlertSerializer(serializers.ModelSerializer):
         read_only_fields = fields
 
 
+# What `/alerts/?ordering=` takes, and the column each orders on.
+ALERT_ORDERING = {
+    "started_at": "started_at",
+    "resolved_at": "resolved_at",
+    "severity": "severity",
+    "rule": "rule",
+    "value": "value",
+    "server": "server__name",
+}
+
+
 class AlertQuery(serializers.Serializer):
     state = serializers.ChoiceField(Alert.State.choices, required=False)
     server = serializers.IntegerField(
@@ -107,13 +118,20 @@ class AlertQuery(serializers.Serializer):
     silenced = serializers.BooleanField(
         required=False, allow_null=True, default=None, help_text="held by a silence now"
     )
+    severity = serializers.ChoiceField(Severity.choices, required=False)
     limit = serializers.IntegerField(
         required=False, min_value=1, max_value=MAX_LIST, default=1000, help_text="at most"
+    )
+    ordering = serializers.ChoiceField(
+        [f"{sign}{name}" for name in ALERT_ORDERING for sign in ("", "-")],
+        required=False,
+        help_text="`-` for descending; default: critical first, then newest",
     )
 
     def apply(self, alerts):
         query = self.validated_data
         filters = {
+            "severity": query.get("severity"),
             "state": query.get("state"),
             "server_id": query.get("server"),
             "partitioned_table_id": query.get("table"),
@@ -122,7 +140,11 @@ class AlertQuery(serializers.Serializer):
         }
         alerts = alerts.filter(**{k: v for k, v in filters.items() if v is not None})
         # History reads newest first; open alerts critical first, then newest.
-        if query.get("state") == Alert.State.RESOLVED:
+        if query.get("ordering"):
+            name = query["ordering"].removeprefix("-")
+            sign = "-" if query["ordering"].startswith("-") else ""
+            alerts = alerts.order_by(f"{sign}{ALERT_ORDERING[name]}", "-id")
+        elif query.get("state") == Alert.State.RESOLVED:
             alerts = alerts.order_by("-resolved_at", "-id")
         else:
             alerts = alerts.order_by("severity", "-started_at", "-id")

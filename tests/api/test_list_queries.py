@@ -38,3 +38,16 @@ def test_a_fleet_list_takes_as_many_queries_for_200_rows_as_for_10(
     with django_assert_max_num_queries(QUERIES):
         response = viewer_api.get(url)
     assert response.status_code == 200
+
+
+def test_alerts_filter_on_severity_and_order_on_request(viewer_api):
+    db1, db2 = rows.server("db1"), rows.server("db2")
+    rows.alert(db2, of=rows.table(db2), severity="warning", value=9.0)
+    rows.alert(db1, of=rows.table(db1), severity="critical", value=1.0)
+    listed = viewer_api.get("/api/v1/alerts/", {"ordering": "-value"}).json()
+    assert [a["value"] for a in listed] == [9.0, 1.0]
+    by_server = viewer_api.get("/api/v1/alerts/", {"ordering": "server"}).json()
+    assert [a["server"] for a in by_server] == ["db1", "db2"]
+    warnings = viewer_api.get("/api/v1/alerts/", {"severity": "warning"}).json()
+    assert [a["server"] for a in warnings] == ["db2"]
+    assert viewer_api.get("/api/v1/alerts/", {"ordering": "password"}).status_code == 400
