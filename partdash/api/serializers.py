@@ -14,16 +14,17 @@ from rest_framework import serializers
 
 from partdash.api.schema import NULLABLE_OBJECT
 from partdash.health.bounds import bound_to_date, is_catchall
-from partdash.health.compression import stored_api_fields
 from partdash.health.partitions import PartitionState
 from partdash.health.sizes import estimated_data_free, row_share
 from partdash.metrics.history import METRICS
 from partdash.metrics.models import Partition, PartitionedTable
 from partdash.metrics.readings import (
     activity_shares,
+    health_fields,
     latest_snapshot,
     partition_figures,
     table_shares,
+    with_fix,
 )
 from partdash.servers.models import LATEST_POLL_FIELDS, Server
 
@@ -135,27 +136,6 @@ class ServerSerializer(serializers.ModelSerializer):
 
     def update(self, instance: Server, validated_data: dict) -> Server:
         return self._save(instance, validated_data)
-
-
-def health_fields(health: dict | None) -> dict:
-    """A table's stored health as the API shows it (lists default to empty): one place
-    for the serializer and the fast tables list."""
-    health = health or {}
-    return {
-        "skew": health.get("skew"),
-        "hotspots": health.get("hotspots") or [],
-        "hotspot_detail": health.get("hotspot_detail") or [],
-        "compression": stored_api_fields(health.get("compression")),
-        "runway": health.get("runway"),
-        "findings": [with_fix(f) for f in health.get("findings") or []],
-        "skew_bytes": health.get("skew_bytes"),
-    }
-
-
-def with_fix(finding: dict) -> dict:
-    """A stored finding with its `fix` (null in health stored before findings had one,
-    until the table's next analysis, at most a day later)."""
-    return finding if "fix" in finding else {**finding, "fix": None}
 
 
 def worst_findings(tables, limit: int) -> list[dict]:

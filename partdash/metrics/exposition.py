@@ -18,8 +18,8 @@ from prometheus_client.core import GaugeMetricFamily
 
 from partdash.alerts.listing import alerts_as_shown
 from partdash.alerts.models import Alert, RuleName, Severity
-from partdash.api.serializers import health_fields
 from partdash.metrics.models import Partition, PartitionedTable, ServerSnapshot
+from partdash.metrics.readings import health_fields
 from partdash.servers.choices import ServerStatus
 from partdash.servers.models import Server
 

@@ -10,7 +10,7 @@ from django.utils import timezone
 
 from partdash.collector.catalogue import Shortfall, source_states
 from partdash.collector.dialects import dialect_for
-from partdash.health.compression import api_fields, partition_compression
+from partdash.health.compression import api_fields, partition_compression, stored_api_fields
 from partdash.health.hotspots import find_hotspots
 from partdash.health.partitions import PartitionState
 from partdash.metrics.analysis import activity_of, window_sums, with_window_compression
@@ -78,3 +78,24 @@ def partition_figures(
 
 def latest_snapshot(server_id: int) -> ServerSnapshot | None:
     return ServerSnapshot.objects.filter(server_id=server_id).order_by("-taken_at").first()
+
+
+def health_fields(health: dict | None) -> dict:
+    """A table's stored health as the API shows it (lists default to empty): one place
+    for the serializer, the fast tables list and /metrics."""
+    health = health or {}
+    return {
+        "skew": health.get("skew"),
+        "hotspots": health.get("hotspots") or [],
+        "hotspot_detail": health.get("hotspot_detail") or [],
+        "compression": stored_api_fields(health.get("compression")),
+        "runway": health.get("runway"),
+        "findings": [with_fix(f) for f in health.get("findings") or []],
+        "skew_bytes": health.get("skew_bytes"),
+    }
+
+
+def with_fix(finding: dict) -> dict:
+    """A stored finding with its `fix` (null in health stored before findings had one,
+    until the table's next analysis, at most a day later)."""
+    return finding if "fix" in finding else {**finding, "fix": None}
