@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from django.conf import settings
-from django.db import connection, transaction
+from django.db import transaction
 from django.db.models import Count, Max, Q
 from django.utils import timezone
 
@@ -27,6 +27,7 @@ from partdash.alerts.models import Alert, AlertRule, RuleName, Silence, Transiti
 from partdash.alerts.rules import catalogue
 from partdash.health.alert_rules import Override, SilenceScope, rule_in_force, silenced_keys
 from partdash.health.alerting import AlertState, Condition, Key, Outcome, evaluate
+from partdash.lib.bulk import update_each
 from partdash.metrics.models import PartitionedTable, ServerSnapshot
 from partdash.servers.models import Server
 
@@ -353,22 +354,9 @@ UPDATED = (
 
 
 def _update_alerts(alerts: list[Alert], now: datetime) -> None:
-    """One UPDATE statement run per alert (Django's bulk_update builds a CASE per column,
-    slower than the rest of the evaluation for a storm of 500)."""
-    if not alerts:
-        return
     for alert in alerts:
         alert.updated_at = now
-    quote = connection.ops.quote_name
-    fields = [Alert._meta.get_field(name) for name in UPDATED]
-    assignments = ", ".join(f"{quote(f.column)} = %s" for f in fields)
-    sql = f"UPDATE {quote(Alert._meta.db_table)} SET {assignments} WHERE id = %s"
-    rows = [
-        [f.get_db_prep_save(getattr(a, f.attname), connection) for f in fields] + [a.pk]
-        for a in alerts
-    ]
-    with connection.cursor() as cursor:
-        cursor.executemany(sql, rows)
+    update_each(Alert, alerts, UPDATED)
 
 
 def _ensure_ids(server: Server, alerts: dict[Key, Alert]) -> None:

@@ -35,6 +35,7 @@ from partdash.health.pressure import (
 )
 from partdash.health.runway import table_runway
 from partdash.health.skew import judge_skew
+from partdash.lib.bulk import update_each
 from partdash.metrics.models import Partition, PartitionedTable, ServerSnapshot, aware
 
 STATE_FIELDS = tuple(f.name for f in fields(PartitionState))  # its constructor's order
@@ -273,17 +274,7 @@ def _total(states: list[PartitionState], field: str) -> int | None:
 
 
 def _write_results(tables: list[PartitionedTable]) -> None:
-    """One UPDATE per table, through each field's own conversion to the database."""
-    quote = connection.ops.quote_name
-    fields = [PartitionedTable._meta.get_field(name) for name in RESULT_FIELDS]
-    assignments = ", ".join(f"{quote(f.column)} = %s" for f in fields)
-    sql = f"UPDATE {quote(PartitionedTable._meta.db_table)} SET {assignments} WHERE id = %s"
-    rows = [
-        [f.get_db_prep_save(getattr(t, f.attname), connection) for f in fields] + [t.pk]
-        for t in tables
-    ]
-    with connection.cursor() as cursor:
-        cursor.executemany(sql, rows)
+    update_each(PartitionedTable, tables, RESULT_FIELDS)
 
 
 def _analyse(tables: list[PartitionedTable], now: datetime, variables: dict) -> None:
