@@ -37,7 +37,7 @@ def polls_queued(queue) -> list[int]:
     return [json.loads(base64.b64decode(body))[0][0] for body in bodies]
 
 
-@pytest.mark.django_db(transaction=True, serialized_rollback=True)
+@pytest.mark.django_db(transaction=True)  # roles a flush removed come back in user_in
 def test_twenty_concurrent_poll_now_requests_queue_one_poll(operator, queue, settings):
     settings.PARTDASH_POLL_NOW_DEBOUNCE_SECONDS = 5
     server = rows.server("db1", enabled=True, port=9)
