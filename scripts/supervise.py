@@ -1,6 +1,7 @@
 """`make up`'s foreground part: run Redis (when none answers), the demo step, a Celery
-worker, Celery beat and gunicorn; say which process died and why; on Ctrl-C stop them all,
-in order, within 10 s, and exit 0.
+worker, Celery beat and gunicorn; restart a worker or beat that dies, with backoff, saying
+why; stop everything when the web server or Redis dies, or when a worker or beat keeps
+dying at start-up; on Ctrl-C stop them all, in order, within 10 s, and exit 0.
 
 scripts/up.sh sets everything up, then runs this with the virtualenv's Python.
 
@@ -37,6 +38,15 @@ WEB_GRACE = 4.0  # gunicorn gets --graceful-timeout 3
 BEAT_GRACE = 3.0
 REDIS_GRACE = 2.0
 
+# A worker or beat that dies is started again after BACKOFF_FIRST seconds, doubled for each
+# death in a row up to BACKOFF_CAP. A run that lasts STABLE seconds ends the row; a row of
+# GIVE_UP deaths, each within STABLE seconds of its start, stops everything (a process
+# that cannot start, such as a missing module, is reported rather than retried forever).
+BACKOFF_FIRST = 1.0
+BACKOFF_CAP = 60.0
+STABLE = 60.0
+GIVE_UP = 5
+
 
 def say(message: str) -> None:
     with contextlib.suppress(OSError):  # the terminal may be gone (SIGHUP)
@@ -59,9 +69,9 @@ class Died(Exception):
 class Supervisor:
     """Stop requests arrive as signals and are noticed between ticks."""
 
-    def __init__(self) -> None:
+    def __init__(self, handle_signals: bool = True) -> None:
         self.stop_requested = False
-        for number in STOP_SIGNALS:
+        for number in STOP_SIGNALS if handle_signals else ():
             signal.signal(number, self._request_stop)
 
     def _request_stop(self, number: int, frame: object) -> None:
@@ -88,15 +98,23 @@ def _die_with_parent() -> None:
 class Process:
     """One supervised process: its command, its log, how long it may take to stop."""
 
-    def __init__(self, name: str, argv: list[str], log_dir: Path, grace: float) -> None:
+    def __init__(
+        self, name: str, argv: list[str], log_dir: Path, grace: float, restart: bool = False
+    ) -> None:
         self.name = name
         self.argv = argv
         self.log = log_dir / f"{name}.log"
         self.grace = grace
+        self.restart = restart  # started again when it dies (with backoff), else fatal
         self.popen: subprocess.Popen | None = None
         self.log_offset = 0
+        self.started_at = 0.0
+        self.deaths = 0  # in a row, each soon after its start
+        self.restart_at: float | None = None  # while waiting to be started again
 
     def start(self) -> "Process":
+        self.restart_at = None
+        self.started_at = time.monotonic()
         self.log_offset = self.log.stat().st_size if self.log.exists() else 0
         with self.log.open("ab") as log:
             self.popen = subprocess.Popen(
@@ -134,28 +152,69 @@ class Process:
         with contextlib.suppress(subprocess.TimeoutExpired):
             self.popen.wait(timeout=2)
 
+    def output(self) -> str:
+        """What this run wrote to its log."""
+        with self.log.open("rb") as log:
+            log.seek(self.log_offset)
+            return log.read().decode(errors="replace")
+
     def reason(self) -> str:
         """Why it died, from what this run wrote to its log."""
         try:
-            with self.log.open("rb") as log:
-                log.seek(self.log_offset)
-                return reason(log.read().decode(errors="replace"))
+            return reason(self.output())
         except OSError as failure:
             return f"its log cannot be read ({failure.strerror})"
 
-    def describe_exit(self) -> str:
+    def exited(self) -> str:
+        """ "worker exited (status 1)", "worker exited (status -9: killed)"."""
         status = self.status()
         if status is not None and status < 0:
-            how = f"was killed by {signal.Signals(-status).name}"
-        else:
-            how = f"exited (status {status})"
-        return f"{self.name} {how}: {self.reason()}; see {shown(self.log)}"
+            name = signal.strsignal(-status) or signal.Signals(-status).name
+            return f"{self.name} exited (status {status}: {name.lower()})"
+        return f"{self.name} exited (status {status})"
+
+    def describe_exit(self) -> str:
+        return f"{self.exited()}: {self.reason()}; see {shown(self.log)}"
+
+    def describe_restart(self, delay: float) -> str:
+        """Why it is started again: the exception of its last traceback when there is one
+        (a SIGKILL leaves none, and the last line of its log would be no reason)."""
+        try:
+            exception = traceback_exception(self.output())
+        except OSError:
+            exception = None
+        why = f": {exception}" if exception else ""
+        return f"{self.exited()}{why}; restarting in {delay:g} s; see {shown(self.log)}"
+
+    def tend(self, now: float) -> str | None:
+        """Start it again when its backoff has passed; when it has just died, schedule
+        that and say so (the message), or raise Died when it is not to be restarted or
+        keeps dying at start-up."""
+        if self.restart_at is not None:
+            if now >= self.restart_at:
+                self.start()
+            return None
+        if self.status() is None:
+            if self.deaths and now - self.started_at >= STABLE:
+                self.deaths = 0
+            return None
+        if not self.restart:
+            raise Died(self.describe_exit())
+        self.deaths = self.deaths + 1 if now - self.started_at < STABLE else 1
+        if self.deaths >= GIVE_UP:
+            say(f"{self.name} died {self.deaths} times in a row at start-up: giving up")
+            raise Died(self.describe_exit())
+        delay = min(BACKOFF_CAP, BACKOFF_FIRST * 2 ** (self.deaths - 1))
+        message = self.describe_restart(delay)
+        self.kill_group()  # a killed worker's pool children
+        self.restart_at = now + delay
+        return message
 
 
-def reason(output: str) -> str:
+def traceback_exception(output: str) -> str | None:
     """The exception the last traceback in `output` ends with ("ModuleNotFoundError: No
-    module named 'packaging'"), else the last line: gunicorn, for one, logs a worker's
-    traceback and then more lines of its own."""
+    module named 'packaging'"), if any: gunicorn, for one, logs a worker's traceback and
+    then more lines of its own."""
     lines = output.splitlines()
     tracebacks = [i for i, line in enumerate(lines) if line.startswith("Traceback (most recent")]
     if tracebacks:
@@ -163,7 +222,15 @@ def reason(output: str) -> str:
         for line in lines[tracebacks[-1] + 1 :]:
             if line.strip() and not line[0].isspace():
                 return line.strip()
-    last = [line.strip() for line in lines if line.strip()]
+    return None
+
+
+def reason(output: str) -> str:
+    """The exception of the last traceback in `output`, else its last line."""
+    exception = traceback_exception(output)
+    if exception:
+        return exception
+    last = [line.strip() for line in output.splitlines() if line.strip()]
     return last[-1] if last else "it wrote nothing"
 
 
@@ -257,8 +324,8 @@ class MakeUp:
         self.redis: Process | None = None
         self.services: list[Process] = []  # worker, beat, web
 
-    def process(self, name: str, argv: list[str], grace: float) -> Process:
-        return Process(name, argv, self.log_dir, grace)
+    def process(self, name: str, argv: list[str], grace: float, restart: bool = False) -> Process:
+        return Process(name, argv, self.log_dir, grace, restart)
 
     def run(self) -> int:
         """Start everything, then watch; the status `make up` exits with."""
@@ -330,8 +397,8 @@ class MakeUp:
         web += ["--access-logfile", "-", "--error-logfile", "-"]
         web += ["--no-control-socket"]  # one per user in ~/.gunicorn: two instances would clash
         self.services = [
-            self.process("worker", [*celery, *worker], WORKER_GRACE),
-            self.process("beat", [*celery, *beat], BEAT_GRACE),
+            self.process("worker", [*celery, *worker], WORKER_GRACE, restart=True),
+            self.process("beat", [*celery, *beat], BEAT_GRACE, restart=True),
             self.process("web", web, WEB_GRACE),
         ]
         for service in self.services:
@@ -347,9 +414,13 @@ class MakeUp:
         return [*self.services, *([self.redis] if self.redis else [])]
 
     def check_alive(self) -> None:
+        """Restart a worker or beat that died (after its backoff), saying why; raise Died
+        when another process died, or one keeps dying at start-up."""
+        now = time.monotonic()
         for process in self.supervised():
-            if process.status() is not None:
-                raise Died(process.describe_exit())
+            message = process.tend(now)
+            if message:
+                say(message)
 
     def wait_for(self, condition, what: str, timeout: float = 60) -> None:
         deadline = time.monotonic() + timeout

@@ -1,0 +1,112 @@
+"""scripts/supervise.py's restart logic on tiny commands, without the whole `make up`."""
+
+import argparse
+import importlib.util
+import os
+import signal
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+@pytest.fixture
+def supervise(monkeypatch):
+    spec = importlib.util.spec_from_file_location("supervise", ROOT / "scripts" / "supervise.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    monkeypatch.setattr(module, "BACKOFF_FIRST", 0.2)
+    monkeypatch.setattr(module, "BACKOFF_CAP", 0.4)
+    monkeypatch.setattr(module, "STABLE", 3.0)
+    return module
+
+
+def make_up(supervise, tmp_path, **processes):
+    (tmp_path / "log").mkdir()
+    options = argparse.Namespace(var=str(tmp_path))
+    up = supervise.MakeUp(options, supervise.Supervisor(handle_signals=False))
+    up.services = [
+        up.process(name, [sys.executable, "-c", code], 1.0, restart=restart)
+        for name, (code, restart) in processes.items()
+    ]
+    for process in up.services:
+        process.start()
+    return up
+
+
+def watch_for(up, seconds):
+    """Watch like `make up` does for a while; the exception that ended it, if any."""
+    deadline = time.monotonic() + seconds
+    try:
+        while time.monotonic() < deadline:
+            up.check_alive()
+            up.supervisor.sleep(0.05)
+    except Exception as ended:
+        return ended
+    return None
+
+
+SLEEPS = "import time; time.sleep(60)"
+FAILS = "import packaging_missing_here"
+
+
+def test_a_killed_worker_is_restarted_with_the_reason_and_the_web_server_kept(
+    supervise, tmp_path, capsys
+):
+    up = make_up(supervise, tmp_path, worker=(SLEEPS, True), web=(SLEEPS, False))
+    worker, web = up.services
+    try:
+        first = worker.pid
+        os.kill(first, signal.SIGKILL)
+        assert watch_for(up, 1.5) is None
+        assert worker.status() is None and worker.pid != first
+        assert web.status() is None
+        out = capsys.readouterr().out
+        assert "worker exited (status -9: killed); restarting in 0.2 s; see " in out
+        # A second death soon after: twice the wait.
+        os.kill(worker.pid, signal.SIGKILL)
+        assert watch_for(up, 1.5) is None
+        assert "restarting in 0.4 s" in capsys.readouterr().out
+        # Up for STABLE seconds: the next death waits the first delay again.
+        assert watch_for(up, 3.2) is None
+        os.kill(worker.pid, signal.SIGKILL)
+        assert watch_for(up, 1.0) is None
+        assert "restarting in 0.2 s" in capsys.readouterr().out
+        assert worker.status() is None
+    finally:
+        up.stop()
+    assert worker.status() is not None and web.status() is not None
+
+
+def test_the_web_server_dying_stops_everything_as_before(supervise, tmp_path):
+    up = make_up(supervise, tmp_path, worker=(SLEEPS, True), web=(SLEEPS, False))
+    try:
+        os.kill(up.services[1].pid, signal.SIGKILL)
+        died = watch_for(up, 2)
+    finally:
+        up.stop()
+    assert isinstance(died, supervise.Died)
+    assert str(died).startswith("web exited (status -9: killed): ")
+
+
+def test_a_worker_that_keeps_dying_at_start_up_is_reported_and_given_up(
+    supervise, tmp_path, capsys
+):
+    up = make_up(supervise, tmp_path, worker=(FAILS, True), web=(SLEEPS, False))
+    try:
+        died = watch_for(up, 20)
+    finally:
+        up.stop()
+    out = capsys.readouterr().out
+    reason = "ModuleNotFoundError: No module named 'packaging_missing_here'"
+    # Each death says why, then the last stops everything with the message of old.
+    assert out.count(f"worker exited (status 1): {reason}; restarting in ") == (
+        supervise.GIVE_UP - 1
+    )
+    assert isinstance(died, supervise.Died)
+    log = tmp_path / "log" / "worker.log"
+    assert str(died) == f"worker exited (status 1): {reason}; see {log}"
+    assert up.services[1].status() is not None
