@@ -22,10 +22,18 @@ from partdash.servers.models import Server
 log = logging.getLogger(__name__)
 
 
+SOFT_LIMIT_MARGIN = 2  # seconds past the connect timeout before the soft limit fires
+
+
 def time_limits(poll_interval: int) -> tuple[int, int]:
-    """(soft, hard) seconds for one poll: below the interval, so polls cannot pile up."""
+    """(soft, hard) seconds for one poll. The hard limit is 90% of the interval (at most
+    PARTDASH_POLL_TIME_LIMIT, at least 5 s), so polls cannot pile up. The soft limit is
+    5 s before it, but never below the connect timeout plus a margin while the hard limit
+    leaves room (then one second before the hard limit): an unreachable server fails with
+    the connect timeout's own message, not as a poll that ran out of time."""
     hard = max(5, min(settings.PARTDASH_POLL_TIME_LIMIT, int(poll_interval * 0.9)))
-    return max(3, hard - 5), hard
+    soft = max(hard - 5, settings.PARTDASH_CONNECT_TIMEOUT + SOFT_LIMIT_MARGIN)
+    return max(1, min(soft, hard - 1)), hard
 
 
 class PollRequest(enum.Enum):
@@ -135,14 +143,20 @@ def _redis(url: str) -> redis.Redis:
     return redis.Redis.from_url(url, socket_timeout=5, socket_connect_timeout=5)
 
 
+def _lock_key(server_id: int) -> str:
+    return f"partdash:poll:{server_id}"
+
+
 @contextmanager
-def poll_lock(server_id: int, timeout: int):
+def poll_lock(server_id: int, timeout: int, token: str | None = None):
     """Yield True if this process holds the server's poll lock, False if another does.
-    The lock expires after `timeout` seconds, so a crashed worker cannot hold it forever."""
+    The lock expires after `timeout` seconds, so a crashed worker cannot hold it forever.
+    Its value is `token` (the poll task's id), so `release_lost_lock` frees exactly the
+    lock of a poll whose worker died."""
     lock = _redis(settings.PARTDASH_REDIS_URL).lock(
-        f"partdash:poll:{server_id}", timeout=timeout, blocking=False
+        _lock_key(server_id), timeout=timeout, blocking=False
     )
-    acquired = lock.acquire()
+    acquired = lock.acquire(token=token) if token else lock.acquire()
     try:
         yield acquired
     finally:
@@ -151,3 +165,21 @@ def poll_lock(server_id: int, timeout: int):
                 lock.release()
             except redis.exceptions.LockError:
                 log.warning("poll lock of server %s expired before the poll ended", server_id)
+
+
+def release_lost_lock(server_id: int, token: str) -> bool:
+    """Delete the server's poll lock if the poll holding it is the one `token` names (its
+    worker died, so nothing else will). True when it was released."""
+    key = _lock_key(server_id)
+    client = _redis(settings.PARTDASH_REDIS_URL)
+    with client.pipeline() as pipe:
+        try:
+            pipe.watch(key)
+            if pipe.get(key) != token.encode():
+                return False
+            pipe.multi()
+            pipe.delete(key)
+            pipe.execute()
+        except redis.exceptions.WatchError:
+            return False  # the lock changed hands meanwhile: it is not the lost poll's
+    return True

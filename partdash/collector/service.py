@@ -10,6 +10,7 @@ same whichever way it was started.
 
 import gc
 import logging
+import threading
 import time
 import uuid
 from contextlib import contextmanager, suppress
@@ -151,6 +152,19 @@ def cyclic_gc_paused():
             gc.enable()
 
 
+_stage = threading.local()
+
+
+def set_stage(doing: str) -> None:
+    """Say what the poll in this thread is doing now, for a time limit's message."""
+    _stage.doing = doing
+
+
+def current_stage() -> str:
+    """What the poll in this thread was doing ("connecting to HOST:PORT", ...)."""
+    return getattr(_stage, "doing", "starting")
+
+
 def poll_server(server: Server, poll_id: str | None = None) -> PollReport:
     """Poll one server now. Never raises for a server-side problem: the report and the
     server's status say what went wrong."""
@@ -199,8 +213,11 @@ def _poll(server: Server, poll_id: str | None) -> PollReport:
     started = time.monotonic()
     poll_id = poll_id or uuid.uuid4().hex
     try:
+        set_stage("reading the previous poll")
         previous = previous_poll(server)
+        set_stage(f"connecting to {server.host}:{server.port}")
         with open_session(target_for(server)) as session:
+            set_stage("reading the statistics")
             collection = collect(
                 session, known_signatures(server), previous.stats_since, previous.hidden
             )
@@ -211,6 +228,7 @@ def _poll(server: Server, poll_id: str | None) -> PollReport:
         server.record_tls(getattr(failure, "tls_offered", None))
         return PollReport(server=server.name, ok=False, error=message)
     server.record_tls(session.tls_offered)
+    set_stage("storing and analysing the snapshot")
     result, evaluation_failed = _store_analyse_evaluate(
         server, collection, poll_id, time.monotonic() - started
     )

@@ -2,14 +2,22 @@
 
 import logging
 
+from billiard.exceptions import WorkerLostError
 from celery import shared_task
 from celery.exceptions import SoftTimeLimitExceeded
+from celery.signals import task_failure
 
 from partdash.collector import scheduling
-from partdash.collector.service import poll_server, record_failure
+from partdash.collector.service import current_stage, poll_server, record_failure
 from partdash.servers.models import Server
 
 log = logging.getLogger(__name__)
+
+POLL_TASK = "partdash.collector.tasks.poll_server"
+WORKER_LOST = (
+    "the worker running this poll was lost (killed, SIGKILL or out of memory); "
+    "the next poll runs on schedule"
+)
 
 
 @shared_task(name="partdash.collector.tasks.dispatch_due_polls", ignore_result=True)
@@ -18,21 +26,41 @@ def dispatch_due_polls() -> int:
     return scheduling.dispatch_due()
 
 
-@shared_task(name="partdash.collector.tasks.poll_server", bind=True, ignore_result=True)
+def time_limit_message(soft: int) -> str:
+    """Which limit fired, and what the poll was doing when it did."""
+    return f"poll stopped at its soft time limit of {soft} s while {current_stage()}"
+
+
+@shared_task(name=POLL_TASK, bind=True, ignore_result=True)
 def poll_server_task(self, server_id: int) -> str:
     """Poll one server unless it is disabled, gone, or already being polled."""
     server = Server.objects.filter(pk=server_id, enabled=True).first()
     if server is None:
         return "skipped: server disabled or deleted"
-    _, hard = scheduling.time_limits(server.poll_interval)
-    with scheduling.poll_lock(server_id, timeout=hard + 5) as acquired:
+    soft, hard = scheduling.time_limits(server.poll_interval)
+    with scheduling.poll_lock(server_id, timeout=hard + 5, token=self.request.id) as acquired:
         if not acquired:
             log.info("poll of %s skipped: another poll is running", server.name)
             return "skipped: already polling"
         try:
             return poll_server(server, poll_id=self.request.id).summary
         except SoftTimeLimitExceeded:
-            message = f"poll exceeded its time limit of {hard}s"
+            message = time_limit_message(soft)
             record_failure(server, message)
             log.error("%s: %s", server.name, message)
             return message
+
+
+@task_failure.connect
+def poll_worker_lost(sender=None, task_id=None, exception=None, args=None, **kwargs) -> None:
+    """A poll's worker child died (SIGKILL, out of memory): the worker's main process
+    releases the server's poll lock, which the dead child held, and records why."""
+    if getattr(sender, "name", None) != POLL_TASK or not isinstance(exception, WorkerLostError):
+        return
+    server_id = (args or [None])[0]
+    server = Server.objects.filter(pk=server_id).first()
+    if server is None or task_id is None:
+        return
+    released = scheduling.release_lost_lock(server_id, task_id)
+    log.error("%s: %s (lock released: %s)", server.name, WORKER_LOST, released)
+    record_failure(server, WORKER_LOST)
