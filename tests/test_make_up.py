@@ -1,7 +1,8 @@
 """`make up` as a new user meets it: in a fresh clone, with a virtualenv built from
 requirements.txt alone, everything starts and stays up, the Celery worker polls the demo
-server, a Ctrl-C at the terminal stops every process within 10 s with status 0, a second
-run reuses what exists, a process that dies is named with its reason, and var/ is private.
+server, a killed worker is started again and polls, a Ctrl-C at the terminal stops every
+process within 10 s with status 0, a second run reuses what exists, a process that keeps
+dying is named with its reason, and var/ is private.
 
 The clone is of HEAD: commit before running these tests, uncommitted changes are not in it.
 """
@@ -194,6 +195,21 @@ def started_for(var_dir: Path) -> list[str]:
     return found
 
 
+def is_worker_main(process: psutil.Process) -> bool:
+    """The Celery worker's main process, not one of its pool's children."""
+    try:
+        command = " ".join(process.cmdline())
+        parent = process.parent()
+        return (
+            "celery" in command
+            and " worker " in f"{command} "
+            and parent is not None
+            and ("supervise.py" in " ".join(parent.cmdline()))
+        )
+    except psutil.NoSuchProcess:
+        return False
+
+
 def open_to_others(var_dir: Path) -> list[str]:
     """Everything under var_dir (itself included) that group or others may access, but for
     the static files: public, served to anyone (Django's storage makes them 0644)."""
@@ -243,6 +259,24 @@ def test_make_up_from_a_fresh_clone_runs_polls_and_stops_on_ctrl_c(clone, tmp_pa
         assert alive(children) == children, up.output()[-3000:]
         assert polled_demo(up, token)["status"] in ("ok", "degraded")
         assert open_to_others(var) == []  # with the database's -wal and -shm open
+
+        # The worker's main process killed: make up starts it again, the web stays up,
+        # and the new worker polls.
+        worker = [p for p in up.descendants() if is_worker_main(p)]
+        assert len(worker) == 1, [p.cmdline() for p in up.descendants()]
+        web = [p for p in children if "gunicorn" in " ".join(p.cmdline())]
+        polls = len(WORKER_POLLED_DEMO.findall(up.log("worker")))
+        worker[0].send_signal(signal.SIGKILL)
+        restarting = "worker exited (status -9: killed); restarting in 1 s; see "
+        wait_until(lambda: restarting in up.output(), 10, "the restart message", up.output)
+        wait_until(
+            lambda: len(WORKER_POLLED_DEMO.findall(up.log("worker"))) > polls,
+            120,
+            "the restarted worker's poll",
+            up.output,
+        )
+        assert up.process.poll() is None and alive(web) == web, up.output()[-3000:]
+        children = up.descendants()
 
         status, seconds = up.ctrl_c()
     finally:
