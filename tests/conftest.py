@@ -12,6 +12,7 @@ import pytest
 from django.conf import settings
 from rest_framework.test import APIClient
 
+from tests.pgstore import database_url
 from tests.services import MariaDB, MariaDBFactory, RedisServer, log_tail
 from tests.sql import new_schema_on
 
@@ -94,7 +95,7 @@ class CeleryProcesses:
             **os.environ,
             "DJANGO_SETTINGS_MODULE": "tests.settings",
             "DEBUG": "1",
-            "DATABASE_URL": f"sqlite:///{database}",
+            "DATABASE_URL": database_url(database),  # SQLite or PostgreSQL (tests/pgstore.py)
             "CELERY_BROKER_URL": broker_url,
             "PARTDASH_REDIS_URL": broker_url,
             "PARTDASH_DISPATCH_SECONDS": "1",

@@ -1,5 +1,7 @@
 """Test settings: partdash's own settings with a private var/ directory and a file-backed
-SQLite test database, so a real Celery worker in another process sees the same data."""
+SQLite test database, so a real Celery worker in another process sees the same data.
+With PARTDASH_TEST_STORE=postgres, the PostgreSQL at PARTDASH_TEST_POSTGRES instead
+(`scripts/test.sh` runs the store-facing tests on both; see tests/pgstore.py)."""
 
 import os
 from pathlib import Path
@@ -8,7 +10,13 @@ TEST_VAR = Path(__file__).resolve().parent.parent / "var" / "test"
 TEST_VAR.mkdir(parents=True, exist_ok=True)
 os.environ.setdefault("DEBUG", "1")
 os.environ["PARTDASH_VAR_DIR"] = str(TEST_VAR)
-os.environ.setdefault("DATABASE_URL", f"sqlite:///{TEST_VAR / 'partdash.sqlite3'}")
+if os.environ.get("PARTDASH_TEST_STORE", "sqlite") == "postgres":
+    default_store = os.environ.get(
+        "PARTDASH_TEST_POSTGRES", "postgres://postgres@127.0.0.1:5432/postgres"
+    )
+else:
+    default_store = f"sqlite:///{TEST_VAR / 'partdash.sqlite3'}"
+os.environ.setdefault("DATABASE_URL", default_store)
 # Fuzzing and the matrix send thousands of requests as one user; the throttling tests set
 # their own rates (tests/accounts/test_throttling.py).
 for scope in ("ANON", "USER", "TOKEN"):
@@ -17,8 +25,11 @@ for scope in ("ANON", "USER", "TOKEN"):
 from partdash.settings import *  # noqa: E402,F403
 from partdash.settings import DATABASES  # noqa: E402
 
-# One file per test process, so concurrent test runs never share a database.
-DATABASES["default"]["TEST"] = {"NAME": str(TEST_VAR / f"test-{os.getpid()}.sqlite3")}
+# One database per test process, so concurrent test runs never share one.
+if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
+    DATABASES["default"]["TEST"] = {"NAME": str(TEST_VAR / f"test-{os.getpid()}.sqlite3")}
+else:
+    DATABASES["default"]["TEST"] = {"NAME": f"test_partdash_{os.getpid()}"}
 PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
 # Tests reuse server ids within seconds of each other: no "Poll now" debounce, except
 # where a test turns it on (tests/api/test_poll_now.py).

@@ -1,0 +1,62 @@
+"""PostgreSQL as the metadata store in the tests.
+
+`scripts/test.sh` runs the suite twice: on SQLite (every test), then with
+`PARTDASH_TEST_STORE=postgres -p tests.pgstore` on PostgreSQL (the store-facing tests:
+those that use the Django test database). `tests/settings.py` picks the store; this
+module, loaded as a pytest plugin, keeps the second pass to the store-facing tests, and
+gives the URL that worker processes spawned by a test use to reach the same database.
+"""
+
+import os
+from urllib.parse import quote
+
+import pytest
+
+STORE = os.environ.get("PARTDASH_TEST_STORE", "sqlite")
+POSTGRES_URL = os.environ.get(
+    "PARTDASH_TEST_POSTGRES", "postgres://postgres@127.0.0.1:5432/postgres"
+)
+
+DB_FIXTURES = frozenset({"db", "transactional_db", "django_db_reset_sequences", "live_server"})
+"""A test using one of these reads or writes the test database: it is store-facing."""
+
+NOT_STORE_FACING = ("browser",)
+"""Markers of tests that are about something else (Chromium) and run on SQLite only."""
+
+
+def uses_store(item: pytest.Item) -> bool:
+    if any(item.get_closest_marker(name) for name in NOT_STORE_FACING):
+        return False
+    fixtures = set(getattr(item, "fixturenames", ()))
+    return bool(fixtures & DB_FIXTURES) or item.get_closest_marker("django_db") is not None
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """On PostgreSQL, run the store-facing tests only; the rest ran in the SQLite pass."""
+    if STORE != "postgres":
+        return
+    kept, deselected = [], []
+    for item in items:
+        (kept if uses_store(item) else deselected).append(item)
+    if deselected:
+        config.hook.pytest_deselected(items=deselected)
+        items[:] = kept
+
+
+def pytest_report_header(config: pytest.Config) -> str:
+    return f"metadata store: {STORE}" + (f" ({POSTGRES_URL})" if STORE == "postgres" else "")
+
+
+def database_url(name: str) -> str:
+    """DATABASE_URL for another process to reach the test database `name` (its NAME in
+    settings once pytest-django has created it), on whichever store this run uses."""
+    from django.conf import settings
+
+    store = settings.DATABASES["default"]
+    if store["ENGINE"] == "django.db.backends.sqlite3":
+        return f"sqlite:///{name}"
+    user = quote(store.get("USER") or "", safe="")
+    password = quote(store.get("PASSWORD") or "", safe="")
+    credentials = f"{user}:{password}@" if password else f"{user}@" if user else ""
+    host, port = store.get("HOST") or "127.0.0.1", store.get("PORT") or 5432
+    return f"postgres://{credentials}{host}:{port}/{quote(name, safe='')}"
