@@ -68,3 +68,53 @@ except Exception:
     sys.exit(1)
 PYEOF
 }
+
+# postgres_bindir: where Debian's PostgreSQL server binaries are (the newest version), if any.
+postgres_bindir() {
+  local dir
+  dir=$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -n 1)
+  [ -n "$dir" ] && [ -x "$dir/initdb" ] && echo "$dir"
+}
+
+# ensure_postgres_for_tests: export PARTDASH_TEST_POSTGRES, the PostgreSQL the store-facing
+# tests run on: the one at 127.0.0.1:5432 when it answers, else a private one (initdb
+# into a temporary directory, trust authentication, 127.0.0.1 and a free port only, as
+# the `postgres` user since initdb refuses root) that stop_private_postgres stops.
+PRIVATE_PGDATA=""
+ensure_postgres_for_tests() {
+  [ -n "$(postgres_bindir)" ] && command -v pg_isready >/dev/null 2>&1 \
+    || ensure_packages /nonexistent/postgresql postgresql
+  if pg_isready -q -h 127.0.0.1 -p 5432 -t 3; then
+    export PARTDASH_TEST_POSTGRES=postgres://postgres@127.0.0.1:5432/postgres
+    return 0
+  fi
+  local bin port owner
+  bin=$(postgres_bindir)
+  port=$("$PY" -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+  owner=$(id -un)
+  [ "$(id -u)" = 0 ] && owner=postgres
+  PRIVATE_PGDATA=$(mktemp -d /tmp/partdash-test-pg.XXXXXX)
+  chown "$owner" "$PRIVATE_PGDATA"
+  say "starting a private PostgreSQL on 127.0.0.1:$port (none answers at 127.0.0.1:5432)"
+  as_user "$owner" "$bin/initdb" -D "$PRIVATE_PGDATA/data" -U postgres -A trust --no-sync >/dev/null
+  as_user "$owner" "$bin/pg_ctl" -D "$PRIVATE_PGDATA/data" -l "$PRIVATE_PGDATA/log" -w -t 60 \
+    -o "-c listen_addresses=127.0.0.1 -p $port -k $PRIVATE_PGDATA -c fsync=off" start >/dev/null \
+    || die "the private PostgreSQL did not start: $(tail -n 20 "$PRIVATE_PGDATA/log")"
+  export PARTDASH_TEST_POSTGRES="postgres://postgres@127.0.0.1:$port/postgres"
+}
+
+# stop_private_postgres: stop and remove what ensure_postgres_for_tests started, if anything.
+stop_private_postgres() {
+  [ -n "$PRIVATE_PGDATA" ] || return 0
+  as_user "$(stat -c %U "$PRIVATE_PGDATA")" "$(postgres_bindir)/pg_ctl" \
+    -D "$PRIVATE_PGDATA/data" -m fast -w stop >/dev/null || true
+  rm -rf "$PRIVATE_PGDATA"
+  PRIVATE_PGDATA=""
+}
+
+# as_user USER CMD...: run CMD as USER (this user: directly; root: through runuser).
+as_user() {
+  local user=$1
+  shift
+  if [ "$user" = "$(id -un)" ]; then "$@"; else runuser -u "$user" -- "$@"; fi
+}
