@@ -19,7 +19,7 @@ say "ruff lint and format check; bash -n scripts/*.sh"
 for script in scripts/*.sh; do bash -n "$script"; done
 
 say "validating docker/compose.yml (docker-compose config; no engine runs here)"
-SECRET_KEY=ci PARTDASH_ENCRYPTION_KEYS=ci docker-compose -f docker/compose.yml config -q
+SECRET_KEY=ci PARTDASH_ENCRYPTION_KEYS=ci POSTGRES_PASSWORD=ci docker-compose -f docker/compose.yml config -q
 
 stores=${PARTDASH_TEST_STORES:-sqlite postgres}
 status=0
