@@ -134,7 +134,9 @@ def test_it_reports_a_timeout_when_the_server_never_greets(silent_port, settings
     result = probe(Target("127.0.0.1", silent_port, "root", PASSWORD))
 
     assert result.error_kind == "timeout"
-    assert result.error == f"timed out talking to 127.0.0.1:{silent_port}"
+    assert result.error == (
+        f"timed out talking to 127.0.0.1:{silent_port}: no answer within the connect timeout of 1 s"
+    )
 
 
 def test_it_reports_access_denied_without_showing_the_password(mariadb):

@@ -284,7 +284,10 @@ def test_a_server_that_accepts_and_never_answers_costs_the_connect_timeout(make_
         report = poll_server(server)
 
         elapsed = time.monotonic() - started
-    assert report.error == f"timed out talking to {silent.host}:{silent.port}"
+    assert report.error == (
+        f"timed out talking to {silent.host}:{silent.port}: "
+        "no answer within the connect timeout of 2 s"
+    )
     assert 2 <= elapsed < 4, elapsed
 
 

@@ -269,7 +269,7 @@ def _resolve(target: Target) -> None:
         ) from None
 
 
-def _kind_and_message(exc: Exception, target: Target) -> tuple[str, str]:
+def _kind_and_message(exc: Exception, target: Target, limit: str) -> tuple[str, str]:
     where = target.address
     code = exc.args[0] if exc.args and isinstance(exc.args[0], int) else None
     text = str(exc.args[1]) if len(exc.args) > 1 else str(exc.args[0] if exc.args else exc)
@@ -289,7 +289,9 @@ def _kind_and_message(exc: Exception, target: Target) -> tuple[str, str]:
     if isinstance(cause, ConnectionRefusedError) or "refused" in text.lower():
         return "refused", f"connection refused by {where}"
     if isinstance(cause, TimeoutError | socket.timeout) or "timed out" in text:
-        return "timeout", f"timed out talking to {where}"
+        return "timeout", f"timed out talking to {where}" + (
+            f": no answer within {limit}" * bool(limit)
+        )
     if isinstance(cause, OSError) and cause.errno in (errno.EHOSTUNREACH, errno.ENETUNREACH):
         return "unreachable", f"no route to {where}"
     if code == CR_CONN_HOST_ERROR:
@@ -297,9 +299,12 @@ def _kind_and_message(exc: Exception, target: Target) -> tuple[str, str]:
     return "error", f"{where}: {text}"
 
 
-def classify(exc: Exception, target: Target, tls_offered: bool | None = None) -> ConnectionFailure:
-    """Turn a PyMySQL/socket exception into a one-line, user-facing failure."""
-    kind, message = _kind_and_message(exc, target)
+def classify(
+    exc: Exception, target: Target, tls_offered: bool | None = None, limit: str = ""
+) -> ConnectionFailure:
+    """Turn a PyMySQL/socket exception into a one-line, user-facing failure. `limit` names
+    the timeout that applied ("the read timeout of 30 s"), for a timeout's message."""
+    kind, message = _kind_and_message(exc, target, limit)
     return ConnectionFailure(kind, " ".join(message.split()), tls_offered)
 
 
@@ -348,7 +353,8 @@ def connect(target: Target) -> GuardedConnection:
     try:
         conn.connect()
     except pymysql.MySQLError as exc:
-        raise classify(exc, target, conn.tls_offered) from None
+        limit = f"the connect timeout of {settings.PARTDASH_CONNECT_TIMEOUT} s"
+        raise classify(exc, target, conn.tls_offered, limit) from None
     if target.tls_mode in VERIFYING_MODES and not conn.encrypted:  # PyMySQL refuses first
         conn.close()
         raise ConnectionFailure(
@@ -369,8 +375,9 @@ def open_session(target: Target) -> Iterator[Session]:
             for statement in _session_settings(flavor):
                 cursor.execute(statement)
         yield Session(conn, flavor, version, conn.tls_offered, conn.encrypted)
-    except pymysql.MySQLError as exc:
-        raise classify(exc, target, conn.tls_offered) from None
+    except pymysql.MySQLError as exc:  # a source's lost connection included
+        limit = f"the read timeout of {settings.PARTDASH_READ_TIMEOUT} s"
+        raise classify(exc, target, conn.tls_offered, limit) from None
     finally:
         if conn.open:
             conn.close()

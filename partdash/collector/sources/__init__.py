@@ -1,7 +1,9 @@
 """One module per place partdash reads from; what each reads, needs and the fix are
 declared in `partdash.collector.catalogue`. Each `read()` returns plain tuples or
 dataclasses and raises `SourceUnavailable` when a privilege or setting is missing, so the
-rest of the poll goes on without it."""
+rest of the poll goes on without it. A lost connection is not a source's shortfall: it
+ends the poll (`unavailable` hands the error back), so a poll cut short is never stored
+as if complete."""
 
 import pymysql
 
@@ -20,6 +22,10 @@ from partdash.collector.dialects import Dialect
 # Errors that mean "you may not read this" or "this does not exist here".
 DENIED = {1044, 1142, 1143, 1227}
 MISSING = {1054, 1109, 1146}
+# Errors after which the session is gone: the server shut down (1053) or killed it
+# (1927), and the client's own (2000-2999: timed out, server gone, lost connection).
+SESSION_ENDED = {1053, 1927}
+CLIENT_ERRORS = range(2000, 3000)
 
 
 class SourceUnavailable(Exception):
@@ -39,7 +45,21 @@ class SourceUnavailable(Exception):
         return error_shortfall(self.source, dialect, self.reason)
 
 
-def unavailable(source: Source, exc: pymysql.MySQLError) -> SourceUnavailable:
+def session_lost(exc: pymysql.MySQLError) -> bool:
+    """Whether `exc` ended the session (an `InterfaceError`: used after it closed)."""
+    code = exc.args[0] if exc.args else None
+    return (
+        isinstance(exc, pymysql.err.InterfaceError)
+        or code in SESSION_ENDED
+        or (isinstance(code, int) and code in CLIENT_ERRORS)
+    )
+
+
+def unavailable(source: Source, exc: pymysql.MySQLError) -> Exception:
+    """What to raise for `exc` while reading `source`: a `SourceUnavailable`, or `exc`
+    itself where the session was lost, for `open_session` to fail the poll with."""
+    if session_lost(exc):
+        return exc
     code = exc.args[0] if exc.args else None
     if code in DENIED:
         return SourceUnavailable(source, PRIVILEGE)
