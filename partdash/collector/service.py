@@ -17,12 +17,13 @@ from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
 
 from celery.exceptions import SoftTimeLimitExceeded
-from django.db import DatabaseError, transaction
+from django.db import DatabaseError, OperationalError, transaction
 from django.utils import timezone
 
 from partdash.alerts.service import evaluate_after_failure, evaluate_after_poll
 from partdash.collector.catalogue import HIDDEN, Shortfall
 from partdash.collector.collect import Collection, collect, table_key
+from partdash.lib.commands import store_unavailable
 from partdash.lib.secrets import SecretError
 from partdash.metrics.analysis import analyse_server
 from partdash.metrics.models import PartitionedTable, ServerSnapshot
@@ -174,11 +175,24 @@ def poll_server(server: Server, poll_id: str | None = None) -> PollReport:
         except SoftTimeLimitExceeded:
             raise  # the task records it, naming the limit
         except Exception as exc:  # a bug must not leave the last poll's status standing
-            log.exception("poll of %s failed unexpectedly", server.name)
-            message = one_line(f"poll failed: {type(exc).__name__}: {exc}")
-            with suppress(DatabaseError):  # the metadata store itself may be what failed
-                record_failure(server, message)
+            message = failure_message(server, exc)
+            # The metadata store down or locked: recording the failure in it would wait
+            # for it again (SQLite's 20 s busy timeout a second time), to fail anyway.
+            if not isinstance(exc, OperationalError):
+                with suppress(DatabaseError):  # the store may have failed all the same
+                    record_failure(server, message)
             return PollReport(server=server.name, ok=False, error=message)
+
+
+def failure_message(server: Server, exc: Exception) -> str:
+    """Why a poll failed unexpectedly: the metadata store down or locked (said as such,
+    without a traceback), or a bug (logged with its traceback)."""
+    if isinstance(exc, OperationalError):
+        message = store_unavailable(exc)
+        log.error("poll of %s failed: %s", server.name, message)
+        return message
+    log.exception("poll of %s failed unexpectedly", server.name)
+    return one_line(f"poll failed: {type(exc).__name__}: {exc}")
 
 
 def evaluate_alerts(evaluate, server: Server, *args) -> str | None:

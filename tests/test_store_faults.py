@@ -1,0 +1,127 @@
+"""The metadata store unavailable for a while: a PostgreSQL store stopped, a SQLite store
+locked by another writer. The poll then fails with one clear line and exit status 1, and
+the next poll, once the store is back, succeeds. Polls run as `manage.py poll` in their
+own processes, against a store of the test's own."""
+
+import os
+import sqlite3
+import subprocess
+import sys
+import threading
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import ROOT
+from tests.pgserver import PostgresServer
+
+
+def store_env(database_url: str, var_dir: Path) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if k != "DJANGO_SETTINGS_MODULE"}
+    return env | {
+        "DEBUG": "1",
+        "PARTDASH_VAR_DIR": str(var_dir),
+        "DATABASE_URL": database_url,
+        "CELERY_BROKER_URL": "redis://127.0.0.1:1/0",  # no broker: polls are run by hand
+    }
+
+
+def manage(env: dict[str, str], *args: str, timeout: float = 90) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "manage.py", *args],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
+
+
+def register(env: dict[str, str], mariadb) -> None:
+    assert manage(env, "migrate", "-v0").returncode == 0
+    added = manage(
+        env,
+        "addserver",
+        "db1",
+        "--host",
+        mariadb.host,
+        "--port",
+        str(mariadb.port),
+        "--user",
+        "root",
+    )
+    assert added.returncode == 0, added.stderr
+
+
+def assert_polls(env: dict[str, str]) -> None:
+    polled = manage(env, "poll", "db1")
+    assert polled.returncode == 0, polled.stderr
+    assert polled.stdout.startswith("db1: ") and "partitions seen" in polled.stdout
+
+
+def assert_fails_in_one_line(polled: subprocess.CompletedProcess, cause: str) -> None:
+    """Exit 1; the poll's line says the store is unavailable and why; no traceback."""
+    assert polled.returncode == 1, (polled.stdout, polled.stderr)
+    assert "Traceback" not in polled.stderr, polled.stderr
+    lines = polled.stderr.splitlines()
+    said = [line for line in lines if "metadata store unavailable: " in line and cause in line]
+    assert said, lines
+
+
+@pytest.fixture
+def postgres_store():
+    server = PostgresServer().start()
+    yield server
+    server.close()
+
+
+def test_a_poll_while_the_postgresql_store_is_down_fails_clearly_and_the_next_succeeds(
+    postgres_store, mariadb, tmp_path
+):
+    env = store_env(postgres_store.url(), tmp_path)
+    register(env, mariadb)
+    assert_polls(env)
+
+    postgres_store.stop()
+    down = manage(env, "poll", "db1")
+    assert_fails_in_one_line(down, "Connection refused")
+
+    postgres_store.start()
+    assert_polls(env)
+
+
+def hold_write_lock(database: Path, held: threading.Event, release: threading.Event) -> None:
+    """Another writer: BEGIN IMMEDIATE on the store's file, held until `release` (a
+    minute at most)."""
+    connection = sqlite3.connect(database, isolation_level=None)
+    try:
+        connection.execute("BEGIN IMMEDIATE")
+        held.set()
+        release.wait(60)
+        connection.execute("ROLLBACK")
+    finally:
+        connection.close()
+
+
+def test_a_poll_while_another_writer_locks_the_sqlite_store_fails_clearly_and_the_next_succeeds(
+    mariadb, tmp_path
+):
+    database = tmp_path / "partdash.sqlite3"
+    env = store_env(f"sqlite:///{database}", tmp_path)
+    register(env, mariadb)
+    assert_polls(env)
+
+    held, release = threading.Event(), threading.Event()
+    holder = threading.Thread(target=hold_write_lock, args=(database, held, release), daemon=True)
+    holder.start()
+    assert held.wait(10), "the other writer never got the lock"
+    try:
+        locked = manage(env, "poll", "db1")
+    finally:
+        release.set()
+    assert_fails_in_one_line(locked, "database is locked")
+
+    holder.join(30)
+    assert_polls(env)
+    stored = sqlite3.connect(database).execute("SELECT COUNT(*) FROM metrics_serversnapshot")
+    assert stored.fetchone()[0] == 2  # the locked-out poll stored nothing
