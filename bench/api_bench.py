@@ -14,6 +14,7 @@ import statistics
 import subprocess
 import sys
 import time
+import urllib.error
 import urllib.request
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -106,15 +107,24 @@ def credentials(env: dict) -> tuple[str, str, int, int]:
     import django
 
     django.setup()
-    from django.contrib.auth import get_user_model
     from django.core.management import call_command
 
     call_command("collectstatic", "--noinput", verbosity=0)  # DEBUG=0 serves the manifest
+    from partdash.metrics.models import PartitionedTable
+    from partdash.servers.models import Server
+
+    key, session = issue_credentials()
+    server = Server.objects.get(name="bench")
+    table = PartitionedTable.objects.filter(server=server).order_by("name").first()
+    return key, session, server.pk, table.pk
+
+
+def issue_credentials() -> tuple[str, str]:
+    """A staff user's new API token and a logged-in session cookie (Django is set up)."""
+    from django.contrib.auth import get_user_model
     from django.test import Client
 
     from partdash.accounts.models import ApiToken
-    from partdash.metrics.models import PartitionedTable
-    from partdash.servers.models import Server
 
     user, _ = get_user_model().objects.get_or_create(
         username="bench", defaults={"is_staff": True, "is_superuser": True}
@@ -122,9 +132,7 @@ def credentials(env: dict) -> tuple[str, str, int, int]:
     _, key = ApiToken.issue(user, name="bench")
     client = Client()
     client.force_login(user)
-    server = Server.objects.get(name="bench")
-    table = PartitionedTable.objects.filter(server=server).order_by("name").first()
-    return key, client.cookies["sessionid"].value, server.pk, table.pk
+    return key, client.cookies["sessionid"].value
 
 
 def timed_get(url: str, headers: dict) -> float:
@@ -140,6 +148,50 @@ def measure(url: str, headers: dict) -> dict:
     timed_get(url, headers)  # warm: the first request loads code and fills caches
     with ThreadPoolExecutor(CLIENTS) as pool:
         return summary(list(pool.map(lambda _: timed_get(url, headers), range(REQUESTS))))
+
+
+def timed_status(url: str, headers: dict) -> tuple[float, int]:
+    """(ms, HTTP status) of one GET; status 0 when no response came at all."""
+    started = time.monotonic()
+    try:
+        with urllib.request.urlopen(urllib.request.Request(url, headers=headers), timeout=60) as r:
+            r.read()
+            status = r.status
+    except urllib.error.HTTPError as failure:
+        status = failure.code
+    except OSError:
+        status = 0
+    return (time.monotonic() - started) * 1000, status
+
+
+def readers(base: str, endpoints: dict, clients: int, seconds: float) -> dict:
+    """A bounded load generator: `clients` threads, each asking for `endpoints` (label:
+    (path, headers)) in turn, from a different one each, until `seconds` have passed.
+    Per endpoint: median and p95 in ms, requests, errors (not 200) and 5xx."""
+    labels = list(endpoints)
+    deadline = time.monotonic() + seconds
+
+    def client(offset: int) -> list[tuple[str, float, int]]:
+        done = []
+        while time.monotonic() < deadline:
+            label = labels[(offset + len(done)) % len(labels)]
+            path, headers = endpoints[label]
+            done.append((label, *timed_status(base + path, headers)))
+        return done
+
+    with ThreadPoolExecutor(clients) as pool:
+        done = [request for requests in pool.map(client, range(clients)) for request in requests]
+    results = {}
+    for label in labels:
+        answered = [(ms, status) for name, ms, status in done if name == label]
+        if not answered:
+            results[label] = {"requests": 0, "errors": 0, "5xx": 0}
+            continue
+        results[label] = summary([ms for ms, _ in answered]) | {
+            "errors": sum(1 for _, status in answered if status != 200),
+            "5xx": sum(1 for _, status in answered if status >= 500),
+        }
+    return results
 
 
 def summary(times: list[float]) -> dict:
