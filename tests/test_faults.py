@@ -17,6 +17,8 @@ from partdash.collector import collect as collect_module
 from partdash.collector.service import poll_server
 from partdash.metrics.models import Partition, PartitionedTable, ServerSnapshot
 from partdash.servers.models import Server
+from tests.alerts import conftest as alert_fixtures
+from tests.alerts.test_alerts_end_to_end import skewed_hash_table
 from tests.conftest import wait_until
 from tests.fault_helpers import (
     DdlRacer,
@@ -31,6 +33,8 @@ from tests.services import MariaDB
 from tests.sql import new_schema_on, run
 
 pytestmark = pytest.mark.django_db
+# The alerts' real SMTP server and the worker and beat that send to it.
+mailbox, delivery_processes = alert_fixtures.mailbox, alert_fixtures.delivery_processes
 
 CONNECT_TIMEOUT = 2  # seconds: a frozen server's greeting never comes
 READ_TIMEOUT = 6  # seconds: a server frozen mid-poll never answers the query
@@ -269,3 +273,71 @@ def test_ddl_racing_the_poll_never_breaks_it_and_definitions_match_afterwards(
     assert dropped_tables(server, schema) == stored - set(server_definitions(victim, schema))
     for snapshot in ServerSnapshot.objects.filter(server=server):
         assert_complete(snapshot)
+
+
+# -- d. Redis restarted under a running worker and beat ----------------------------------
+
+INTERVAL = 10  # seconds, the shortest a server may have
+RESUME_WITHIN = 60  # seconds after Redis is back
+
+
+def polls_of(server: Server) -> list:
+    return list(
+        ServerSnapshot.objects.filter(server=server)
+        .order_by("taken_at")
+        .values_list("taken_at", flat=True)
+    )
+
+
+@pytest.mark.e2e
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.timeout(240)
+def test_polling_resumes_by_itself_after_redis_restarts_with_no_duplicate_poll_or_email(
+    victim, redis_server, delivery_processes, mailbox
+):
+    from partdash.alerts.models import Alert, Transition
+
+    schema = new_schema_on(victim)
+    skewed_hash_table(victim, schema)  # a skew alert fires on the second poll
+    server = Server(
+        name="through-redis",
+        host=victim.host,
+        port=victim.port,
+        user="root",
+        poll_interval=INTERVAL,
+    )
+    server.set_password("")
+    server.save()
+    processes = delivery_processes(PARTDASH_ALERT_FOR_POLLS="2")
+    wait_until(lambda: mailbox.count() == 1, 90, "the skew alert's email", processes.logs)
+    assert "skew" in mailbox.emails()[0].subject.lower()
+
+    port = redis_server.port
+    redis_server.restart()  # no persistence: queues, locks and beat's messages are gone
+    restarted = time.monotonic()
+    restarted_at = polls_of(server)[-1]
+    assert redis_server.port == port
+    wait_until(
+        lambda: polls_of(server)[-1] > restarted_at,
+        RESUME_WITHIN,
+        "a poll after Redis restarted",
+        processes.logs,
+    )
+    resumed = time.monotonic() - restarted
+    wait_until(lambda: polls_of(server)[-3] > restarted_at, 4 * INTERVAL, "two more polls")
+    print(f"polling resumed {resumed:.1f} s after Redis restarted")
+
+    times = polls_of(server)
+    gaps = [(b - a).total_seconds() for a, b in zip(times, times[1:], strict=False)]
+    assert min(gaps) > INTERVAL / 2, gaps  # no poll stored twice, none run out of turn
+    server.refresh_from_db()
+    assert server.status != "unreachable", server.last_error
+    # The skew alert fired before the restart and still fires: announced once.
+    wait_until(
+        lambda: not Transition.objects.filter(notification=None, silenced=False).exists(),
+        30,
+        "the outbox to empty",
+    )
+    time.sleep(2)  # the sweeper's interval, twice
+    assert mailbox.count() == 1, [email.subject for email in mailbox.emails()]
+    assert Alert.objects.get(rule="skew").state == "firing"
