@@ -269,6 +269,12 @@ PARTDASH_DISPATCH_SECONDS = env.float("PARTDASH_DISPATCH_SECONDS", default=5.0)
 PARTDASH_DEFAULT_POLL_INTERVAL = env.int("PARTDASH_DEFAULT_POLL_INTERVAL", default=60)
 # Upper bound for one poll, whatever the interval (seconds).
 PARTDASH_POLL_TIME_LIMIT = env.int("PARTDASH_POLL_TIME_LIMIT", default=300)
+# A server whose polls keep failing is polled at its interval doubled from the second
+# failure in a row, up to this; and at most this many of a worker's slots poll such
+# servers at once (0: half the worker's concurrency, at least one), so a fleet of
+# unreachable servers never delays the healthy ones.
+PARTDASH_POLL_BACKOFF_MAX_SECONDS = env.int("PARTDASH_POLL_BACKOFF_MAX_SECONDS", default=600)
+PARTDASH_FAILING_POLL_SLOTS = env.int("PARTDASH_FAILING_POLL_SLOTS", default=0)
 # "Poll now" (API, admin, a server's save) queues at most one poll per server per window.
 PARTDASH_POLL_NOW_DEBOUNCE_SECONDS = env.int("PARTDASH_POLL_NOW_DEBOUNCE_SECONDS", default=5)
 # Tables whose definitions one poll may read (each read opens the table once); the rest

@@ -73,6 +73,13 @@ class ServerSerializer(serializers.ModelSerializer):
         help_text="Only in answers to POST/PUT/PATCH: what the admin should know.",
     )
 
+    backoff = serializers.CharField(
+        read_only=True,
+        allow_null=True,
+        help_text="Why the server is polled less often than its interval (its polls keep "
+        "failing), or null.",
+    )
+
     class Meta:
         model = Server
         fields = [
@@ -88,6 +95,7 @@ class ServerSerializer(serializers.ModelSerializer):
             "enabled",
             "tags",
             *LATEST_POLL_FIELDS,
+            "backoff",
             "findings",
             "warnings",
         ]

@@ -4,6 +4,10 @@
 can all ask for a poll at once and exactly one is queued. A Redis lock that expires
 with the task's hard time limit stops two polls of one server running together, even
 if a worker dies mid-poll.
+
+A server whose polls keep failing backs off (`record_outcome`), and its polls run only
+in the worker's share of slots for failing servers (`failing_server_slot`): a partition
+that takes half the fleet away costs the healthy servers nothing.
 """
 
 import enum
@@ -14,10 +18,10 @@ from functools import cache
 
 import redis
 from django.conf import settings
-from django.db.models import Q
+from django.db.models import F, Q
 from django.utils import timezone
 
-from partdash.servers.models import Server
+from partdash.servers.models import Server, backoff_delay
 
 log = logging.getLogger(__name__)
 
@@ -60,14 +64,16 @@ def claim(server_id: int, *, force: bool = False) -> Server | None:
     return server if won == 1 else None
 
 
-def enqueue(server: Server) -> bool:
-    """Queue a poll of a claimed server; on a broker failure, make it due again."""
+def enqueue(server: Server, *, forced: bool = False) -> bool:
+    """Queue a poll of a claimed server; on a broker failure, make it due again. A
+    `forced` poll (Poll now) is not held back by the slots kept for failing servers."""
     from partdash.collector.tasks import poll_server_task
 
     soft, hard = time_limits(server.poll_interval)
     try:
         poll_server_task.apply_async(
             args=[server.pk],
+            kwargs={"forced": True} if forced else None,
             soft_time_limit=soft,
             time_limit=hard,
             expires=server.poll_interval,
@@ -98,7 +104,7 @@ def poll_now(server_id: int) -> PollRequest:
     if not _open_debounce_window(server_id):
         return PollRequest.ALREADY_QUEUED
     server = claim(server_id, force=True)
-    if server is not None and enqueue(server):
+    if server is not None and enqueue(server, forced=True):
         return PollRequest.QUEUED
     _close_debounce_window(server_id)  # nothing was queued: the next click may try
     return PollRequest.NOT_QUEUED
@@ -183,3 +189,72 @@ def release_lost_lock(server_id: int, token: str) -> bool:
         except redis.exceptions.WatchError:
             return False  # the lock changed hands meanwhile: it is not the lost poll's
     return True
+
+
+def record_outcome(server_id: int, ok: bool, started) -> int:
+    """Count the server's failed polls in a row (a success resets it) and, from the
+    second failure on, push its next poll out to `backoff_delay` after this poll's
+    start. Returns the failures in a row."""
+    servers = Server.objects.filter(pk=server_id)
+    if ok:
+        servers.filter(consecutive_failures__gt=0).update(consecutive_failures=0)
+        return 0
+    servers.update(consecutive_failures=F("consecutive_failures") + 1)
+    row = servers.values_list("consecutive_failures", "poll_interval").first()
+    if row is None:
+        return 0
+    failures, interval = row
+    if failures > 1:
+        later = started + timedelta(seconds=backoff_delay(interval, failures))
+        servers.filter(Q(next_poll_at__isnull=True) | Q(next_poll_at__lt=later)).update(
+            next_poll_at=later
+        )
+    return failures
+
+
+def failing_slots(concurrency: int | None) -> int:
+    """How many of a worker's slots may poll failing servers at once."""
+    configured = settings.PARTDASH_FAILING_POLL_SLOTS
+    return configured if configured > 0 else max(1, (concurrency or 1) // 2)
+
+
+def _slot_key(node: str, number: int) -> str:
+    return f"partdash:failing-slot:{node}:{number}"
+
+
+# Deletes a slot key only while it still holds this poll's token.
+_RELEASE = "if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('del', KEYS[1]) end"
+
+
+@contextmanager
+def failing_server_slot(node: str, slots: int, timeout: int, token: str):
+    """Yield True if this poll of a failing server got one of the worker's `slots` kept
+    for them (keys valued with the poll's task id, expiring with its hard limit), False
+    if they are all taken. Should Redis not answer, the poll lock will say so: True."""
+    client = _redis(settings.PARTDASH_REDIS_URL)
+    held = None
+    try:
+        for number in range(slots):
+            if client.set(_slot_key(node, number), token, nx=True, ex=timeout):
+                held = _slot_key(node, number)
+                break
+    except redis.exceptions.RedisError as exc:
+        log.warning("no slot count for failing servers: %s", exc)
+        yield True
+        return
+    try:
+        yield held is not None
+    finally:
+        if held:
+            release_failing_slot(token, keys=[held])
+
+
+def release_failing_slot(token: str, keys: list[str] | None = None) -> None:
+    """Free the slot `token`'s poll held (all workers' slots are looked at without
+    `keys`: the poll's worker died)."""
+    client = _redis(settings.PARTDASH_REDIS_URL)
+    try:
+        for key in keys or client.scan_iter("partdash:failing-slot:*", count=100):
+            client.eval(_RELEASE, 1, key, token)
+    except redis.exceptions.RedisError as exc:
+        log.warning("cannot free a failing server's slot: %s", exc)

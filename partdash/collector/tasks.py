@@ -1,11 +1,13 @@
 """Celery tasks: thin, idempotent, and they carry a server id, never a password."""
 
 import logging
+from contextlib import nullcontext
 
 from billiard.exceptions import WorkerLostError
 from celery import shared_task
 from celery.exceptions import SoftTimeLimitExceeded
-from celery.signals import task_failure
+from celery.signals import task_failure, worker_init
+from django.utils import timezone
 
 from partdash.collector import scheduling
 from partdash.collector.service import current_stage, poll_server, record_failure
@@ -31,24 +33,60 @@ def time_limit_message(soft: int) -> str:
     return f"poll stopped at its soft time limit of {soft} s while {current_stage()}"
 
 
+# The worker's concurrency, learnt in its main process before the pool's children are
+# forked (they inherit it): half of it is the share of slots for failing servers.
+worker_slots: int | None = None
+
+
+@worker_init.connect
+def remember_concurrency(sender=None, **kwargs) -> None:
+    global worker_slots
+    worker_slots = getattr(sender, "concurrency", None)
+
+
 @shared_task(name=POLL_TASK, bind=True, ignore_result=True)
-def poll_server_task(self, server_id: int) -> str:
-    """Poll one server unless it is disabled, gone, or already being polled."""
+def poll_server_task(self, server_id: int, forced: bool = False) -> str:
+    """Poll one server unless it is disabled, gone, or already being polled. A server
+    whose last poll failed is polled only in a free slot of those kept for failing
+    servers (not when asked for with Poll now, `forced`); otherwise this poll is left
+    out, and the next one is due at its backed-off time."""
     server = Server.objects.filter(pk=server_id, enabled=True).first()
     if server is None:
         return "skipped: server disabled or deleted"
     soft, hard = scheduling.time_limits(server.poll_interval)
-    with scheduling.poll_lock(server_id, timeout=hard + 5, token=self.request.id) as acquired:
-        if not acquired:
-            log.info("poll of %s skipped: another poll is running", server.name)
-            return "skipped: already polling"
-        try:
-            return poll_server(server, poll_id=self.request.id).summary
-        except SoftTimeLimitExceeded:
-            message = time_limit_message(soft)
-            record_failure(server, message)
-            log.error("%s: %s", server.name, message)
-            return message
+    slots = scheduling.failing_slots(worker_slots)
+    node = self.request.hostname or "local"
+    slot = (
+        scheduling.failing_server_slot(node, slots, timeout=hard + 5, token=self.request.id)
+        if server.consecutive_failures and not forced
+        else nullcontext(True)
+    )
+    with slot as has_slot:
+        if not has_slot:
+            log.info(
+                "poll of %s left out: the %d slots for failing servers are busy", server, slots
+            )
+            return f"left out: the {slots} slots for failing servers are busy"
+        with scheduling.poll_lock(server_id, timeout=hard + 5, token=self.request.id) as acquired:
+            if not acquired:
+                log.info("poll of %s skipped: another poll is running", server.name)
+                return "skipped: already polling"
+            return _poll(server, soft, self.request.id)
+
+
+def _poll(server: Server, soft: int, poll_id: str) -> str:
+    """Poll, then count the outcome towards the server's back-off."""
+    started = timezone.now()
+    try:
+        report = poll_server(server, poll_id=poll_id)
+    except SoftTimeLimitExceeded:
+        message = time_limit_message(soft)
+        record_failure(server, message)
+        log.error("%s: %s", server.name, message)
+        scheduling.record_outcome(server.pk, False, started)
+        return message
+    scheduling.record_outcome(server.pk, report.ok, started)
+    return report.summary
 
 
 @task_failure.connect
@@ -62,5 +100,7 @@ def poll_worker_lost(sender=None, task_id=None, exception=None, args=None, **kwa
     if server is None or task_id is None:
         return
     released = scheduling.release_lost_lock(server_id, task_id)
+    scheduling.release_failing_slot(task_id)
     log.error("%s: %s (lock released: %s)", server.name, WORKER_LOST, released)
     record_failure(server, WORKER_LOST)
+    scheduling.record_outcome(server.pk, False, timezone.now())

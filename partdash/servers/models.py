@@ -25,6 +25,8 @@ LATEST_POLL_FIELDS = (
     "partitions",
     "tls_offered",
     "tls_checked_at",
+    "consecutive_failures",
+    "next_poll_at",
 )
 # Where and as whom the stored password is sent, with the words an error names them by:
 # changing any of them sends the password somewhere the admin has not approved it for.
@@ -37,6 +39,16 @@ DESTINATION_FIELDS = {
 }
 # How long a recorded `tls_offered` stands before it is written again.
 TLS_RECHECK = timedelta(days=1)
+
+
+def backoff_delay(interval: int, failures: int) -> int:
+    """Seconds from a failed poll to the next one when the last `failures` polls failed
+    in a row: the interval after one failure, then doubling (2x, 4x, ...) up to
+    PARTDASH_POLL_BACKOFF_MAX_SECONDS, never below the interval itself."""
+    if failures <= 1:
+        return interval
+    ceiling = max(interval, settings.PARTDASH_POLL_BACKOFF_MAX_SECONDS)
+    return min(interval * 2 ** min(failures - 1, 16), ceiling)
 
 
 def default_poll_interval() -> int:
@@ -80,6 +92,9 @@ class Server(models.Model):
     last_success_at = models.DateTimeField(null=True, blank=True, editable=False)
     last_error = models.TextField(blank=True, editable=False)
     next_poll_at = models.DateTimeField(null=True, blank=True, editable=False, db_index=True)
+    # Polls failed in a row (0 after a success): from the second on, the server is polled
+    # less often (collector.scheduling.backoff_delay) and only in its share of slots.
+    consecutive_failures = models.PositiveIntegerField(default=0, editable=False)
     partitioned_tables = models.PositiveIntegerField(null=True, blank=True, editable=False)
     partitions = models.PositiveIntegerField(null=True, blank=True, editable=False)
     # Whether the server offered TLS when last looked at (None: not known yet), so a new
@@ -126,6 +141,17 @@ class Server(models.Model):
     @property
     def address(self) -> str:
         return f"{self.host}:{self.port}"
+
+    @property
+    def backoff(self) -> str | None:
+        """Why the server is polled less often than its interval, or None if it is not."""
+        delay = backoff_delay(self.poll_interval, self.consecutive_failures)
+        if delay <= self.poll_interval:
+            return None
+        return (
+            f"{self.consecutive_failures} polls failed in a row: polled every {delay} s "
+            f"instead of every {self.poll_interval} s until a poll succeeds"
+        )
 
     @property
     def has_password(self) -> bool:

@@ -28,15 +28,20 @@ function problems(server) {
   }
   // A server that cannot be polled has no findings to vouch for: say why, never "No findings".
   if (!server.last_success_at) {
-    return reasonLine("last-error never-succeeded", `Never polled successfully; last tried ${age(server.last_poll_at)}: `, server.last_error);
+    return [reasonLine("last-error never-succeeded", `Never polled successfully; last tried ${age(server.last_poll_at)}: `, server.last_error), backoffLine(server)];
   }
   if (server.status === "unreachable") {
-    const failing = reasonLine("last-error unreachable", `Last poll failed ${age(server.last_poll_at)}: `, server.last_error);
+    const failing = [reasonLine("last-error unreachable", `Last poll failed ${age(server.last_poll_at)}: `, server.last_error), backoffLine(server)];
     return server.findings?.length ? [failing, findingList(server.findings)] : failing;
   }
   const findings = findingList(server.findings, "No findings.");
   if (!server.last_error) return findings;
   return [reasonLine("last-error", "", server.last_error), findings];
+}
+
+// Polled less often while its polls keep failing: the reason, shown under the error.
+function backoffLine(server) {
+  return server.backoff ? el("div", { className: "reason backoff" }, `Backing off: ${server.backoff}.`) : null;
 }
 
 function lastPollTitle(server) {

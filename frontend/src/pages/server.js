@@ -63,11 +63,18 @@ function pollNotice(server) {
   const reason = el("span", { className: "reason" }, server.last_error || "no reason was recorded");
   if (!server.last_success_at) {
     return el("p", { className: "notice last-error never-succeeded" },
-      `Never polled successfully. Last tried ${when(server.last_poll_at)}: `, reason);
+      `Never polled successfully. Last tried ${when(server.last_poll_at)}: `, reason, ".", backoffNote(server));
   }
   return el("p", { className: "notice last-error" },
     `The last poll failed ${when(server.last_poll_at)}: `, reason,
-    `. What follows is as of the last successful poll, ${when(server.last_success_at)}.`);
+    `. What follows is as of the last successful poll, ${when(server.last_success_at)}.`, backoffNote(server));
+}
+
+// A server whose polls keep failing is polled less often: say so, and when it is next tried.
+function backoffNote(server) {
+  if (!server.backoff) return null;
+  const next = server.next_poll_at ? `; next poll ${when(server.next_poll_at)}` : "";
+  return el("span", { className: "backoff" }, ` Backing off: ${server.backoff}${next}.`);
 }
 
 function hiddenNotice(health) {
