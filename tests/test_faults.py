@@ -9,9 +9,15 @@ claiming more bytes than the counters counted; definitions match information_sch
 once the DDL stops. The server these tests stop and kill is their own.
 """
 
+import os
+import signal
+import sqlite3
 import time
+from contextlib import contextmanager
 
+import psutil
 import pytest
+from django.conf import settings
 
 from partdash.collector import collect as collect_module
 from partdash.collector.service import poll_server
@@ -19,18 +25,20 @@ from partdash.metrics.models import Partition, PartitionedTable, ServerSnapshot
 from partdash.servers.models import Server
 from tests.alerts import conftest as alert_fixtures
 from tests.alerts.test_alerts_end_to_end import skewed_hash_table
-from tests.conftest import wait_until
+from tests.conftest import CeleryProcesses, wait_until
 from tests.fault_helpers import (
     DdlRacer,
     dropped_tables,
     resumed_at_exit,
     server_definitions,
     snapshot_count,
+    stopped,
     stopping,
     stored_definitions,
 )
 from tests.services import MariaDB
 from tests.sql import new_schema_on, run
+from tests.test_poll_limits import poll_child
 
 pytestmark = pytest.mark.django_db
 # The alerts' real SMTP server and the worker and beat that send to it.
@@ -341,3 +349,95 @@ def test_polling_resumes_by_itself_after_redis_restarts_with_no_duplicate_poll_o
     time.sleep(2)  # the sweeper's interval, twice
     assert mailbox.count() == 1, [email.subject for email in mailbox.emails()]
     assert Alert.objects.get(rule="skew").state == "firing"
+
+
+# -- e. a worker's pool killed (SIGKILL) while its poll waits to store -------------------
+
+
+@contextmanager
+def store_write_locked(path: str):
+    """The SQLite metadata store's write lock held by this process (BEGIN IMMEDIATE): a
+    poll that has collected waits in its store (up to the store's 20 s busy timeout)."""
+    holder = sqlite3.connect(path, isolation_level=None, timeout=20)
+    try:
+        holder.execute("BEGIN IMMEDIATE")
+        yield
+    finally:
+        holder.execute("ROLLBACK")
+        holder.close()
+
+
+def kill_pool(worker_pid: int) -> None:
+    pool = psutil.Process(worker_pid).children()
+    for child in pool:
+        os.kill(child.pid, signal.SIGKILL)
+    psutil.wait_procs(pool, timeout=10)
+
+
+@pytest.mark.e2e
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.timeout(180)
+def test_a_poll_whose_worker_is_killed_before_it_stores_is_skipped_never_stored_twice(
+    victim, redis_server, tmp_path
+):
+    from partdash.collector.tasks import WORKER_LOST
+
+    database = settings.DATABASES["default"]["NAME"]
+    if settings.DATABASES["default"]["ENGINE"] != "django.db.backends.sqlite3":
+        pytest.skip("holds SQLite's write lock")
+    schema = new_schema_on(victim)
+    run(victim, schema, HASHED)
+    server = Server(
+        name="killed-mid-poll",
+        host=victim.host,
+        port=victim.port,
+        user="root",
+        poll_interval=INTERVAL,
+    )
+    server.set_password("")
+    server.save()
+    processes = CeleryProcesses(redis_server.url, database, tmp_path).start()
+    try:
+        wait_until(lambda: polls_of(server), 60, "the first poll", processes.logs)
+        lock = redis_server.client()
+        key = f"partdash:poll:{server.pk}"
+        wait_until(lambda: not lock.exists(key), 20, "the first poll's end", processes.logs)
+        # The next poll: held at the server (frozen) until the store is locked, then let go
+        # to collect, and killed while it waits to store.
+        with stopped(victim):
+            lost = wait_until(lambda: lock.get(key), 3 * INTERVAL, "the next poll", processes.logs)
+            with store_write_locked(database):
+                os.kill(victim.pid, signal.SIGCONT)
+                wait_until(
+                    lambda: not poll_child(psutil.Process(processes.processes[0].pid), victim.port),
+                    5,
+                    "the poll to finish collecting",
+                    processes.logs,
+                )
+                time.sleep(0.5)
+                assert lock.get(key) == lost  # collected, and waiting to store
+                kill_pool(processes.processes[0].pid)
+        lost = lost.decode()
+        wait_until(lambda: not lock.exists(key), 10, "the lost poll's lock", processes.logs)
+        wait_until(
+            lambda: Server.objects.filter(pk=server.pk, last_error=WORKER_LOST).exists(),
+            20,
+            "the lost poll recorded",
+            processes.logs,
+        )
+        before = len(polls_of(server))
+        wait_until(
+            lambda: len(polls_of(server)) >= before + 2,
+            4 * INTERVAL,
+            "two more polls",
+            processes.logs,
+        )
+    finally:
+        processes.stop()
+    assert "WorkerLostError" in (tmp_path / "worker.log").read_text(errors="replace")
+    assert not ServerSnapshot.objects.filter(poll_id=lost).exists()  # skipped, not stored
+    poll_ids = list(ServerSnapshot.objects.filter(server=server).values_list("poll_id", flat=True))
+    assert len(poll_ids) == len(set(poll_ids))
+    times = polls_of(server)
+    gaps = [(b - a).total_seconds() for a, b in zip(times, times[1:], strict=False)]
+    assert min(gaps) > INTERVAL / 2, gaps
