@@ -2,8 +2,12 @@
 
 Prints the figures of issue #3's targets: the floor (cheap sources alone), a naive
 information_schema.PARTITIONS poll, partdash's steady-state poll, Opened_tables per poll,
-metadata-store growth and the polling process's peak memory; and issue #10's: the alert
-evaluation's share of a steady-state poll.
+metadata-store growth and the polling process's peak memory; issue #10's: the alert
+evaluation's share of a steady-state poll; then issue #13's: a fleet of servers polled by
+partdash's real processes for --fleet-minutes, with readers on the API and pages
+(bench/fleet_load.py; figures in var/bench/fleet-load-*.json).
+
+A quick run: `make bench ARGS="--fleet-only --fleet-minutes 2 --fleet-servers 4 --fleet-big 1"`.
 """
 
 import argparse
@@ -16,6 +20,7 @@ import time
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
+FLEET_FIGURES = HERE.parent / "var" / "bench"
 sys.path.insert(0, str(HERE))
 
 from fleet import connect, create_tables, settle, start_server  # noqa: E402
@@ -145,13 +150,8 @@ def report_exposition(figures: dict) -> None:
     )
 
 
-def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--tables", type=int, default=500)
-    parser.add_argument("--partitions", type=int, default=128)
-    parser.add_argument("--rows", type=int, default=256, help="rows per table")
-    options = parser.parse_args()
-
+def collector_cost(options: argparse.Namespace) -> int:
+    """Issue #3's and #10's figures on the 64,000-partition server; the exit status."""
     print("starting a private MariaDB (table_open_cache=400, performance_schema=ON)")
     with start_server() as server:
         print(f"creating {options.tables} tables x {options.partitions} HASH partitions")
@@ -190,6 +190,62 @@ def main() -> int:
         report_exposition(web_figures.pop("exposition"))
         web_ok = report_web(web_figures)
         return 0 if polls_ok and web_ok else 1
+
+
+def fleet_load(options: argparse.Namespace) -> int:
+    """Issue #13's figures: bench/fleet_load.py on SQLite with one worker, then, given
+    --fleet-postgres, on PostgreSQL with two named workers; the exit status."""
+    runs = [(["--store", "sqlite"], "fleet-load-sqlite.json")]
+    if options.fleet_postgres:
+        scale_out = ["--store", "postgres", options.fleet_postgres, "--workers", "2"]
+        runs.append((scale_out, "fleet-load-postgres-2-workers.json"))
+    status = 0
+    for store, name in runs:
+        argv = [sys.executable, str(HERE / "fleet_load.py"), *store]
+        argv += ["--minutes", str(options.fleet_minutes), "--servers", str(options.fleet_servers)]
+        argv += ["--big", str(options.fleet_big), "--json", str(FLEET_FIGURES / name)]
+        status = run_to_end(argv) or status
+    return status
+
+
+def run_to_end(argv: list[str]) -> int:
+    """Run a child that stops what it started on Ctrl-C (which reaches it too): wait for
+    it to finish that, rather than kill it as subprocess.run would; then stop here too."""
+    child = subprocess.Popen(argv)
+    interrupted = False
+    while True:
+        try:
+            status = child.wait()
+            break
+        except KeyboardInterrupt:
+            interrupted = True
+    if interrupted:
+        raise KeyboardInterrupt
+    return status
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--tables", type=int, default=500)
+    parser.add_argument("--partitions", type=int, default=128)
+    parser.add_argument("--rows", type=int, default=256, help="rows per table")
+    parser.add_argument("--fleet-only", action="store_true", help="skip the 64,000 partitions")
+    parser.add_argument(
+        "--fleet-minutes", type=float, default=10.0, help="fleet load run length; 0 skips it"
+    )
+    parser.add_argument("--fleet-servers", type=int, default=12, help="healthy MariaDBs")
+    parser.add_argument("--fleet-big", type=int, default=3, help="of them with thousands")
+    parser.add_argument(
+        "--fleet-postgres",
+        metavar="URL",
+        help="also run the fleet on a fresh database there, with two workers",
+    )
+    options = parser.parse_args()
+    status = 0 if options.fleet_only else collector_cost(options)
+    if options.fleet_minutes > 0:
+        print(flush=True)
+        status = fleet_load(options) or status
+    return status
 
 
 if __name__ == "__main__":

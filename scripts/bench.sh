@@ -4,4 +4,6 @@ source "$(dirname "$0")/lib.sh"
 ensure_packages /usr/sbin/mariadbd mariadb-server /usr/bin/mariadb-install-db mariadb-server
 ensure_venv requirements-dev.txt
 ensure_frontend
-"$PY" bench/run.py "$@"
+# `make bench ARGS="--fleet-only --fleet-minutes 2"`: make passes ARGS in the environment.
+# shellcheck disable=SC2086 # ARGS is split into words on purpose
+"$PY" bench/run.py ${ARGS:-} "$@"
