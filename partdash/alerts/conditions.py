@@ -9,7 +9,7 @@ Each function returns `Condition`s (`partdash.health.alerting`) by `Key`.
 
 from datetime import datetime, timedelta
 
-from django.db.models import F, OuterRef, Q, Subquery, Value
+from django.db.models import BigIntegerField, ExpressionWrapper, F, OuterRef, Q, Subquery, Value
 from django.db.models.functions import Coalesce
 
 from partdash.alerts.emails import binary_size
@@ -200,7 +200,13 @@ def partition_size_conditions(
     """The server's live partitions holding at least `floor` bytes of data and indexes,
     in one query filtered by the database (never a walk over every partition); and the
     ids of their tables by (schema, name)."""
-    size = Coalesce(F("data_bytes"), Value(0)) + Coalesce(F("index_bytes"), Value(0))
+    # Typed as a BigIntegerField: Django types the sum of two BigIntegerFields as an
+    # IntegerField, and on PostgreSQL answers a floor past its range (2 GiB) with no rows
+    # at all, without a query, so no partition could ever fire.
+    size = ExpressionWrapper(
+        Coalesce(F("data_bytes"), Value(0)) + Coalesce(F("index_bytes"), Value(0)),
+        output_field=BigIntegerField(),
+    )
     rows = (
         Partition.objects.filter(table__server=server, table__dropped_at=None, dropped_at=None)
         .annotate(size=size)
