@@ -14,10 +14,12 @@ import signal
 import sqlite3
 import time
 from contextlib import contextmanager
+from datetime import timedelta
 
 import psutil
 import pytest
 from django.conf import settings
+from django.utils import timezone
 
 from partdash.collector import collect as collect_module
 from partdash.collector.service import poll_server
@@ -289,6 +291,23 @@ INTERVAL = 10  # seconds, the shortest a server may have
 RESUME_WITHIN = 60  # seconds after Redis is back
 
 
+def scheduled(instance: MariaDB, name: str) -> Server:
+    """A server beat polls every INTERVAL seconds, due at once."""
+    server = Server(
+        name=name, host=instance.host, port=instance.port, user="root", poll_interval=INTERVAL
+    )
+    server.set_password("")
+    server.save()
+    return server
+
+
+def assert_on_cadence(server: Server) -> None:
+    """No poll stored twice, none run out of turn."""
+    times = polls_of(server)
+    gaps = [(b - a).total_seconds() for a, b in zip(times, times[1:], strict=False)]
+    assert min(gaps) > INTERVAL / 2, gaps
+
+
 def polls_of(server: Server) -> list:
     return list(
         ServerSnapshot.objects.filter(server=server)
@@ -307,15 +326,7 @@ def test_polling_resumes_by_itself_after_redis_restarts_with_no_duplicate_poll_o
 
     schema = new_schema_on(victim)
     skewed_hash_table(victim, schema)  # a skew alert fires on the second poll
-    server = Server(
-        name="through-redis",
-        host=victim.host,
-        port=victim.port,
-        user="root",
-        poll_interval=INTERVAL,
-    )
-    server.set_password("")
-    server.save()
+    server = scheduled(victim, "through-redis")
     processes = delivery_processes(PARTDASH_ALERT_FOR_POLLS="2")
     wait_until(lambda: mailbox.count() == 1, 90, "the skew alert's email", processes.logs)
     assert "skew" in mailbox.emails()[0].subject.lower()
@@ -335,9 +346,7 @@ def test_polling_resumes_by_itself_after_redis_restarts_with_no_duplicate_poll_o
     wait_until(lambda: polls_of(server)[-3] > restarted_at, 4 * INTERVAL, "two more polls")
     print(f"polling resumed {resumed:.1f} s after Redis restarted")
 
-    times = polls_of(server)
-    gaps = [(b - a).total_seconds() for a, b in zip(times, times[1:], strict=False)]
-    assert min(gaps) > INTERVAL / 2, gaps  # no poll stored twice, none run out of turn
+    assert_on_cadence(server)
     server.refresh_from_db()
     assert server.status != "unreachable", server.last_error
     # The skew alert fired before the restart and still fires: announced once.
@@ -387,15 +396,7 @@ def test_a_poll_whose_worker_is_killed_before_it_stores_is_skipped_never_stored_
         pytest.skip("holds SQLite's write lock")
     schema = new_schema_on(victim)
     run(victim, schema, HASHED)
-    server = Server(
-        name="killed-mid-poll",
-        host=victim.host,
-        port=victim.port,
-        user="root",
-        poll_interval=INTERVAL,
-    )
-    server.set_password("")
-    server.save()
+    server = scheduled(victim, "killed-mid-poll")
     processes = CeleryProcesses(redis_server.url, database, tmp_path).start()
     try:
         wait_until(lambda: polls_of(server), 60, "the first poll", processes.logs)
@@ -438,6 +439,48 @@ def test_a_poll_whose_worker_is_killed_before_it_stores_is_skipped_never_stored_
     assert not ServerSnapshot.objects.filter(poll_id=lost).exists()  # skipped, not stored
     poll_ids = list(ServerSnapshot.objects.filter(server=server).values_list("poll_id", flat=True))
     assert len(poll_ids) == len(set(poll_ids))
-    times = polls_of(server)
-    gaps = [(b - a).total_seconds() for a, b in zip(times, times[1:], strict=False)]
-    assert min(gaps) > INTERVAL / 2, gaps
+    assert_on_cadence(server)
+
+
+@pytest.mark.e2e
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.timeout(180)
+def test_ddl_racing_polls_run_by_a_real_worker_never_breaks_them(
+    victim, celery_processes, redis_server
+):
+    from partdash.collector.scheduling import request_poll
+
+    schema = new_schema_on(victim)
+    racer = DdlRacer(victim, schema, seed=31)
+    racer.setup()
+    server = Server(
+        name="racing-worker",
+        host=victim.host,
+        port=victim.port,
+        user="root",
+        poll_interval=86400,
+        next_poll_at=timezone.now() + timedelta(days=1),
+    )  # polled only when asked ("Poll now")
+    server.set_password("")
+    server.save()
+    racer.start()
+    try:
+        deadline = time.monotonic() + RACE_SECONDS
+        while time.monotonic() < deadline and racer.is_alive():
+            request_poll(server.pk, force=True)
+            time.sleep(0.5)
+    finally:
+        racer.stop()
+    assert racer.error is None, racer.error
+    raced = len(polls_of(server))
+    assert raced >= 5, celery_processes.logs()
+    lock = f"partdash:poll:{server.pk}"
+    wait_until(lambda: not redis_server.client().exists(lock), 30, "the last raced poll's end")
+    request_poll(server.pk, force=True)
+    wait_until(
+        lambda: len(polls_of(server)) > raced, 30, "a poll after the DDL", celery_processes.logs
+    )
+    print(f"DDL race through the worker: {racer.statements} statements, {raced} polls stored")
+    log = (celery_processes.log_dir / "worker.log").read_text(errors="replace")
+    assert "poll failed" not in log and "Traceback" not in log, celery_processes.logs()
+    assert stored_definitions(server, schema) == server_definitions(victim, schema)
