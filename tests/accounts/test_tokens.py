@@ -99,7 +99,7 @@ def test_keys_of_drf_s_authtoken_table_are_hashed_and_removed(django_user_model)
     user = django_user_model.objects.create_user("old")
     with connection.cursor() as cursor:
         cursor.execute(
-            "CREATE TABLE authtoken_token (key varchar(40) PRIMARY KEY, created datetime,"
+            "CREATE TABLE authtoken_token (key varchar(40) PRIMARY KEY, created timestamp,"
             " user_id integer)"
         )
         cursor.execute(
