@@ -13,6 +13,7 @@ import socket
 import statistics
 import subprocess
 import sys
+import threading
 import time
 import urllib.error
 import urllib.request
@@ -170,17 +171,22 @@ def readers(base: str, endpoints: dict, clients: int, seconds: float) -> dict:
     Per endpoint: median and p95 in ms, requests, errors (not 200) and 5xx."""
     labels = list(endpoints)
     deadline = time.monotonic() + seconds
+    interrupted = threading.Event()  # a Ctrl-C here stops the clients too
 
     def client(offset: int) -> list[tuple[str, float, int]]:
         done = []
-        while time.monotonic() < deadline:
+        while time.monotonic() < deadline and not interrupted.is_set():
             label = labels[(offset + len(done)) % len(labels)]
             path, headers = endpoints[label]
             done.append((label, *timed_status(base + path, headers)))
         return done
 
     with ThreadPoolExecutor(clients) as pool:
-        done = [request for requests in pool.map(client, range(clients)) for request in requests]
+        try:
+            done = [one for requests in pool.map(client, range(clients)) for one in requests]
+        except BaseException:
+            interrupted.set()
+            raise
     results = {}
     for label in labels:
         answered = [(ms, status) for name, ms, status in done if name == label]

@@ -26,6 +26,10 @@ class Poll:
         return self.result.startswith("skipped")
 
     @property
+    def succeeded(self) -> bool:
+        return self.ended is not None and not self.skipped and not self.failed
+
+    @property
     def failed(self) -> bool:
         """Tried and failed: unreachable, or stopped at a time limit (see PollReport)."""
         return ": not polled: " in self.result or self.result.startswith("poll stopped")

@@ -320,7 +320,7 @@ def snapshot_figures(ids: dict[str, int], polls: list, interval: int) -> dict:
     than half an interval apart, and snapshots no successful logged poll accounts for."""
     from partdash.metrics.models import ServerSnapshot
 
-    succeeded = {poll.task_id for poll in polls if not poll.skipped and not poll.failed}
+    succeeded = {poll.task_id for poll in polls if poll.succeeded}
     rows = ServerSnapshot.objects.filter(server_id__in=ids.values()).order_by("taken_at")
     by_server: dict[int, list] = {}
     unaccounted = 0
@@ -408,7 +408,8 @@ def print_report(result: dict) -> bool:
     print(
         f"  healthy servers' lateness p95 ({fleet['healthy_lateness_samples']} polls): "
         f"{seconds(fleet['healthy_lateness_p95'])} s "
-        f"[target < {LATENESS_TARGET:g} s: {verdict(fleet['healthy_pass'])}]"
+        f"[target < {LATENESS_TARGET:g} s: {verdict(fleet['healthy_pass'])}] (beat "
+        f"dispatches due polls every {setup['dispatch_seconds']:g} s)"
     )
     print(
         f"  worker memory (RSS, main + children, every {MEMORY_EVERY:g} s): first after "
@@ -527,6 +528,8 @@ def run(options: argparse.Namespace, stack: contextlib.ExitStack) -> dict:
     memory.stop()
     processes.stop()
     polls = read_polls(run_dir / "polls.jsonl")
+    from django.conf import settings
+
     return {
         "setup": {
             "servers": len(fleet.members),
@@ -538,6 +541,7 @@ def run(options: argparse.Namespace, stack: contextlib.ExitStack) -> dict:
             "flap_seconds": options.flap_seconds,
             "run_dir": str(run_dir),
             "lateness": "poll start = task_prerun in the worker child (bench/poll_probe.py)",
+            "dispatch_seconds": settings.PARTDASH_DISPATCH_SECONDS,
         },
         "fleet": fleet_figures(fleet, ids, polls, options),
         "memory": memory_figures(memory.samples, warm_up=2.0 * options.interval),
@@ -550,8 +554,12 @@ def run(options: argparse.Namespace, stack: contextlib.ExitStack) -> dict:
 def main(argv: list[str] | None = None) -> int:
     options = parse_args(argv)
     interrupt_on_term()
-    with contextlib.ExitStack() as stack:
-        result = run(options, stack)
+    try:
+        with contextlib.ExitStack() as stack:
+            result = run(options, stack)
+    except KeyboardInterrupt:
+        print("fleet load: interrupted; every process it started is stopped", file=sys.stderr)
+        return 130
     ok = print_report(result)
     options.json.write_text(json.dumps(result, indent=1, default=str))
     print(f"  figures written to {options.json}")
