@@ -29,6 +29,7 @@ from tests.alerts import conftest as alert_fixtures
 from tests.alerts.test_alerts_end_to_end import skewed_hash_table
 from tests.conftest import CeleryProcesses, wait_until
 from tests.fault_helpers import (
+    LIST_TABLE,
     DdlRacer,
     dropped_tables,
     resumed_at_exit,
@@ -283,6 +284,32 @@ def test_ddl_racing_the_poll_never_breaks_it_and_definitions_match_afterwards(
     assert dropped_tables(server, schema) == stored - set(server_definitions(victim, schema))
     for snapshot in ServerSnapshot.objects.filter(server=server):
         assert_complete(snapshot)
+
+
+def test_a_partition_added_while_the_definitions_are_read_and_dropped_after_is_not_kept(
+    victim, make_server, monkeypatch
+):
+    """The race's narrowest window, made certain: a partition is added after the cheap
+    sources were read and before the table's definitions are, and dropped again before
+    the next poll, which sees the partitions it saw the poll before."""
+    schema = new_schema_on(victim)
+    run(victim, schema, LIST_TABLE)
+    server = make_server(victim, name="narrow")
+    assert poll_server(server).ok
+    run(victim, schema, "ALTER TABLE l TRUNCATE PARTITION a")  # a new tablespace: read again
+    reader = collect_module.definitions.read
+
+    def added_meanwhile(session, schema_name, table):
+        run(victim, schema, "ALTER TABLE l ADD PARTITION (PARTITION c VALUES IN (5, 6))")
+        return reader(session, schema_name, table)
+
+    monkeypatch.setattr(collect_module.definitions, "read", added_meanwhile)
+    assert poll_server(server).ok
+    monkeypatch.setattr(collect_module.definitions, "read", reader)
+    run(victim, schema, "ALTER TABLE l DROP PARTITION c")
+
+    assert poll_server(server).ok
+    assert stored_definitions(server, schema) == server_definitions(victim, schema)
 
 
 # -- d. Redis restarted under a running worker and beat ----------------------------------

@@ -25,7 +25,7 @@ from partdash.collector.catalogue import (
     tables_shortfall,
 )
 from partdash.collector.dialects import Dialect, dialect_for
-from partdash.collector.names import PartitionKey, PartitionName, identity
+from partdash.collector.names import PartitionKey, PartitionName, fold, identity
 from partdash.collector.sources import (
     SourceUnavailable,
     compression,
@@ -47,6 +47,11 @@ def table_key(schema: str, table: str) -> TableKey:
     """A table's key from its names (a stored table's, a warning's), matched as the
     sources' names are."""
     return PartitionName(schema, table, "").key.table_key
+
+
+# The signature of a table whose definitions were read while DDL changed it: no set of
+# partitions has it, so the next poll reads them again.
+RACED = "raced"
 
 
 @dataclass(slots=True)
@@ -107,6 +112,7 @@ class Collection:
     # grouped by fix in `warnings` once the poll is done (`finish`).
     shortfalls: list[Shortfall] = field(default_factory=list)
     hidden: set[TableKey] = field(default_factory=set)  # listed, but not in information_schema
+    raced: set[TableKey] = field(default_factory=set)  # definitions read while DDL changed them
     unreadable: dict[str, list[TableKey]] = field(default_factory=dict)  # reason -> tables
     warnings: list[Shortfall] = field(default_factory=list)
     # Partitions are only ever added during a poll, so their count tells whether the
@@ -124,9 +130,10 @@ class Collection:
         return grouped
 
     def sign(self) -> dict[TableKey, str]:
-        """Every table's signature (see `signature`)."""
+        """Every table's signature (see `signature`; `RACED` for the tables in `raced`)."""
         if self._signed != len(self.partitions):
             self.signatures = {key: signature(m) for key, m in self.tables().items()}
+            self.signatures |= dict.fromkeys(self.raced & self.signatures.keys(), RACED)
             self._signed = len(self.partitions)
         return self.signatures
 
@@ -305,15 +312,30 @@ def _explain_vanished(session: Session, collection: Collection, vanished: list[T
             collection.gone.add(table_key)
 
 
+def _agrees(definition: TableDefinition, listed: list[PartitionFigures]) -> bool:
+    """Whether the definitions name the partitions the cheap sources listed a moment
+    before: DDL in between makes them differ."""
+    named = {f"{fold(p.name)}#{fold(p.subpartition)}" for p in definition.partitions}
+    return named == {figures.slot for figures in listed}
+
+
 def _read_one(session: Session, collection: Collection, table_key: TableKey) -> bool:
-    """Read one table's definitions; False when information_schema does not show it."""
+    """Read one table's definitions; False when information_schema does not show it.
+    Definitions that disagree with the partitions listed (DDL raced the poll) are
+    stored, and read again by the next poll: a partition added in between and dropped
+    before the next poll would otherwise stay, the signature being the one before."""
     schema, table = collection.spelt(table_key)
     try:
-        collection.definitions[table_key] = definitions.read(session, schema, table)
+        definition = definitions.read(session, schema, table)
     except TableGone:
         return False
     except SourceUnavailable as exc:  # it exists: keep what is known, retry next poll
         collection.unreadable.setdefault(exc.reason or exc.cause, []).append(table_key)
+        return True
+    collection.definitions[table_key] = definition
+    if not _agrees(definition, collection.tables()[table_key]):
+        collection.raced.add(table_key)
+        collection.sign()[table_key] = RACED
     return True
 
 
