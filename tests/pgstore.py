@@ -8,6 +8,9 @@ gives the URL that worker processes spawned by a test use to reach the same data
 """
 
 import os
+import subprocess
+import sys
+from pathlib import Path
 from urllib.parse import quote
 
 import pytest
@@ -23,9 +26,18 @@ DB_FIXTURES = frozenset({"db", "transactional_db", "django_db_reset_sequences", 
 NOT_STORE_FACING = ("browser",)
 """Markers of tests that are about something else (Chromium) and run on SQLite only."""
 
+SQLITE_ONLY = (
+    "tests/test_faults.py",  # monitored servers frozen and killed: minutes of waiting
+    "tests/test_make_up.py",  # `make up` runs on SQLite, as a laptop does
+    "tests/test_supervise.py",
+)
+"""Modules whose subject is not the store, and whose run time would double on it."""
+
 
 def uses_store(item: pytest.Item) -> bool:
     if any(item.get_closest_marker(name) for name in NOT_STORE_FACING):
+        return False
+    if item.nodeid.startswith(SQLITE_ONLY):
         return False
     fixtures = set(getattr(item, "fixturenames", ()))
     return bool(fixtures & DB_FIXTURES) or item.get_closest_marker("django_db") is not None
@@ -60,3 +72,31 @@ def database_url(name: str) -> str:
     credentials = f"{user}:{password}@" if password else f"{user}@" if user else ""
     host, port = store.get("HOST") or "127.0.0.1", store.get("PORT") or 5432
     return f"postgres://{credentials}{host}:{port}/{quote(name, safe='')}"
+
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def store_env(database_url: str, var_dir: Path, **settings: str) -> dict[str, str]:
+    """The environment of partdash processes (manage.py, Celery) on a store of a test's
+    own, with partdash's own settings, not the test settings."""
+    env = {k: v for k, v in os.environ.items() if k != "DJANGO_SETTINGS_MODULE"}
+    return env | {
+        "DEBUG": "1",
+        "PARTDASH_VAR_DIR": str(var_dir),
+        "DATABASE_URL": database_url,
+        "CELERY_BROKER_URL": "redis://127.0.0.1:1/0",  # no broker unless given
+        **settings,
+    }
+
+
+def manage(env: dict[str, str], *args: str, timeout: float = 90) -> subprocess.CompletedProcess:
+    """`manage.py ARGS` in a process of its own."""
+    return subprocess.run(
+        [sys.executable, "manage.py", *args],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )

@@ -3,38 +3,15 @@ locked by another writer. The poll then fails with one clear line and exit statu
 the next poll, once the store is back, succeeds. Polls run as `manage.py poll` in their
 own processes, against a store of the test's own."""
 
-import os
 import sqlite3
 import subprocess
-import sys
 import threading
 from pathlib import Path
 
 import pytest
 
-from tests.conftest import ROOT
 from tests.pgserver import PostgresServer
-
-
-def store_env(database_url: str, var_dir: Path) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if k != "DJANGO_SETTINGS_MODULE"}
-    return env | {
-        "DEBUG": "1",
-        "PARTDASH_VAR_DIR": str(var_dir),
-        "DATABASE_URL": database_url,
-        "CELERY_BROKER_URL": "redis://127.0.0.1:1/0",  # no broker: polls are run by hand
-    }
-
-
-def manage(env: dict[str, str], *args: str, timeout: float = 90) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "manage.py", *args],
-        cwd=ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-    )
+from tests.pgstore import manage, store_env
 
 
 def register(env: dict[str, str], mariadb) -> None:
