@@ -63,13 +63,15 @@ def lateness(starts: list[float], interval: float) -> list[float]:
 
 
 def overlaps(polls: list[Poll]) -> int:
-    """Polls of one server that started before an earlier one of it had ended."""
+    """Polls of one server that started before an earlier one of it had ended. A poll
+    with no end (its worker child was killed at the hard time limit, or the run ended)
+    counts as ending when it started: the end it never logged is unknown."""
     found = 0
     ended_by = float("-inf")
     for poll in sorted(polls, key=lambda poll: poll.started):
         if poll.started < ended_by:
             found += 1
-        ended_by = max(ended_by, poll.ended if poll.ended is not None else float("inf"))
+        ended_by = max(ended_by, poll.ended or poll.started)
     return found
 
 

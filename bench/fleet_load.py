@@ -33,9 +33,7 @@ import json
 import logging
 import os
 import signal
-import subprocess
 import sys
-import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime
@@ -44,19 +42,15 @@ from urllib.parse import urlsplit, urlunsplit
 
 ROOT = Path(__file__).resolve().parent.parent
 BENCH = ROOT / "bench"
-BIN = Path(sys.executable).parent
 sys.path[:0] = [str(ROOT), str(BENCH)]
 
-import psutil  # noqa: E402
 from api_bench import issue_credentials, production_env, readers  # noqa: E402
 from fleet_faults import BIG, SMALL, BlackHole, Flapper, populate, start_mariadb  # noqa: E402
 from fleet_figures import memory_figures, percentile, polls_from, server_figures  # noqa: E402
+from fleet_processes import MemorySampler, Processes  # noqa: E402
+from fleet_report import LATENESS_TARGET, print_report  # noqa: E402
 
-from tests.services import RedisServer, free_port, log_tail, spawn, wait_for  # noqa: E402
-
-LATENESS_TARGET = 5.0  # seconds, healthy servers' p95
-MEMORY_EVERY = 10.0  # seconds between worker RSS samples
-STOP_GRACE = 15.0  # seconds a process may take to stop after its TERM
+from tests.services import RedisServer, free_port, wait_for  # noqa: E402
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -170,106 +164,6 @@ class Fleet:
         self.flapper.start()
 
 
-# --- partdash's processes ------------------------------------------------------------------
-
-
-class Processes:
-    """Web, beat and worker(s), each in a session of its own, logs in the run directory."""
-
-    def __init__(self, run_dir: Path, options: argparse.Namespace, port: int) -> None:
-        self.run_dir = run_dir
-        self.options = options
-        self.port = port
-        self.running: dict[str, subprocess.Popen] = {}
-
-    def start(self) -> "Processes":
-        celery = [str(BIN / "celery")]
-        for number in range(1, self.options.workers + 1):
-            worker = ["-A", "poll_probe", "worker", "--loglevel=INFO"]
-            worker += [f"--concurrency={self.options.concurrency}", "-n", f"w{number}@%h"]
-            self._spawn(f"worker{number}", [*celery, *worker])
-        schedule = f"--schedule={self.run_dir / 'celerybeat-schedule'}"
-        self._spawn("beat", [*celery, "-A", "partdash", "beat", "--loglevel=INFO", schedule])
-        web = [str(BIN / "gunicorn"), "partdash.wsgi", "--bind", f"127.0.0.1:{self.port}"]
-        web += ["--workers", "2", "--threads", "4", "--graceful-timeout", "3"]
-        self._spawn("web", [*web, "--error-logfile", "-", "--no-control-socket"])
-        return self
-
-    def _spawn(self, name: str, argv: list[str]) -> None:
-        self.running[name] = spawn(argv, self.run_dir / f"{name}.log")
-
-    def check(self) -> None:
-        """Fail the run when a process has exited (say why: the tail of its log)."""
-        for name, proc in self.running.items():
-            if proc.poll() is not None:
-                tail = log_tail(self.run_dir / f"{name}.log", lines=15)
-                raise RuntimeError(f"{name} exited (status {proc.returncode}):\n{tail}")
-
-    def sleep_until(self, deadline: float) -> None:
-        """Wait until `deadline` (monotonic), checking every few seconds that all run."""
-        while (left := deadline - time.monotonic()) > 0:
-            time.sleep(min(left, 2.0))
-            self.check()
-
-    def wait_until_ready(self, timeout: float = 90) -> None:
-        """Until every worker says it is ready (so the first polls are not queued early)."""
-        for name in (name for name in self.running if name.startswith("worker")):
-            log = self.run_dir / f"{name}.log"
-            if not wait_for(lambda log=log: " ready." in log.read_text(), timeout=timeout):
-                raise RuntimeError(f"{name} not ready in {timeout:g} s:\n{log_tail(log)}")
-            self.check()
-
-    def workers(self) -> list[subprocess.Popen]:
-        return [proc for name, proc in self.running.items() if name.startswith("worker")]
-
-    def stop(self) -> None:
-        """TERM each (a worker's warm shutdown finishes its polls), then kill what is left
-        of its process group (a worker's pool, gunicorn's workers)."""
-        for proc in self.running.values():
-            with contextlib.suppress(ProcessLookupError):
-                proc.terminate()
-        deadline = time.monotonic() + STOP_GRACE
-        for proc in self.running.values():
-            with contextlib.suppress(subprocess.TimeoutExpired):
-                proc.wait(timeout=max(0.1, deadline - time.monotonic()))
-            with contextlib.suppress(ProcessLookupError, PermissionError):
-                os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait()
-
-
-class MemorySampler:
-    """RSS of the worker main processes and all their children, every MEMORY_EVERY s."""
-
-    def __init__(self, workers: list[subprocess.Popen], began: float) -> None:
-        self.workers = workers
-        self.began = began
-        self.samples: list[tuple[float, float]] = []
-        self._done = threading.Event()
-        self._thread = threading.Thread(target=self._sample, daemon=True, name="memory")
-
-    def start(self) -> "MemorySampler":
-        self._thread.start()
-        return self
-
-    def rss_mb(self) -> float:
-        total = 0
-        for worker in self.workers:
-            with contextlib.suppress(psutil.Error):
-                main = psutil.Process(worker.pid)
-                for proc in [main, *main.children(recursive=True)]:
-                    with contextlib.suppress(psutil.Error):
-                        total += proc.memory_info().rss
-        return total / 2**20
-
-    def _sample(self) -> None:
-        while not self._done.wait(MEMORY_EVERY):
-            self.samples.append((time.time() - self.began, self.rss_mb()))
-
-    def stop(self) -> None:
-        self._done.set()
-        self._thread.join(timeout=5)
-
-
 # --- readers -------------------------------------------------------------------------------
 
 
@@ -370,91 +264,6 @@ def fleet_figures(fleet: Fleet, ids: dict[str, int], polls: list, options) -> di
         "polls_by_worker": by_worker,
         "overlaps": sum(figures["overlaps"] for figures in servers.values()),
     }
-
-
-# --- the report ----------------------------------------------------------------------------
-
-
-def seconds(value: float | None) -> str:
-    return "-" if value is None else f"{value:.2f}"
-
-
-def verdict(ok: bool) -> str:
-    return "PASS" if ok else "FAIL"
-
-
-def print_report(result: dict) -> bool:
-    setup, fleet, memory = result["setup"], result["fleet"], result["memory"]
-    print(
-        f"\nfleet load: {setup['servers']} servers polled every {setup['interval']} s for "
-        f"{setup['minutes']:g} min; {setup['store']} store; {setup['workers']} worker(s) x "
-        f"{setup['concurrency']}"
-    )
-    print(
-        f"  {'server':<11} {'kind':<10} {'partitions':>10} {'polls':>5} {'failed':>6} "
-        f"{'late p50':>8} {'p95':>7} {'max':>7} {'took max':>8}  by worker"
-    )
-    for name, figures in fleet["servers"].items():
-        late = figures["lateness"]
-        workers = ", ".join(
-            f"{w.split('@')[0]} {n}" for w, n in sorted(figures["by_worker"].items())
-        )
-        print(
-            f"  {name:<11} {figures['kind']:<10} {figures['partitions'] or '-':>10} "
-            f"{figures['polls']:>5} {figures['failed']:>6} {seconds(late['p50']):>8} "
-            f"{seconds(late['p95']):>7} {seconds(late['max']):>7} "
-            f"{seconds(figures['duration']['max']):>8}  {workers}"
-        )
-    print(
-        f"  healthy servers' lateness p95 ({fleet['healthy_lateness_samples']} polls): "
-        f"{seconds(fleet['healthy_lateness_p95'])} s "
-        f"[target < {LATENESS_TARGET:g} s: {verdict(fleet['healthy_pass'])}] (beat "
-        f"dispatches due polls every {setup['dispatch_seconds']:g} s)"
-    )
-    print(
-        f"  worker memory (RSS, main + children, every {MEMORY_EVERY:g} s): first after "
-        f"{memory.get('warm_up_s', 0):g} s {memory.get('first_mb', 0):.0f} MB, max "
-        f"{memory.get('max_mb', 0):.0f} MB, last {memory.get('last_mb', 0):.0f} MB "
-        f"[flat, last <= 1.2 x first: {verdict(memory.get('flat', False))}]"
-    )
-    snapshots = result["snapshots"]
-    duplicated = snapshots["closer_than_half_an_interval"] + snapshots["not_from_a_logged_poll"]
-    shared = ", ".join(
-        f"{worker} {count}" for worker, count in sorted(fleet["polls_by_worker"].items())
-    )
-    print(
-        f"  polls per worker: {shared}; polls of one server overlapping: {fleet['overlaps']} "
-        f"[target 0: {verdict(fleet['overlaps'] == 0)}]; snapshots {snapshots['stored']} for "
-        f"{snapshots['successful_polls']} successful polls, duplicated {duplicated} "
-        f"[target 0: {verdict(duplicated == 0)}]"
-    )
-    readers_ok = print_readers(result["readers"])
-    return (
-        fleet["healthy_pass"]
-        and memory.get("flat", False)
-        and fleet["overlaps"] == 0
-        and duplicated == 0
-        and readers_ok
-    )
-
-
-def print_readers(figures: dict) -> bool:
-    if "error" in figures:
-        print(f"  readers: not run: {figures['error']}")
-        return False
-    print(f"  readers: {figures['clients']} clients for {figures['seconds']:g} s during polling")
-    print(
-        f"    {'endpoint':<46} {'requests':>8} {'p50 ms':>8} {'p95 ms':>8} {'errors':>6} {'5xx':>4}"
-    )
-    server_errors = 0
-    for label, row in figures["endpoints"].items():
-        server_errors += row["5xx"]
-        print(
-            f"    {label:<46} {row['requests']:>8} {row.get('median_ms', 0):>8.1f} "
-            f"{row.get('p95_ms', 0):>8.1f} {row['errors']:>6} {row['5xx']:>4}"
-        )
-    print(f"    5xx in all: {server_errors} [target 0: {verdict(server_errors == 0)}]")
-    return server_errors == 0
 
 
 # --- the run -------------------------------------------------------------------------------
