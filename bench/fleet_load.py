@@ -32,6 +32,7 @@ import itertools
 import json
 import logging
 import os
+import shutil
 import signal
 import sys
 import time
@@ -263,6 +264,7 @@ def fleet_figures(fleet: Fleet, ids: dict[str, int], polls: list, options) -> di
         "healthy_pass": p95 is not None and p95 < LATENESS_TARGET,
         "polls_by_worker": by_worker,
         "overlaps": sum(figures["overlaps"] for figures in servers.values()),
+        "skipped_lock_held": sum(figures["skipped_lock_held"] for figures in servers.values()),
     }
 
 
@@ -296,6 +298,8 @@ def run(options: argparse.Namespace, stack: contextlib.ExitStack) -> dict:
     stamp = datetime.now(UTC).strftime("%Y%m%d-%H%M%S")
     run_dir = options.json.parent / f"fleet-{stamp}"
     run_dir.mkdir(parents=True)
+    # collectstatic's copy is the only bulky file; the store and the logs are kept.
+    stack.callback(shutil.rmtree, run_dir / "static", ignore_errors=True)
     print(f"fleet load: files in {run_dir}", flush=True)
     redis = RedisServer().start()
     stack.callback(redis.stop)

@@ -84,7 +84,8 @@ def print_sharing(fleet: dict, snapshots: dict) -> bool:
     )
     print(
         f"  polls per worker: {shared}; polls of one server overlapping: {fleet['overlaps']} "
-        f"[target 0: {verdict(fleet['overlaps'] == 0)}]; snapshots {snapshots['stored']} for "
+        f"[target 0: {verdict(fleet['overlaps'] == 0)}] ({fleet['skipped_lock_held']} "
+        f"skipped: the poll lock was held); snapshots {snapshots['stored']} for "
         f"{snapshots['successful_polls']} successful polls, duplicated {duplicated} "
         f"[target 0: {verdict(duplicated == 0)}]"
     )
