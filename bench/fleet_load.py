@@ -53,6 +53,8 @@ from fleet_report import LATENESS_TARGET, print_report  # noqa: E402
 
 from tests.services import RedisServer, free_port, wait_for  # noqa: E402
 
+SETUP_OPTIONS = ("interval", "minutes", "workers", "concurrency", "flap_seconds", "clients")
+
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
@@ -294,6 +296,30 @@ def interrupt_on_term() -> None:
     signal.signal(signal.SIGTERM, interrupt)
 
 
+def store_env(options, stack: contextlib.ExitStack, run_dir: Path, broker: str) -> tuple:
+    """The environment every process of the run shares, and the store's name."""
+    env = production_env(run_dir) | {
+        "CELERY_BROKER_URL": broker,
+        "PARTDASH_REDIS_URL": broker,
+        "PARTDASH_BENCH_POLL_LOG": str(run_dir / "polls.jsonl"),
+        "PYTHONPATH": os.pathsep.join([str(ROOT), str(BENCH)]),
+    }
+    env.pop("DATABASE_URL", None)  # SQLite in the run directory
+    if options.store[0] == "sqlite":
+        return env, "SQLite"
+    env["DATABASE_URL"] = stack.enter_context(postgres_database(options.store[1]))
+    return env, "PostgreSQL"
+
+
+def poll_with_readers(options, processes: Processes, port: int) -> dict:
+    """Let the fleet be polled for --minutes, the readers joining after a first round."""
+    deadline = time.monotonic() + options.minutes * 60
+    processes.sleep_until(time.monotonic() + min(options.minutes * 60 / 3, 60.0))
+    figures = run_readers(f"http://127.0.0.1:{port}", options, deadline)
+    processes.sleep_until(deadline)
+    return figures
+
+
 def run(options: argparse.Namespace, stack: contextlib.ExitStack) -> dict:
     stamp = datetime.now(UTC).strftime("%Y%m%d-%H%M%S")
     run_dir = options.json.parent / f"fleet-{stamp}"
@@ -303,17 +329,7 @@ def run(options: argparse.Namespace, stack: contextlib.ExitStack) -> dict:
     print(f"fleet load: files in {run_dir}", flush=True)
     redis = RedisServer().start()
     stack.callback(redis.stop)
-    env = production_env(run_dir) | {
-        "CELERY_BROKER_URL": redis.url,
-        "PARTDASH_REDIS_URL": redis.url,
-        "PARTDASH_BENCH_POLL_LOG": str(run_dir / "polls.jsonl"),
-        "PYTHONPATH": os.pathsep.join([str(ROOT), str(BENCH)]),
-    }
-    env.pop("DATABASE_URL", None)
-    store = "SQLite"
-    if options.store[0] == "postgres":
-        env["DATABASE_URL"] = stack.enter_context(postgres_database(options.store[1]))
-        store = "PostgreSQL"
+    env, store = store_env(options, stack, run_dir, redis.url)
     print("  starting the fleet", flush=True)
     fleet = Fleet(stack, options).build()
     prepare_django(env)
@@ -322,40 +338,29 @@ def run(options: argparse.Namespace, stack: contextlib.ExitStack) -> dict:
     stack.callback(processes.stop)
     processes.start()
     processes.wait_until_ready()
-    began = time.time()
+    memory = MemorySampler(processes.workers(), time.time())
     ids = {
         name: register(name, member["port"], options.interval)
         for name, member in fleet.members.items()
     }
-    memory = MemorySampler(processes.workers(), began).start()
-    stack.callback(memory.stop)
+    stack.callback(memory.start().stop)
     fleet.start_flapping()
-    deadline = time.monotonic() + options.minutes * 60
-    print(
-        f"  web, beat and {options.workers} worker(s) started; polling for {options.minutes:g} min",
-        flush=True,
-    )
-    processes.sleep_until(time.monotonic() + min(options.minutes * 60 / 3, 60.0))
-    reader_figures = run_readers(f"http://127.0.0.1:{port}", options, deadline)
-    processes.sleep_until(deadline)
+    workers = f"{options.workers} worker(s)"
+    print(f"  web, beat and {workers} started; polling for {options.minutes:g} min", flush=True)
+    reader_figures = poll_with_readers(options, processes, port)
     memory.stop()
     processes.stop()
     polls = read_polls(run_dir / "polls.jsonl")
     from django.conf import settings
 
+    setup = {"servers": len(fleet.members), "store": store, "run_dir": str(run_dir)}
+    setup |= {name: getattr(options, name) for name in SETUP_OPTIONS}
+    setup |= {
+        "lateness": "poll start = task_prerun in the worker child (bench/poll_probe.py)",
+        "dispatch_seconds": settings.PARTDASH_DISPATCH_SECONDS,
+    }
     return {
-        "setup": {
-            "servers": len(fleet.members),
-            "interval": options.interval,
-            "minutes": options.minutes,
-            "store": store,
-            "workers": options.workers,
-            "concurrency": options.concurrency,
-            "flap_seconds": options.flap_seconds,
-            "run_dir": str(run_dir),
-            "lateness": "poll start = task_prerun in the worker child (bench/poll_probe.py)",
-            "dispatch_seconds": settings.PARTDASH_DISPATCH_SECONDS,
-        },
+        "setup": setup,
         "fleet": fleet_figures(fleet, ids, polls, options),
         "memory": memory_figures(memory.samples, warm_up=2.0 * options.interval),
         "snapshots": snapshot_figures(ids, polls, options.interval),
