@@ -28,6 +28,8 @@ NOT_STORE_FACING = ("browser",)
 
 SQLITE_ONLY = (
     "tests/test_faults.py",  # monitored servers frozen and killed: minutes of waiting
+    "tests/test_backoff.py",  # black-hole servers and lateness: 85 s of scheduling
+    "tests/test_poll_limits.py",  # time limits and a killed worker child: Redis's lock
     "tests/test_make_up.py",  # `make up` runs on SQLite, as a laptop does
     "tests/test_supervise.py",
 )
