@@ -34,13 +34,14 @@ def stopped(instance: MariaDB) -> Iterator[float]:
         yield time.monotonic()
 
 
-def stopping(instance: MariaDB, reader):
-    """`reader` that first stops the server: a SIGSTOP landing mid-poll, with the
-    connection open and the poll's first queries answered."""
+def stopping_after(instance: MariaDB, reader):
+    """`reader` that stops the server once it has read: a SIGSTOP landing mid-poll, with
+    the connection open and the poll's first queries answered."""
 
     def read(*args, **kwargs):
+        result = reader(*args, **kwargs)
         os.kill(instance.pid, signal.SIGSTOP)
-        return reader(*args, **kwargs)
+        return result
 
     return read
 
