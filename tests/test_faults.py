@@ -181,6 +181,47 @@ def test_a_server_frozen_for_a_minute_fails_each_poll_within_its_timeout_then_re
     assert interval_to_latest(server) > STOPPED_FOR
 
 
+FROZEN_UNDER_WORKER = 25  # seconds: two or three scheduled polls at a 10 s interval
+
+
+@pytest.mark.e2e
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.timeout(180)
+def test_a_server_frozen_under_a_real_worker_fails_within_the_poll_limits_then_resumes(
+    victim, new_schema, celery_processes
+):
+    schema = new_schema(victim)
+    run(victim, schema, HASHED)
+    server = scheduled(victim, "frozen-worker")
+    wait_until(lambda: polls_of(server), 60, "the first poll", celery_processes.logs)
+    errors: set[str] = set()
+    with stopped(victim):
+        frozen_at = timezone.now()
+        deadline = time.monotonic() + FROZEN_UNDER_WORKER
+        while time.monotonic() < deadline:
+            errors.add(Server.objects.values_list("last_error", flat=True).get(pk=server.pk))
+            time.sleep(0.2)
+    thawed = time.monotonic()
+    wait_until(
+        lambda: polls_of(server)[-1] > frozen_at, 60, "a poll after SIGCONT", celery_processes.logs
+    )
+    resumed = time.monotonic() - thawed
+    print(f"\nfrozen under the worker: {sorted(errors)}; resumed {resumed:.1f} s after SIGCONT")
+    failures = errors - {""}
+    assert failures, celery_processes.logs()
+    for error in failures:  # the connect timeout, or the soft limit naming the stage
+        assert "\n" not in error and "poll failed" not in error, error
+        assert error.startswith(("timed out talking to ", "poll stopped at its soft time limit")), (
+            error
+        )
+    during = [
+        t
+        for t in polls_of(server)
+        if frozen_at < t < frozen_at + timedelta(seconds=FROZEN_UNDER_WORKER)
+    ]
+    assert not during  # nothing stored while the server was frozen
+
+
 # -- b. a server killed (SIGKILL) and restarted on its port and data directory ---------
 
 
