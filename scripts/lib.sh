@@ -77,17 +77,24 @@ postgres_bindir() {
 }
 
 # ensure_postgres_for_tests: export PARTDASH_TEST_POSTGRES, the PostgreSQL the store-facing
-# tests run on: the one at 127.0.0.1:5432 when it answers, else a private one (initdb
-# into a temporary directory, trust authentication, 127.0.0.1 and a free port only, as
-# the `postgres` user since initdb refuses root) that stop_private_postgres stops.
+# tests run on: the URL already in PARTDASH_TEST_POSTGRES if one is, else the one at
+# 127.0.0.1:5432 when it answers, else (or with PARTDASH_TEST_POSTGRES=private) a private
+# one (initdb into a temporary directory, trust authentication, 127.0.0.1 and a free port
+# only, as the `postgres` user since initdb refuses root) that stop_private_postgres stops.
 PRIVATE_PGDATA=""
 ensure_postgres_for_tests() {
   [ -n "$(postgres_bindir)" ] && command -v pg_isready >/dev/null 2>&1 \
     || ensure_packages /nonexistent/postgresql postgresql
-  if pg_isready -q -h 127.0.0.1 -p 5432 -t 3; then
-    export PARTDASH_TEST_POSTGRES=postgres://postgres@127.0.0.1:5432/postgres
-    return 0
-  fi
+  case "${PARTDASH_TEST_POSTGRES:-}" in
+    private) ;;
+    ?*) return 0 ;;
+    *)
+      if pg_isready -q -h 127.0.0.1 -p 5432 -t 3; then
+        export PARTDASH_TEST_POSTGRES=postgres://postgres@127.0.0.1:5432/postgres
+        return 0
+      fi
+      ;;
+  esac
   local bin port owner
   bin=$(postgres_bindir)
   port=$("$PY" -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
@@ -95,7 +102,7 @@ ensure_postgres_for_tests() {
   [ "$(id -u)" = 0 ] && owner=postgres
   PRIVATE_PGDATA=$(mktemp -d /tmp/partdash-test-pg.XXXXXX)
   chown "$owner" "$PRIVATE_PGDATA"
-  say "starting a private PostgreSQL on 127.0.0.1:$port (none answers at 127.0.0.1:5432)"
+  say "starting a private PostgreSQL on 127.0.0.1:$port"
   as_user "$owner" "$bin/initdb" -D "$PRIVATE_PGDATA/data" -U postgres -A trust --no-sync >/dev/null
   as_user "$owner" "$bin/pg_ctl" -D "$PRIVATE_PGDATA/data" -l "$PRIVATE_PGDATA/log" -w -t 60 \
     -o "-c listen_addresses=127.0.0.1 -p $port -k $PRIVATE_PGDATA -c fsync=off" start >/dev/null \
