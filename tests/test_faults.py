@@ -279,6 +279,33 @@ def test_a_server_killed_and_restarted_gives_no_negative_rate_nor_spike(
     assert max(rates) <= largest / shortest, (rates, largest, shortest)
 
 
+def test_a_server_killed_mid_poll_fails_the_poll_and_stores_nothing(
+    victim, new_schema, make_server, timeouts, monkeypatch
+):
+    schema = new_schema(victim)
+    run(victim, schema, HASHED)
+    written(victim, schema, 1, 500)
+    server = make_server(victim, name="killed-mid-poll")
+    assert poll_server(server).ok
+    snapshots = snapshot_count(server)
+    reader = collect_module.server_facts.read
+
+    def killing(session):
+        facts = reader(session)
+        victim.kill()
+        return facts
+
+    monkeypatch.setattr(collect_module.server_facts, "read", killing)
+    try:
+        report, seconds = timed_poll(server)
+    finally:
+        victim.start()
+    print(f"\nkilled mid-poll: failed in {seconds:.3f} s: {report.error}")
+    lost = f"lost the connection to {victim.host}:{victim.port}: Lost connection to MySQL server"
+    assert_failed_cleanly(report, server, snapshots, lost)
+    assert seconds < 1, seconds
+
+
 # -- c. DDL racing the poll ----------------------------------------------------------
 
 

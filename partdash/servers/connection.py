@@ -29,6 +29,7 @@ ER_ACCESS_DENIED_NO_PASSWORD = 1698
 ER_CON_COUNT = 1040
 ER_USER_LIMIT_REACHED = 1226
 CR_CONN_HOST_ERROR = 2003
+CR_SERVER_GONE, CR_SERVER_LOST = 2006, 2013
 NO_TLS_ON_SERVER = "SSL is required but the server doesn't support it"
 # Plugins that send the password itself: MySQL's mysql_clear_password (LDAP, PAM) and
 # MariaDB's `dialog` (PAM), which answers a "Password: " prompt with the password as typed.
@@ -60,7 +61,7 @@ class Target:
 
 class ConnectionFailure(Exception):
     """A monitored server could not be reached or refused us. `kind` is one of
-    dns, refused, timeout, unreachable, access_denied, too_many_connections, tls, error.
+    dns, refused, timeout, unreachable, lost, access_denied, too_many_connections, tls, error.
     `tls_offered` is what the server's greeting said about TLS, None if none arrived."""
 
     def __init__(self, kind: str, message: str, tls_offered: bool | None = None):
@@ -294,6 +295,8 @@ def _kind_and_message(exc: Exception, target: Target, limit: str) -> tuple[str, 
         )
     if isinstance(cause, OSError) and cause.errno in (errno.EHOSTUNREACH, errno.ENETUNREACH):
         return "unreachable", f"no route to {where}"
+    if code in (CR_SERVER_GONE, CR_SERVER_LOST):  # killed, restarted, or a proxy dropped it
+        return "lost", f"lost the connection to {where}: {text}"
     if code == CR_CONN_HOST_ERROR:
         return "refused", f"cannot connect to {where}: {text}"
     return "error", f"{where}: {text}"
