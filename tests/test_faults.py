@@ -1,12 +1,15 @@
 """Faults partdash survives, injected into real processes on loopback (issue 13): a
-monitored MariaDB frozen for a minute (SIGSTOP), frozen mid-poll, killed (SIGKILL) and
-restarted on its port and data directory; DDL racing the poll; Redis restarted under a
-running worker and beat.
+monitored MariaDB frozen (SIGSTOP) for a minute, mid-poll, and under a real worker;
+killed (SIGKILL) between polls and mid-poll, and restarted on its port and data
+directory; DDL racing the poll (called directly and through a real worker); Redis
+restarted under a running worker and beat; a worker's pool killed while its poll waits
+to store. (Alert emails across a killed worker: tests/alerts/test_delivery_worker.py.)
 
 Each poll during a fault fails within its limit with one line naming the cause, and
 stores nothing; the first poll after it succeeds, with no negative rate and no rate
 claiming more bytes than the counters counted; definitions match information_schema
-once the DDL stops. The server these tests stop and kill is their own.
+once the DDL stops; no poll or email twice. The server these tests stop and kill is
+their own.
 """
 
 import os
