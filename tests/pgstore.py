@@ -15,6 +15,8 @@ from urllib.parse import quote
 
 import pytest
 
+from tests.services import log_tail
+
 STORE = os.environ.get("PARTDASH_TEST_STORE", "sqlite")
 POSTGRES_URL = os.environ.get(
     "PARTDASH_TEST_POSTGRES", "postgres://postgres@127.0.0.1:5432/postgres"
@@ -102,3 +104,41 @@ def manage(env: dict[str, str], *args: str, timeout: float = 90) -> subprocess.C
         text=True,
         timeout=timeout,
     )
+
+
+class Fleet:
+    """Beat and named Celery workers (concurrency 2 each, as on hosts of their own), each
+    in its own process with its own log, on the store and broker `env` names."""
+
+    def __init__(self, env: dict[str, str], log_dir: Path, workers: tuple[str, ...] = ("w1",)):
+        self.env, self.log_dir, self.workers = env, log_dir, workers
+        self.processes: dict[str, subprocess.Popen] = {}
+
+    def spawn(self, name: str, *args: str) -> None:
+        log = open(self.log_dir / f"{name}.log", "wb")
+        command = [sys.executable, "-m", "celery", "-A", "partdash", *args, "--loglevel=INFO"]
+        self.processes[name] = subprocess.Popen(
+            command, cwd=ROOT, env=self.env, stdout=log, stderr=subprocess.STDOUT
+        )
+
+    def start(self) -> "Fleet":
+        for name in self.workers:
+            self.spawn(name, "worker", "--concurrency=2", "--pool=prefork", "-n", f"{name}@%h")
+        self.spawn("beat", "beat", f"--schedule={self.log_dir / 'beat-schedule'}")
+        return self
+
+    def stop(self, *names: str) -> None:
+        """SIGTERM: a worker's warm shutdown lets the polls it runs finish."""
+        for name in names or list(self.processes):
+            self.processes[name].terminate()
+        for name in names or list(self.processes):
+            try:
+                self.processes[name].wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                self.processes[name].kill()
+
+    def log(self, name: str) -> str:
+        return (self.log_dir / f"{name}.log").read_text(errors="replace")
+
+    def tails(self) -> str:
+        return log_tail(*(self.log_dir / f"{name}.log" for name in self.processes))

@@ -6,22 +6,19 @@ second beat would), every poll is stored exactly once, both workers poll, and ev
 server gets the polls its interval promises."""
 
 import re
-import subprocess
-import sys
 import time
 from collections import defaultdict
 from contextlib import ExitStack
 from datetime import timedelta
 from itertools import pairwise
-from pathlib import Path
 
 import psycopg
 import pytest
 from celery import Celery
 
 from tests.pgserver import dedicated_database
-from tests.pgstore import ROOT, manage, store_env
-from tests.services import MariaDB, RedisServer, log_tail
+from tests.pgstore import Fleet, manage, store_env
+from tests.services import MariaDB, RedisServer
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(300)]
 
@@ -39,42 +36,6 @@ SUCCEEDED = re.compile(
     r"Task partdash\.collector\.tasks\.poll_server\[(?P<id>[^\]]+)\] succeeded in \S+: "
     r"'(?P<summary>[^\n]*)"
 )
-
-
-class Fleet:
-    """Beat and the named workers, each in its own process with its own log."""
-
-    def __init__(self, env: dict[str, str], log_dir: Path):
-        self.env, self.log_dir = env, log_dir
-        self.processes: dict[str, subprocess.Popen] = {}
-
-    def spawn(self, name: str, *args: str) -> None:
-        log = open(self.log_dir / f"{name}.log", "wb")
-        command = [sys.executable, "-m", "celery", "-A", "partdash", *args, "--loglevel=INFO"]
-        self.processes[name] = subprocess.Popen(
-            command, cwd=ROOT, env=self.env, stdout=log, stderr=subprocess.STDOUT
-        )
-
-    def start(self) -> None:
-        for name in WORKERS:
-            self.spawn(name, "worker", "--concurrency=2", "--pool=prefork", "-n", f"{name}@%h")
-        self.spawn("beat", "beat", f"--schedule={self.log_dir / 'beat-schedule'}")
-
-    def stop(self, *names: str) -> None:
-        """SIGTERM: a worker's warm shutdown lets the polls it runs finish."""
-        for name in names or list(self.processes):
-            self.processes[name].terminate()
-        for name in names or list(self.processes):
-            try:
-                self.processes[name].wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                self.processes[name].kill()
-
-    def log(self, name: str) -> str:
-        return (self.log_dir / f"{name}.log").read_text(errors="replace")
-
-    def tails(self) -> str:
-        return log_tail(*(self.log_dir / f"{name}.log" for name in self.processes))
 
 
 def polls_in(log: str) -> tuple[list[str], int]:
@@ -146,7 +107,7 @@ def test_two_named_workers_share_the_polls_of_a_fleet_on_postgresql_never_twice_
                 "--user", "root", "--interval", str(INTERVAL),
             )  # fmt: skip
             assert added.returncode == 0, added.stderr
-        fleet = Fleet(env, tmp_path)
+        fleet = Fleet(env, tmp_path, WORKERS)
         stack.callback(fleet.stop)
         fleet.start()
         started = time.monotonic()

@@ -6,27 +6,22 @@ own processes, against a store of the test's own."""
 import sqlite3
 import subprocess
 import threading
+import time
 from pathlib import Path
 
+import psycopg
 import pytest
 
+from tests.conftest import wait_until
 from tests.pgserver import PostgresServer
-from tests.pgstore import manage, store_env
+from tests.pgstore import Fleet, manage, store_env
+from tests.services import RedisServer
 
 
-def register(env: dict[str, str], mariadb) -> None:
+def register(env: dict[str, str], mariadb, *options: str) -> None:
     assert manage(env, "migrate", "-v0").returncode == 0
-    added = manage(
-        env,
-        "addserver",
-        "db1",
-        "--host",
-        mariadb.host,
-        "--port",
-        str(mariadb.port),
-        "--user",
-        "root",
-    )
+    where = ["--host", mariadb.host, "--port", str(mariadb.port), "--user", "root"]
+    added = manage(env, "addserver", "db1", *where, *options)
     assert added.returncode == 0, added.stderr
 
 
@@ -65,6 +60,44 @@ def test_a_poll_while_the_postgresql_store_is_down_fails_clearly_and_the_next_su
 
     postgres_store.start()
     assert_polls(env)
+
+
+def snapshots(database_url: str) -> int | None:
+    """How many polls the store holds; None while it does not answer."""
+    try:
+        with psycopg.connect(database_url, connect_timeout=2) as connection:
+            return connection.execute("SELECT COUNT(*) FROM metrics_serversnapshot").fetchone()[0]
+    except psycopg.OperationalError:
+        return None
+
+
+@pytest.mark.e2e
+@pytest.mark.timeout(180)
+def test_worker_and_beat_poll_again_by_themselves_once_a_restarted_postgresql_store_is_back(
+    postgres_store, mariadb, tmp_path
+):
+    with RedisServer() as redis:
+        env = store_env(
+            postgres_store.url(),
+            tmp_path,
+            CELERY_BROKER_URL=redis.url,
+            PARTDASH_REDIS_URL=redis.url,
+            PARTDASH_DISPATCH_SECONDS="1",
+        )
+        register(env, mariadb, "--interval", "10")
+        fleet = Fleet(env, tmp_path).start()
+        try:
+            store = postgres_store.url()
+            wait_until(lambda: snapshots(store), 60, "the first poll", fleet.tails)
+            postgres_store.stop()
+            time.sleep(15)  # beat dispatches every second; a poll comes due meanwhile
+            postgres_store.start()
+            before = snapshots(store)
+            wait_until(lambda: snapshots(store) > before, 40, "a poll after", fleet.tails)
+            assert all(process.poll() is None for process in fleet.processes.values())
+        finally:
+            fleet.stop()
+    assert "OperationalError" in fleet.log("w1"), "the worker never met the store down"
 
 
 def hold_write_lock(database: Path, held: threading.Event, release: threading.Event) -> None:
