@@ -5,6 +5,9 @@
 those that use the Django test database). `tests/settings.py` picks the store; this
 module, loaded as a pytest plugin, keeps the second pass to the store-facing tests, and
 gives the URL that worker processes spawned by a test use to reach the same database.
+
+For tests that run partdash on a store of their own (tests/test_store_faults.py,
+tests/test_scale_out.py): `store_env`, `manage` and `Fleet` (named workers and beat).
 """
 
 import os
