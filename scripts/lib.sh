@@ -76,6 +76,12 @@ postgres_bindir() {
   [ -n "$dir" ] && [ -x "$dir/initdb" ] && echo "$dir"
 }
 
+# ensure_postgres_packages: Debian's PostgreSQL server and client (versioned paths).
+ensure_postgres_packages() {
+  [ -n "$(postgres_bindir)" ] && command -v pg_isready >/dev/null 2>&1 \
+    || ensure_packages /nonexistent/postgresql postgresql
+}
+
 # ensure_postgres_for_tests: export PARTDASH_TEST_POSTGRES, the PostgreSQL the store-facing
 # tests run on: the URL already in PARTDASH_TEST_POSTGRES if one is, else the one at
 # 127.0.0.1:5432 when it answers, else (or with PARTDASH_TEST_POSTGRES=private) a private
@@ -83,8 +89,7 @@ postgres_bindir() {
 # only, as the `postgres` user since initdb refuses root) that stop_private_postgres stops.
 PRIVATE_PGDATA=""
 ensure_postgres_for_tests() {
-  [ -n "$(postgres_bindir)" ] && command -v pg_isready >/dev/null 2>&1 \
-    || ensure_packages /nonexistent/postgresql postgresql
+  ensure_postgres_packages
   case "${PARTDASH_TEST_POSTGRES:-}" in
     private) ;;
     ?*) return 0 ;;
