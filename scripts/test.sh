@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # `make test`: install what the tests need, lint, validate docker/, run every test on
 # SQLite, then the store-facing tests (those using the Django test database, see
-# tests/pgstore.py) on PostgreSQL: $PARTDASH_TEST_POSTGRES, the one at 127.0.0.1:5432, or a private one started
-# here and stopped at the end. Extra arguments go to both pytest runs (scripts/test.sh
-# -k api); PARTDASH_TEST_STORES="sqlite" (or "postgres") runs one pass only. Exits with
-# the first failing pass's pytest status, 0 when both pass.
+# tests/pgstore.py) on PostgreSQL: $PARTDASH_TEST_POSTGRES, else the one at
+# 127.0.0.1:5432, else a private one started here and stopped at the end. Extra
+# arguments go to both pytest runs (scripts/test.sh -k api); PARTDASH_TEST_STORES=sqlite
+# (or postgres) runs one pass only. Exits with the first failing pass's pytest status,
+# 0 when both pass.
 source "$(dirname "$0")/lib.sh"
 
 ensure_packages /usr/sbin/mariadbd mariadb-server /usr/bin/mariadb-install-db mariadb-server \
