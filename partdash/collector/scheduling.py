@@ -58,10 +58,22 @@ def claim(server_id: int, *, force: bool = False) -> Server | None:
     due = Q(next_poll_at__isnull=True) | Q(next_poll_at__lte=now)
     if force:
         due = Q()
-    won = Server.objects.filter(due, pk=server_id, enabled=True).update(
-        next_poll_at=now + timedelta(seconds=server.poll_interval)
-    )
+        following = now + timedelta(seconds=server.poll_interval)
+    else:
+        following = next_due(server.next_poll_at, now, server.poll_interval)
+    won = Server.objects.filter(due, pk=server_id, enabled=True).update(next_poll_at=following)
     return server if won == 1 else None
+
+
+def next_due(due_at, now, interval: int):
+    """One interval after the time the poll was due, not after the dispatcher noticed:
+    otherwise every poll starts up to one dispatch tick late and the delays add up, a
+    30 s interval becoming 35 s. From now when it was due an interval ago or more (a
+    server just enabled or backing off, a broker that was down), or never."""
+    step = timedelta(seconds=interval)
+    if due_at is not None and now - step < due_at:
+        return due_at + step
+    return now + step
 
 
 def enqueue(server: Server, *, forced: bool = False) -> bool:
