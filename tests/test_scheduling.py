@@ -47,7 +47,7 @@ def test_a_due_server_is_claimed_exactly_once():
 def test_the_next_poll_is_due_one_interval_after_this_one_was_due_not_after_it_was_seen():
     """Beat looks every few seconds: counting from when it noticed, a 30 s interval
     became about 35 s (the fleet benchmark measured a p95 lateness of 5.2 s)."""
-    due = timezone.now() - timedelta(seconds=4)  # noticed at the next dispatch tick
+    due = timezone.now() - timedelta(seconds=4)  # noticed at the next dispatch tick (5 s)
     server = make("a", poll_interval=30, next_poll_at=due)
     assert scheduling.claim(server.pk) == server
     server.refresh_from_db()

@@ -68,12 +68,17 @@ def claim(server_id: int, *, force: bool = False) -> Server | None:
 def next_due(due_at, now, interval: int):
     """One interval after the time the poll was due, not after the dispatcher noticed:
     otherwise every poll starts up to one dispatch tick late and the delays add up, a
-    30 s interval becoming 35 s. From now when it was due an interval ago or more (a
-    server just enabled or backing off, a broker that was down), or never."""
+    30 s interval becoming 35 s. From now when it was noticed later than two dispatch
+    ticks or half an interval after it was due (a busy worker, a broker that was down,
+    a server just enabled), so two polls are never closer than half an interval."""
     step = timedelta(seconds=interval)
-    if due_at is not None and now - step < due_at:
+    if due_at is not None and now - due_at <= min(step / 2, _ticks(2)):
         return due_at + step
     return now + step
+
+
+def _ticks(count: int) -> timedelta:
+    return timedelta(seconds=count * settings.PARTDASH_DISPATCH_SECONDS)
 
 
 def enqueue(server: Server, *, forced: bool = False) -> bool:
