@@ -277,6 +277,12 @@ PARTDASH_POLL_BACKOFF_MAX_SECONDS = env.int("PARTDASH_POLL_BACKOFF_MAX_SECONDS",
 PARTDASH_FAILING_POLL_SLOTS = env.int("PARTDASH_FAILING_POLL_SLOTS", default=0)
 # "Poll now" (API, admin, a server's save) queues at most one poll per server per window.
 PARTDASH_POLL_NOW_DEBOUNCE_SECONDS = env.int("PARTDASH_POLL_NOW_DEBOUNCE_SECONDS", default=5)
+# The tablespace list and file I/O are read by buckets, only where a bucket's aggregate
+# changed (partdash.collector.incremental); every row is read again once what a process
+# remembers is older than PARTDASH_FULL_READ_SECONDS, which bounds how long a change
+# that leaves its bucket's aggregate equal (a CRC32 collision) can go unseen.
+PARTDASH_INCREMENTAL_READS = env.bool("PARTDASH_INCREMENTAL_READS", default=True)
+PARTDASH_FULL_READ_SECONDS = env.int("PARTDASH_FULL_READ_SECONDS", default=3600)
 # Tables whose definitions one poll may read (each read opens the table once); the rest
 # follow in the next polls.
 PARTDASH_DEFINITIONS_PER_POLL = env.int("PARTDASH_DEFINITIONS_PER_POLL", default=1000)

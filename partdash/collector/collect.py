@@ -15,6 +15,7 @@ from partdash.collector.catalogue import (
     DEFERRED,
     DROPPED,
     ERROR,
+    FILE_IO,
     INNODB_TABLE_STATS,
     PRIVILEGE,
     TABLESPACES,
@@ -25,6 +26,7 @@ from partdash.collector.catalogue import (
     tables_shortfall,
 )
 from partdash.collector.dialects import Dialect, dialect_for
+from partdash.collector.incremental import SourceMemory
 from partdash.collector.names import PartitionKey, PartitionName, fold, identity
 from partdash.collector.sources import (
     SourceUnavailable,
@@ -108,6 +110,12 @@ class Collection:
     by_path: dict[str, PartitionFigures] = field(default_factory=dict)  # names.path_key
     innodb_cmp: list[dict] = field(default_factory=list)
     sources: dict[str, bool] = field(default_factory=dict)  # catalogue key -> was read
+    # Read through a `SourceMemory`: the poll this collection continues (`basis`, the
+    # previous poll of this process, stored) and the partitions whose figures may differ
+    # from that poll's (`dirty`; None: any may). The store compares only those.
+    basis: str | None = None
+    dirty: set[PartitionKey] | None = None
+    merged: set[PartitionKey] = field(default_factory=set)  # statistics, compression
     # What could not be read: per source as it happens, per table below, and all of it
     # grouped by fix in `warnings` once the poll is done (`finish`).
     shortfalls: list[Shortfall] = field(default_factory=list)
@@ -192,6 +200,7 @@ def _merge_stats(collection: Collection, rows: list[innodb_stats.PartitionStats]
     server_page = collection.facts.page_size
     for row in rows:
         figures = _figures(collection, row.name)
+        collection.merged.add(figures.key)
         figures.rows, figures.clustered_pages, figures.other_pages = row[1:4]
         figures.stats_updated_at = row.updated_at
         page = figures.page_size or server_page
@@ -231,6 +240,7 @@ def _merge_compression(
     for row in rows:
         figures = collection.partitions.get(row.name.key)
         if figures is not None:
+            collection.merged.add(figures.key)
             (
                 figures.compress_ops,
                 figures.compress_ops_ok,
@@ -414,20 +424,32 @@ def collect(
     known: dict[TableKey, str],
     stats_since: int | None = None,
     hidden_before: set[TableKey] | frozenset = frozenset(),
+    memory: SourceMemory | None = None,
 ) -> Collection:
     """Read every source once; definitions only for tables whose signature changed.
     `stats_since` (the previous poll's statistics watermark) allows reading only the
     statistics rows refreshed since; `hidden_before` are the tables the previous poll
-    found hidden from the account (see `_still_hidden`)."""
+    found hidden from the account (see `_still_hidden`); with `memory` (what this process
+    remembers of the server), the tablespace list and file I/O are read where they
+    changed (`partdash.collector.incremental`)."""
+    basis = memory.begin() if memory is not None else None
     facts = server_facts.read(session)
     dialect = dialect_for(session.flavor, session.version)
     collection = Collection(session.flavor, session.version, dialect, facts)
-    _read(collection, "tablespaces", lambda: tablespaces.read(session, dialect), _merge_files)
+    if memory is not None:
+        read_files = lambda: memory.read(session, dialect, TABLESPACES)  # noqa: E731
+    else:
+        read_files = lambda: tablespaces.read(session, dialect)  # noqa: E731
+    _read(collection, "tablespaces", read_files, _merge_files)
     if stats_since is not None and _tables_changed(collection, known):
         stats_since = None  # new or changed tables need every statistics row once
     _read_statistics(session, collection, stats_since)
     ps_on = facts.is_on("performance_schema")
-    _read(collection, "file_io", lambda: file_io.read(session, ps_on), _merge_io)
+    if memory is not None and ps_on:
+        read_io = lambda: memory.read(session, dialect, FILE_IO)  # noqa: E731
+    else:
+        read_io = lambda: file_io.read(session, ps_on)  # noqa: E731
+    _read(collection, "file_io", read_io, _merge_io)
     if settings.PARTDASH_READ_TABLESTATS:
         _read(collection, "tablestats", lambda: tablestats.read(session, dialect), _merge_changes)
     collection.innodb_cmp = _read(collection, "innodb_cmp", lambda: compression.read_cmp(session))
@@ -442,5 +464,28 @@ def collect(
         )
     _check_settings(collection)
     _read_definitions(session, collection, known, set(hidden_before))
+    if basis is not None:
+        collection.basis, collection.dirty = basis, _dirty(collection, memory)
     collection.finish()
     return collection
+
+
+def _dirty(collection: Collection, memory: SourceMemory) -> set[PartitionKey] | None:
+    """The partitions whose figures may differ from the previous poll's: those of the
+    buckets read again and those with statistics or compression rows this poll. None
+    when every row of a source was read, or definitions were (the tables changed)."""
+    touched = memory.touched
+    if (
+        collection.definitions
+        or not collection.stats_incremental
+        or settings.PARTDASH_READ_TABLESTATS
+        or touched.get(TABLESPACES.key) is None
+        or (FILE_IO.key in touched and touched[FILE_IO.key] is None)
+    ):
+        return None
+    dirty = {identity(row.name)[0] for row in touched[TABLESPACES.key]}
+    for row in touched.get(FILE_IO.key, ()):
+        figures = collection.by_path.get(row.path_key)
+        if figures is not None:
+            dirty.add(figures.key)
+    return dirty | collection.merged

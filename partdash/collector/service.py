@@ -17,12 +17,14 @@ from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
 
 from celery.exceptions import SoftTimeLimitExceeded
+from django.conf import settings
 from django.db import DatabaseError, OperationalError, transaction
 from django.utils import timezone
 
 from partdash.alerts.service import evaluate_after_failure, evaluate_after_poll
 from partdash.collector.catalogue import HIDDEN, Shortfall
 from partdash.collector.collect import Collection, collect, table_key
+from partdash.collector.incremental import SourceMemory
 from partdash.lib.commands import store_unavailable
 from partdash.lib.secrets import SecretError
 from partdash.metrics.analysis import analyse_server
@@ -153,6 +155,17 @@ def cyclic_gc_paused():
             gc.enable()
 
 
+# What this process remembers of each server's wide sources between polls (see
+# `partdash.collector.incremental`), by server and address.
+_SOURCE_MEMORY: dict[tuple[int, str, int], SourceMemory] = {}
+
+
+def source_memory(server: Server) -> SourceMemory | None:
+    if not settings.PARTDASH_INCREMENTAL_READS:
+        return None
+    return _SOURCE_MEMORY.setdefault((server.pk, server.host, server.port), SourceMemory())
+
+
 _stage = threading.local()
 
 
@@ -233,7 +246,11 @@ def _poll(server: Server, poll_id: str | None) -> PollReport:
         with open_session(target_for(server)) as session:
             set_stage("reading the statistics")
             collection = collect(
-                session, known_signatures(server), previous.stats_since, previous.hidden
+                session,
+                known_signatures(server),
+                previous.stats_since,
+                previous.hidden,
+                source_memory(server),
             )
     except (ConnectionFailure, SecretError) as failure:
         message = str(failure)
@@ -248,6 +265,8 @@ def _poll(server: Server, poll_id: str | None) -> PollReport:
     )
     if result.snapshot is not None:
         _record_success(server, collection, result.snapshot.taken_at)
+        if (memory := source_memory(server)) is not None:
+            memory.basis = poll_id  # the next poll continues this one
     report = PollReport(
         server=server.name,
         ok=True,

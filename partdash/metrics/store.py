@@ -71,6 +71,9 @@ class _Remembered:
 
     snapshot_id: int
     figures: dict[tuple[int, str], tuple]
+    # Partitions whose stored rates are not zero: a poll that sees them unchanged sets
+    # their rates to zero, so it visits them whatever the collection says.
+    moving: set
 
 
 _REMEMBERED: dict[int, _Remembered] = {}
@@ -165,6 +168,7 @@ class PollStore:
         self.tables: dict[TableKey, PartitionedTable] = {}
         self.previous_poll_at: datetime | None = None
         self.changed_tables: set[int] = set()
+        self.compared = 0  # partitions compared with the previous poll's figures
         # Partitions were added or dropped this poll: what is remembered is stale.
         self.reshaped = bool(collection.definitions)
 
@@ -252,32 +256,55 @@ class PollStore:
             previous[(row[1], row[2])] = (row[0], *values)
         return previous
 
-    def _figures_before(self, last: ServerSnapshot | None) -> dict[tuple[int, str], tuple]:
+    def _figures_before(self, last: ServerSnapshot | None) -> tuple[dict, set | None]:
         """What this process remembers of the last poll, if that poll was its own and the
-        partitions did not change since; otherwise read from the database."""
+        partitions did not change since; otherwise read from the database. Second: the
+        partitions to compare, where the collection and the memory allow comparing only
+        those that may have changed (None: every one)."""
         remembered = _REMEMBERED.pop(self.server.pk, None)
         if remembered and last and remembered.snapshot_id == last.pk and not self.reshaped:
-            return remembered.figures
-        return self._previous_figures()
+            collection = self.collection
+            if (
+                collection.dirty is not None
+                and collection.basis == last.poll_id
+                and remembered.moving is not None
+            ):
+                return remembered.figures, collection.dirty | remembered.moving
+            return remembered.figures, None
+        return self._previous_figures(), None
 
-    def _remember(self, snapshot: ServerSnapshot, previous: dict, updated: list) -> None:
+    def _remember(self, snapshot: ServerSnapshot, previous: dict, updated: list, moving) -> None:
         for key, update in updated:
             previous[key] = (update[-1], *update[:-1])
         if not self.reshaped:
-            figures = _Remembered(snapshot.pk, previous)
+            figures = _Remembered(snapshot.pk, previous, moving)
             transaction.on_commit(lambda: _REMEMBERED.__setitem__(self.server.pk, figures))
+
+    def _members(self, visit: set | None):
+        """(table key, partitions) to compare: every table's, or those `visit` names."""
+        if visit is None:
+            return self.collection.tables().items()
+        partitions = self.collection.partitions
+        by_table: dict[TableKey, list] = {}
+        for key in visit:
+            figures = partitions.get(key)
+            if figures is not None:
+                by_table.setdefault(key.table_key, []).append(figures)
+        return by_table.items()
 
     def _store_figures(self, snapshot: ServerSnapshot, last) -> tuple[int, int]:
         """Returns (partitions changed, sample rows stored)."""
-        previous = self._figures_before(last)
+        previous, visit = self._figures_before(last)
+        self.compared = len(self.collection.partitions) if visit is None else len(visit)
         seconds = (
             (self.now - self.previous_poll_at).total_seconds() if self.previous_poll_at else None
         )
         samples: list[tuple] = []
         updates: list[tuple] = []
         updated_keys: list[tuple[int, str]] = []
+        moving = set()
         stored = 0
-        for by_name, members in self.collection.tables().items():
+        for by_name, members in self._members(visit):
             table = self.tables.get(by_name)
             if table is None or table.dropped_at:
                 continue
@@ -288,12 +315,16 @@ class PollStore:
                     old, figure_values(figures), seconds, snapshot, samples, updates
                 ):
                     updated_keys.append(key)
+                    if updates[-1][_N : _N + 2] != _zero_rates:
+                        moving.add(figures.key)
             if len(samples) >= SAMPLE_BATCH:
                 stored += _insert_samples(samples)
         stored += _insert_samples(samples)
         self._write_updates(updates)
         self.changed_tables = {table_id for table_id, _ in updated_keys}
-        self._remember(snapshot, previous, list(zip(updated_keys, updates, strict=True)))
+        updated = list(zip(updated_keys, updates, strict=True))
+        # Without a previous poll no rate is known: the next poll compares every partition.
+        self._remember(snapshot, previous, updated, moving if seconds else None)
         return len(updates), stored
 
     def _compare(self, old: tuple, values: tuple, seconds, snapshot, samples, updates) -> bool:
