@@ -176,3 +176,21 @@ def test_a_retried_task_does_not_store_a_second_snapshot(mariadb, make_server):
     assert first.ok and retry.ok
     assert retry.stored == 0
     assert ServerSnapshot.objects.filter(server=server).count() == 1
+
+
+def test_a_store_that_is_down_gets_one_line_a_tick_not_a_traceback(monkeypatch, caplog):
+    from django.db import OperationalError
+
+    from partdash.collector import tasks
+
+    def down(*args, **kwargs):
+        raise OperationalError('connection to server at "127.0.0.1", port 5432 failed')
+
+    monkeypatch.setattr(scheduling, "dispatch_due", down)
+    assert tasks.dispatch_due_polls() == 0
+    monkeypatch.setattr(tasks.Server.objects, "filter", down)
+    message = tasks.poll_server_task.apply(args=[7]).get()
+    assert message.startswith("poll of server 7 skipped: metadata store unavailable: ")
+    errors = [r for r in caplog.records if r.levelname == "ERROR"]
+    assert len(errors) == 2 and not any(r.exc_info for r in errors)
+    assert "no polls dispatched: metadata store unavailable" in errors[0].getMessage()

@@ -7,10 +7,12 @@ from billiard.exceptions import WorkerLostError
 from celery import shared_task
 from celery.exceptions import SoftTimeLimitExceeded
 from celery.signals import task_failure, worker_init
+from django.db import DatabaseError
 from django.utils import timezone
 
 from partdash.collector import scheduling
 from partdash.collector.service import current_stage, poll_server, record_failure
+from partdash.lib.commands import store_unavailable
 from partdash.servers.models import Server
 
 log = logging.getLogger(__name__)
@@ -24,8 +26,13 @@ WORKER_LOST = (
 
 @shared_task(name="partdash.collector.tasks.dispatch_due_polls", ignore_result=True)
 def dispatch_due_polls() -> int:
-    """Beat's single entry: queue a poll for every server that is due."""
-    return scheduling.dispatch_due()
+    """Beat's single entry: queue a poll for every server that is due. While the
+    metadata store is down or locked, one line a tick says so (no traceback)."""
+    try:
+        return scheduling.dispatch_due()
+    except DatabaseError as exc:
+        log.error("no polls dispatched: %s", store_unavailable(exc))
+        return 0
 
 
 def time_limit_message(soft: int) -> str:
@@ -50,7 +57,12 @@ def poll_server_task(self, server_id: int, forced: bool = False) -> str:
     whose last poll failed is polled only in a free slot of those kept for failing
     servers (not when asked for with Poll now, `forced`); otherwise this poll is left
     out, and the next one is due at its backed-off time."""
-    server = Server.objects.filter(pk=server_id, enabled=True).first()
+    try:
+        server = Server.objects.filter(pk=server_id, enabled=True).first()
+    except DatabaseError as exc:
+        message = f"poll of server {server_id} skipped: {store_unavailable(exc)}"
+        log.error("%s", message)
+        return message
     if server is None:
         return "skipped: server disabled or deleted"
     soft, hard = scheduling.time_limits(server.poll_interval)
