@@ -12,6 +12,7 @@ A quick run: `make bench ARGS="--fleet-only --fleet-minutes 2 --fleet-servers 4 
 
 import argparse
 import json
+import shutil
 import statistics
 import subprocess
 import sys
@@ -192,12 +193,34 @@ def collector_cost(options: argparse.Namespace) -> int:
         return 0 if polls_ok and web_ok else 1
 
 
+LOCAL_POSTGRES = "postgres://postgres@127.0.0.1:5432/postgres"
+
+
+def postgres_for_fleet(option: str) -> str | None:
+    """--fleet-postgres: a URL, `none`, or `auto` (the default): the PostgreSQL at
+    127.0.0.1:5432 if one answers there (`make test` starts its own otherwise)."""
+    if option == "none":
+        return None
+    if option != "auto":
+        return option
+    if shutil.which("pg_isready") is None:
+        print("no PostgreSQL client here: the two-worker fleet run is skipped")
+        return None
+    answers = subprocess.run(
+        ["pg_isready", "-q", "-h", "127.0.0.1", "-p", "5432"], capture_output=True, check=False
+    )
+    if answers.returncode != 0:
+        print("no PostgreSQL answers at 127.0.0.1:5432: the two-worker fleet run is skipped")
+        return None
+    return LOCAL_POSTGRES
+
+
 def fleet_load(options: argparse.Namespace) -> int:
-    """Issue #13's figures: bench/fleet_load.py on SQLite with one worker, then, given
-    --fleet-postgres, on PostgreSQL with two named workers; the exit status."""
+    """Issue #13's figures: bench/fleet_load.py on SQLite with one worker, then on
+    PostgreSQL with two named workers (see `postgres_for_fleet`); the exit status."""
     runs = [(["--store", "sqlite"], "fleet-load-sqlite.json")]
-    if options.fleet_postgres:
-        scale_out = ["--store", "postgres", options.fleet_postgres, "--workers", "2"]
+    if postgres := postgres_for_fleet(options.fleet_postgres):
+        scale_out = ["--store", "postgres", postgres, "--workers", "2"]
         runs.append((scale_out, "fleet-load-postgres-2-workers.json"))
     status = 0
     for store, name in runs:
@@ -238,7 +261,9 @@ def main() -> int:
     parser.add_argument(
         "--fleet-postgres",
         metavar="URL",
-        help="also run the fleet on a fresh database there, with two workers",
+        default="auto",
+        help="also run the fleet on a fresh database there, with two workers; `auto` "
+        "(default): the PostgreSQL at 127.0.0.1:5432 if one answers; `none`: skip it",
     )
     options = parser.parse_args()
     status = 0 if options.fleet_only else collector_cost(options)
