@@ -29,7 +29,7 @@ from partdash.collector.service import poll_server
 from partdash.metrics.models import Partition, PartitionedTable, ServerSnapshot
 from partdash.servers.models import Server
 from tests.alerts import conftest as alert_fixtures
-from tests.alerts.test_alerts_end_to_end import skewed_hash_table
+from tests.alerts.test_alerts_end_to_end import polled_on_request, skewed_hash_table
 from tests.conftest import CeleryProcesses, wait_until
 from tests.fault_helpers import (
     LIST_TABLE,
@@ -402,21 +402,6 @@ def scheduled(instance: MariaDB, name: str) -> Server:
     """A server beat polls every INTERVAL seconds, due at once."""
     server = Server(
         name=name, host=instance.host, port=instance.port, user="root", poll_interval=INTERVAL
-    )
-    server.set_password("")
-    server.save()
-    return server
-
-
-def polled_on_request(instance: MariaDB, name: str) -> Server:
-    """A server polled only when asked ("Poll now"): never due for beat."""
-    server = Server(
-        name=name,
-        host=instance.host,
-        port=instance.port,
-        user="root",
-        poll_interval=86400,
-        next_poll_at=timezone.now() + timedelta(days=1),
     )
     server.set_password("")
     server.save()

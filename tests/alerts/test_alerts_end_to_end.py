@@ -59,6 +59,21 @@ def fleet(client, admin_user, delivery_processes, mailbox, redis_server):
     return Fleet(client, delivery_processes(**WORKER_ENV), mailbox, redis_server.url)
 
 
+def polled_on_request(instance, name: str) -> Server:
+    """A server polled only when a test asks ("Poll now"): never due for beat."""
+    server = Server(
+        name=name,
+        host=instance.host,
+        port=instance.port,
+        user="root",
+        poll_interval=86400,
+        next_poll_at=timezone.now() + timedelta(days=1),
+    )
+    server.set_password("")
+    server.save()
+    return server
+
+
 class Fleet:
     def __init__(self, client, processes, mailbox, redis_url: str):
         self.api = client
@@ -67,18 +82,7 @@ class Fleet:
         self.redis = redis.Redis.from_url(redis_url)
 
     def register(self, instance, name: str) -> Server:
-        """Polled only when a test asks: never due for beat."""
-        server = Server(
-            name=name,
-            host=instance.host,
-            port=instance.port,
-            user="root",
-            poll_interval=86400,
-            next_poll_at=timezone.now() + timedelta(days=1),
-        )
-        server.set_password("")
-        server.save()
-        return server
+        return polled_on_request(instance, name)
 
     def poll(self, server: Server, ok: bool = True) -> None:
         """One poll through the API and the worker, waited for to its end (recorded, its
