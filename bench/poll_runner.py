@@ -112,6 +112,7 @@ def main() -> None:
     setup_django(var_dir)
     from fleet import write_to_some_partitions
 
+    from partdash.collector import service
     from partdash.collector.service import poll_server
     from partdash.servers.connection import target_for
     from partdash.servers.models import Server
@@ -140,15 +141,30 @@ def main() -> None:
         opened.append(opened_tables(port) - before)
         assert report.ok, report.error
 
+    # Quiet polls: nothing written, and only the floor's reads between them (the naive
+    # poll above opened every table, which moves read counters: one poll absorbs that).
+    assert poll_server(monitored).ok
+    quiet, quiet_floors, quiet_opened, quiet_fetched = [], [], [], []
+    memory = service.source_memory(monitored)
+    for _ in range(5):
+        quiet_floors.append(floor_seconds(target))
+        before = opened_tables(port)
+        started = time.monotonic()
+        assert poll_server(monitored).ok
+        quiet.append(time.monotonic() - started)
+        quiet_opened.append(opened_tables(port) - before)
+        quiet_fetched.append(sum(memory.fetched.values()) if memory else None)
+
     growth_polls = 20
     size_before = store_bytes()
-    written, changed, written_polls, written_evaluated = 0, [], [], []
+    written, changed, written_polls, written_evaluated, written_fetched = 0, [], [], [], []
     for round_number in range(growth_polls):
         written += write_to_some_partitions(port, tables, partitions, 0.01, round_number)
         started = time.monotonic()
         changed.append(poll_server(monitored).changed)
         written_polls.append(time.monotonic() - started)
         written_evaluated.append(evaluations[-1])
+        written_fetched.append(sum(memory.fetched.values()) if memory else None)
     size_after = store_bytes()
 
     print(
@@ -169,6 +185,12 @@ def main() -> None:
                 "rows_written": written,
                 "growth_changed": changed,
                 "written_poll_median": statistics.median(written_polls),
+                "written_rows_fetched": written_fetched,
+                "quiet_seconds": quiet,
+                "quiet_median": statistics.median(quiet),
+                "quiet_floor_median": statistics.median(quiet_floors),
+                "quiet_opened_tables": quiet_opened,
+                "quiet_rows_fetched": quiet_fetched,
                 "rss_after_first_mb": rss_after_first,
                 "naive": naive,
                 "store_growth_bytes": size_after - size_before,

@@ -70,10 +70,21 @@ def report(figures: dict, naive: list[tuple[float, int]]) -> bool:
             f"[target >= 4x: {verdict(naive_median >= 4 * poll)}]",
         ),
         (
+            "(3q) a quiet poll: nothing written since the last (median of 5)",
+            f"{figures['quiet_median']:.2f} s",
+            f"{figures['quiet_median'] / floor:.2f}x floor "
+            f"[target <= 0.5x: {verdict(figures['quiet_median'] <= 0.5 * floor)}], "
+            f"{max(figures['quiet_opened_tables'])} Opened_tables, rows read by the wide "
+            f"sources {figures['quiet_rows_fetched']} (floor of the same loop "
+            f"{figures['quiet_floor_median']:.2f} s)",
+        ),
+        (
             "(3b) a poll after 1% of partitions were written (median of 20)",
             f"{figures['written_poll_median']:.2f} s",
-            f"{figures['written_poll_median'] / floor:.2f}x floor (no target: every table "
-            "written since the last poll is analysed again)",
+            f"{figures['written_poll_median'] / floor:.2f}x floor "
+            f"[target <= 0.8x: {verdict(figures['written_poll_median'] <= 0.8 * floor)}], "
+            f"rows read by the wide sources: median "
+            f"{statistics.median(n or 0 for n in figures['written_rows_fetched']):.0f}",
         ),
         (
             "(3c) alert evaluation within a steady-state poll (median of 5)",
