@@ -483,7 +483,7 @@ def _dirty(collection: Collection, memory: SourceMemory) -> set[PartitionKey] | 
         or (FILE_IO.key in touched and touched[FILE_IO.key] is None)
     ):
         return None
-    dirty = {identity(row.name)[0] for row in touched[TABLESPACES.key]}
+    dirty = {row.name.key for row in touched[TABLESPACES.key]}
     for row in touched.get(FILE_IO.key, ()):
         figures = collection.by_path.get(row.path_key)
         if figures is not None:

@@ -46,7 +46,7 @@ class Buckets:
     """One source's rows as of the last read, by bucket, with each bucket's aggregate."""
 
     modulus: int  # how many buckets file I/O hashes paths into (tablespaces: unused)
-    aggregates: dict[int, tuple[int, int]]  # bucket -> (rows, XOR of CRC32s)
+    aggregates: dict[int, tuple[int, int]]  # bucket -> (rows, XOR of the rows' MD5s)
     rows: dict[int, list]  # bucket -> its parsed rows
     read_all_at: float  # time.monotonic() of the last read of every row
 
@@ -54,7 +54,7 @@ class Buckets:
 @dataclass
 class SourceMemory:
     """What one process remembers of one server's wide sources between polls, and what
-    the latest poll read (`fetched`, `buckets`: for the benchmark and the tests)."""
+    the latest poll read (`fetched`, `changed`: for the benchmark and the tests)."""
 
     sources: dict[str, Buckets] = field(default_factory=dict)
     fetched: dict[str, int] = field(default_factory=dict)  # source -> rows read
@@ -105,7 +105,7 @@ class SourceMemory:
                 f"SELECT {shape.bucket(modulus)} AS b, COUNT(*), {checksum} "
                 f"FROM {table} WHERE ({condition}) GROUP BY b"
             )
-            return {bucket: (count, crc) for bucket, count, crc in rows}
+            return {bucket: (count, xor) for bucket, count, xor in rows}
 
         aggregates = aggregates_by(modulus)
         wanted = shape.modulus_for(sum(count for count, _ in aggregates.values()))

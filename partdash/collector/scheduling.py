@@ -190,22 +190,21 @@ def poll_lock(server_id: int, timeout: int, token: str | None = None):
                 log.warning("poll lock of server %s expired before the poll ended", server_id)
 
 
+# Deletes a key only while it still holds the poll's token, in one step.
+_RELEASE = (
+    "if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('del', KEYS[1]) end return 0"
+)
+
+
+def _delete_if_held(client: redis.Redis, key: str, token: str) -> bool:
+    """Delete `key` if its value is `token` (the poll holding it); True if it was."""
+    return client.eval(_RELEASE, 1, key, token) == 1
+
+
 def release_lost_lock(server_id: int, token: str) -> bool:
     """Delete the server's poll lock if the poll holding it is the one `token` names (its
     worker died, so nothing else will). True when it was released."""
-    key = _lock_key(server_id)
-    client = _redis(settings.PARTDASH_REDIS_URL)
-    with client.pipeline() as pipe:
-        try:
-            pipe.watch(key)
-            if pipe.get(key) != token.encode():
-                return False
-            pipe.multi()
-            pipe.delete(key)
-            pipe.execute()
-        except redis.exceptions.WatchError:
-            return False  # the lock changed hands meanwhile: it is not the lost poll's
-    return True
+    return _delete_if_held(_redis(settings.PARTDASH_REDIS_URL), _lock_key(server_id), token)
 
 
 def record_outcome(server_id: int, ok: bool, started) -> int:
@@ -239,10 +238,6 @@ def _slot_key(node: str, number: int) -> str:
     return f"partdash:failing-slot:{node}:{number}"
 
 
-# Deletes a slot key only while it still holds this poll's token.
-_RELEASE = "if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('del', KEYS[1]) end"
-
-
 @contextmanager
 def failing_server_slot(node: str, slots: int, timeout: int, token: str):
     """Yield True if this poll of a failing server got one of the worker's `slots` kept
@@ -251,9 +246,9 @@ def failing_server_slot(node: str, slots: int, timeout: int, token: str):
     client = _redis(settings.PARTDASH_REDIS_URL)
     held = None
     try:
-        for number in range(slots):
-            if client.set(_slot_key(node, number), token, nx=True, ex=timeout):
-                held = _slot_key(node, number)
+        for key in (_slot_key(node, number) for number in range(slots)):
+            if client.set(key, token, nx=True, ex=timeout):
+                held = key
                 break
     except redis.exceptions.RedisError as exc:
         log.warning("no slot count for failing servers: %s", exc)
@@ -272,6 +267,6 @@ def release_failing_slot(token: str, keys: list[str] | None = None) -> None:
     client = _redis(settings.PARTDASH_REDIS_URL)
     try:
         for key in keys or client.scan_iter("partdash:failing-slot:*", count=100):
-            client.eval(_RELEASE, 1, key, token)
+            _delete_if_held(client, key, token)
     except redis.exceptions.RedisError as exc:
         log.warning("cannot free a failing server's slot: %s", exc)
