@@ -155,6 +155,21 @@ def main() -> None:
         quiet_opened.append(opened_tables(port) - before)
         quiet_fetched.append(sum(memory.fetched.values()) if memory else None)
 
+    # A quiet poll on a process that did not poll the server last (as when a worker
+    # child other than the last one takes it): what this process remembers is dropped.
+    from partdash.metrics import store
+
+    cold, cold_fetched = [], []
+    for _ in range(3):
+        service._SOURCE_MEMORY.clear()
+        store._REMEMBERED.clear()
+        started = time.monotonic()
+        assert poll_server(monitored).ok
+        cold.append(time.monotonic() - started)
+        cold_fetched.append(sum(service.source_memory(monitored).fetched.values()))
+        assert poll_server(monitored).ok  # warm again for the next
+    memory = service.source_memory(monitored)
+
     growth_polls = 20
     size_before = store_bytes()
     written, changed, written_polls, written_evaluated, written_fetched = 0, [], [], [], []
@@ -191,6 +206,9 @@ def main() -> None:
                 "quiet_floor_median": statistics.median(quiet_floors),
                 "quiet_opened_tables": quiet_opened,
                 "quiet_rows_fetched": quiet_fetched,
+                "cold_seconds": cold,
+                "cold_median": statistics.median(cold),
+                "cold_rows_fetched": cold_fetched,
                 "rss_after_first_mb": rss_after_first,
                 "naive": naive,
                 "store_growth_bytes": size_after - size_before,

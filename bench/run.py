@@ -3,9 +3,11 @@
 Prints the figures of issue #3's targets: the floor (cheap sources alone), a naive
 information_schema.PARTITIONS poll, partdash's steady-state poll, Opened_tables per poll,
 metadata-store growth and the polling process's peak memory; issue #10's: the alert
-evaluation's share of a steady-state poll; then issue #13's: a fleet of servers polled by
-partdash's real processes for --fleet-minutes, with readers on the API and pages
-(bench/fleet_load.py; figures in var/bench/fleet-load-*.json).
+evaluation's share of a steady-state poll; issue #14's (7w): the same figures with each
+poll queued through the API's "poll now" and run by a real Celery worker (concurrency 4,
+Redis broker; bench/worker_bench.py, --worker-polls); then issue #13's: a fleet of
+servers polled by partdash's real processes for --fleet-minutes, with readers on the API
+and pages (bench/fleet_load.py; figures in var/bench/fleet-load-*.json).
 
 A quick run: `make bench ARGS="--fleet-only --fleet-minutes 2 --fleet-servers 4 --fleet-big 1"`.
 """
@@ -77,6 +79,13 @@ def report(figures: dict, naive: list[tuple[float, int]]) -> bool:
             f"{max(figures['quiet_opened_tables'])} Opened_tables, rows read by the wide "
             f"sources {figures['quiet_rows_fetched']} (floor of the same loop "
             f"{figures['quiet_floor_median']:.2f} s)",
+        ),
+        (
+            "(3k) a quiet poll by a process that did not poll last (median of 3)",
+            f"{figures['cold_median']:.2f} s",
+            f"{figures['cold_median'] / floor:.2f}x floor (no target: a worker child other "
+            f"than the server's last one), rows read by the wide sources "
+            f"{figures['cold_rows_fetched']}",
         ),
         (
             "(3b) a poll after 1% of partitions were written (median of 20)",
@@ -201,7 +210,24 @@ def collector_cost(options: argparse.Namespace) -> int:
         web_figures = json.loads(web.stdout.strip().splitlines()[-1])
         report_exposition(web_figures.pop("exposition"))
         web_ok = report_web(web_figures)
-        return 0 if polls_ok and web_ok else 1
+        worker_ok = through_the_worker(options, server.port)
+        return 0 if polls_ok and web_ok and worker_ok else 1
+
+
+def through_the_worker(options: argparse.Namespace, port: int) -> bool:
+    """Issue #14's figures (7w): the polls queued through the API and run by a real
+    Celery worker (bench/worker_bench.py, which prints them); True when all passed."""
+    if options.worker_polls <= 0:
+        return True
+    print(
+        "\nthrough the worker: poll now via the API, a Celery worker (concurrency 4), Redis",
+        flush=True,
+    )
+    argv = [sys.executable, str(HERE / "worker_bench.py"), "--port", str(port)]
+    argv += ["--tables", str(options.tables), "--partitions", str(options.partitions)]
+    argv += ["--written-polls", str(options.worker_polls)]
+    argv += ["--beat"] if options.worker_beat else []
+    return run_to_end(argv) == 0
 
 
 LOCAL_POSTGRES = "postgres://postgres@127.0.0.1:5432/postgres"
@@ -264,6 +290,16 @@ def main() -> int:
     parser.add_argument("--partitions", type=int, default=128)
     parser.add_argument("--rows", type=int, default=256, help="rows per table")
     parser.add_argument("--fleet-only", action="store_true", help="skip the 64,000 partitions")
+    parser.add_argument(
+        "--worker-polls",
+        type=int,
+        default=10,
+        metavar="N",
+        help="polls after 1%% were written, through the worker (7w); 0 skips the (7w) figures",
+    )
+    parser.add_argument(
+        "--worker-beat", action="store_true", help="run beat beside the (7w) worker too"
+    )
     parser.add_argument(
         "--fleet-minutes", type=float, default=10.0, help="fleet load run length; 0 skips it"
     )

@@ -290,7 +290,8 @@ PARTDASH_DEFINITIONS_PER_POLL = env.int("PARTDASH_DEFINITIONS_PER_POLL", default
 # large servers: off unless asked for.
 PARTDASH_READ_TABLESTATS = env.bool("PARTDASH_READ_TABLESTATS", default=False)
 # Read counters grow by a few pages for every partition of a table that is opened; a
-# partition's reads are sampled once they grew by this many page reads.
+# partition's reads are sampled once they reach the next multiple of this many page
+# reads (any growth by this many or more is sampled).
 PARTDASH_MIN_SAMPLED_READS = env.int("PARTDASH_MIN_SAMPLED_READS", default=16)
 # Hotspots and compression failure rates look at this much recent activity.
 PARTDASH_HOTSPOT_WINDOW_SECONDS = env.int("PARTDASH_HOTSPOT_WINDOW_SECONDS", default=3600)

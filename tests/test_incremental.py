@@ -8,10 +8,11 @@ import time
 import pymysql
 import pytest
 
+from partdash.collector import collect as collect_module
 from partdash.collector.catalogue import FILE_IO, TABLESPACES
 from partdash.collector.collect import collect
 from partdash.collector.dialects import dialect_for
-from partdash.collector.incremental import SourceMemory
+from partdash.collector.incremental import FILE_IO_COLUMNS, SHAPES, SourceMemory
 from partdash.collector.service import known_signatures, poll_server
 from partdash.collector.sources import file_io, tablespaces
 from partdash.metrics.models import Partition
@@ -148,6 +149,14 @@ def test_polls_that_compare_only_what_changed_store_what_a_full_poll_stores(
         return members(self, visit)
 
     monkeypatch.setattr(PollStore, "_members", spy)
+    adopted = []
+    adopt = collect_module.Reuse.adopt
+
+    def spy_adopt(self, collection, touched):
+        adopted.append(adopt(self, collection, touched))
+        return adopted[-1]
+
+    monkeypatch.setattr(collect_module.Reuse, "adopt", spy_adopt)
     # Statistics refreshed in the last seconds are read again by every poll (a refresh
     # may commit late); these tables were just filled, so that margin would name them all.
     monkeypatch.setattr("partdash.collector.collect.STATS_MARGIN_SECONDS", 0)
@@ -189,6 +198,10 @@ def test_polls_that_compare_only_what_changed_store_what_a_full_poll_stores(
     partial = [n for n in compared if n is not None]
     assert partial, compared
     assert compared[-1] is not None and compared[-1] < 10, compared
+    # Polls that found the tablespace list unchanged updated the previous poll's
+    # partitions in place (and still stored the truth above); the others built anew.
+    print(f"previous partitions reused: {adopted}")
+    assert adopted[-1] and not adopted[0], adopted
 
 
 class RefusesAggregates:
@@ -216,3 +229,102 @@ def test_a_server_refusing_the_bucketed_queries_gets_every_row_read():
     ]
     assert memory.touched[TABLESPACES.key] is None  # every partition may have changed
     assert len(session.asked) == 2  # the refused aggregate, then every row
+
+
+def test_file_reads_are_read_again_when_their_quantum_moves(mariadb_ps, new_schema, settings):
+    """File I/O's aggregate hashes COUNT_READ DIV PARTDASH_MIN_SAMPLED_READS: the page or
+    two that opening a table reads leaves the bucket alone (the store would not sample
+    them either); a quantum reached, or any write, reads the file again. A real server's
+    aggregate over a table shaped like file_summary_by_instance, counters set at will."""
+    settings.PARTDASH_MIN_SAMPLED_READS = 16
+    schema = new_schema(mariadb_ps)
+    paths = [f"/data/shop/orders#P#p{i}.ibd" for i in range(200)]
+    run(
+        mariadb_ps,
+        schema,
+        "CREATE TABLE files (FILE_NAME VARCHAR(200) PRIMARY KEY, COUNT_READ BIGINT, "
+        "COUNT_WRITE BIGINT, SUM_NUMBER_OF_BYTES_READ BIGINT, SUM_NUMBER_OF_BYTES_WRITE BIGINT)",
+        "INSERT INTO files VALUES "
+        + ", ".join(
+            f"('{path}', {16 * i}, 1, {16 * i * 16384}, 16384)" for i, path in enumerate(paths)
+        ),
+    )
+    sql = f"SELECT {FILE_IO_COLUMNS} FROM `{schema}`.files WHERE (FILE_NAME LIKE '%%#P#%%')"
+    shape = SHAPES[FILE_IO.key]
+    memory = SourceMemory()
+
+    def read():
+        rows = {row.path_key: row for row in memory._read(session, shape, sql)}
+        truth = {row.path_key: row for row in file_io.parse(session.rows(sql))}
+        return rows, truth
+
+    def path_key(partition):
+        return f"shop\0orders\0{partition}\0"  # names.file_path_key's
+
+    with open_session(target_for_instance(mariadb_ps)) as session:
+        rows, truth = read()
+        assert rows == truth and memory.touched[FILE_IO.key] is None  # the first read
+        # Every file opened once more: 3 header pages each, no quantum reached.
+        run(
+            mariadb_ps,
+            schema,
+            "UPDATE files SET COUNT_READ = COUNT_READ + 3, "
+            "SUM_NUMBER_OF_BYTES_READ = SUM_NUMBER_OF_BYTES_READ + 3 * 16384",
+        )
+        rows, truth = read()
+        assert memory.changed[FILE_IO.key] == 0 and memory.fetched[FILE_IO.key] == 0
+        for key, row in truth.items():  # the same but for reads within the quantum
+            kept = rows[key]
+            assert kept.read_ops // 16 == row.read_ops // 16 and kept.read_ops < row.read_ops
+            assert (kept.write_ops, kept.write_bytes) == (row.write_ops, row.write_bytes)
+        # One file read 13 pages more (16 since the last read: a new quantum), one written.
+        run(
+            mariadb_ps,
+            schema,
+            f"UPDATE files SET COUNT_READ = COUNT_READ + 13 WHERE FILE_NAME = '{paths[5]}'",
+            f"UPDATE files SET COUNT_WRITE = 2 WHERE FILE_NAME = '{paths[7]}'",
+        )
+        rows, truth = read()
+        assert memory.changed[FILE_IO.key] in (1, 2)  # two buckets, or one holding both
+        assert rows[path_key("p5")].read_ops == truth[path_key("p5")].read_ops == 16 * 5 + 16
+        assert rows[path_key("p7")].write_ops == 2
+        touched = {row.path_key for row in memory.touched[FILE_IO.key]}
+        assert {path_key("p5"), path_key("p7")} <= touched and len(touched) < 40
+
+
+def test_the_catalogue_reads_the_file_columns_whose_reads_are_hashed_by_quantum():
+    assert FILE_IO.sql.startswith(f"SELECT {FILE_IO_COLUMNS} FROM ")
+
+
+def test_a_memory_not_continuing_the_last_stored_poll_reads_file_io_in_full():
+    """Another process's poll stored since: the reads remembered here may be a quantum
+    behind what it stored, so file I/O is read in full (the tablespace list's rows are
+    exact, and are kept); the previous poll's partitions are not reused either."""
+    memory = SourceMemory()
+    memory.sources = {TABLESPACES.key: "tablespaces", FILE_IO.key: "files"}
+    memory.pending = "partitions"
+    memory.stored("poll-1")
+    assert memory.begin("poll-1") == ("poll-1", "partitions")
+    assert set(memory.sources) == {TABLESPACES.key, FILE_IO.key}
+    memory.pending = "partitions"
+    memory.stored("poll-2")
+    assert memory.begin("poll-3") == (None, None)
+    assert set(memory.sources) == {TABLESPACES.key}
+    assert memory.begin("poll-3") == (None, None)  # a failed poll stored nothing
+
+
+def test_aggregates_cut_short_by_group_concat_max_len_are_read_row_by_row(mariadb_ps, new_schema):
+    """The bucket aggregates arrive as one GROUP_CONCAT string; where the server cuts it
+    (group_concat_max_len), one row per bucket is read instead, with the same result."""
+    schema = new_schema(mariadb_ps)
+    run(mariadb_ps, schema, *TABLES[:2])
+    memory, cut = SourceMemory(), SourceMemory()
+    with open_session(target_for_instance(mariadb_ps)) as session:
+        dialect = dialect_for(session.flavor, session.version)
+        whole = memory.read(session, dialect, TABLESPACES)
+        assert memory.sources[TABLESPACES.key].digest  # one string
+        session.rows("SET SESSION group_concat_max_len = 16")
+        assert sorted(cut.read(session, dialect, TABLESPACES)) == sorted(whole)
+        assert cut.sources[TABLESPACES.key].digest is None
+        assert sorted(cut.read(session, dialect, TABLESPACES)) == sorted(whole)
+        assert cut.fetched[TABLESPACES.key] == 0  # and still only what changed is read

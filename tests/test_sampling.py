@@ -50,3 +50,15 @@ def test_an_unchanged_poll_stores_no_sample(mariadb, make_server):
     before = PartitionSample.objects.count()
     poll_with_reads(server, "poll-2", reads=10)
     assert PartitionSample.objects.count() == before
+
+
+def test_reads_reaching_the_next_quantum_are_sampled(mariadb, make_server, settings):
+    """A sample when the counter reaches the next multiple of PARTDASH_MIN_SAMPLED_READS,
+    even by a few reads: what the incremental file read can tell (it hashes the quantum)."""
+    settings.PARTDASH_MIN_SAMPLED_READS = 16
+    server = make_server(mariadb, name="quantum")
+    poll_with_reads(server, "poll-1", reads=10)
+    crossed = poll_with_reads(server, "poll-2", reads=17)
+    assert read_samples(crossed) == [10, 17]
+    within = poll_with_reads(server, "poll-3", reads=31)  # 14 more, the same quantum
+    assert read_samples(within) == [10, 17] and within.read_ops == 17

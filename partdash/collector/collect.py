@@ -215,10 +215,18 @@ def _merge_files(collection: Collection, rows: list[tablespaces.PartitionFile]) 
         figures.page_size, figures.row_format = row.page_size, row.row_format
 
 
-def _merge_io(collection: Collection, rows: list[file_io.PartitionIO]) -> None:
-    for figures in collection.partitions.values():
+def _merge_io(collection: Collection, rows: list[file_io.PartitionIO], only=None) -> None:
+    """Every partition's file I/O from `rows`; or, given `only` (path keys), only those
+    partitions', the others keeping what they hold (reused partitions, see `Kept`)."""
+    if only is None:
+        targets = collection.partitions.values()
+    else:
+        targets = [f for f in map(collection.by_path.get, only) if f is not None]
+    for figures in targets:
         figures.read_ops = figures.write_ops = figures.read_bytes = figures.write_bytes = 0
     for row in rows:
+        if only is not None and row.path_key not in only:
+            continue
         figures = collection.by_path.get(row.path_key)
         if figures is not None:  # a file without statistics or tablespace is ignored
             figures.read_ops, figures.write_ops, figures.read_bytes, figures.write_bytes = row[1:]
@@ -425,31 +433,44 @@ def collect(
     stats_since: int | None = None,
     hidden_before: set[TableKey] | frozenset = frozenset(),
     memory: SourceMemory | None = None,
+    last_poll: str | None = None,
 ) -> Collection:
     """Read every source once; definitions only for tables whose signature changed.
     `stats_since` (the previous poll's statistics watermark) allows reading only the
     statistics rows refreshed since; `hidden_before` are the tables the previous poll
     found hidden from the account (see `_still_hidden`); with `memory` (what this process
     remembers of the server), the tablespace list and file I/O are read where they
-    changed (`partdash.collector.incremental`)."""
-    basis = memory.begin() if memory is not None else None
+    changed (`partdash.collector.incremental`), `last_poll` being the server's last
+    stored poll."""
+    basis, kept = memory.begin(last_poll) if memory is not None else (None, None)
     facts = server_facts.read(session)
     dialect = dialect_for(session.flavor, session.version)
     collection = Collection(session.flavor, session.version, dialect, facts)
+    ps_on = facts.is_on("performance_schema")
+    reuse = Reuse(kept if ps_on else None)
     if memory is not None:
         read_files = lambda: memory.read(session, dialect, TABLESPACES)  # noqa: E731
     else:
         read_files = lambda: tablespaces.read(session, dialect)  # noqa: E731
-    _read(collection, "tablespaces", read_files, _merge_files)
+
+    def merge_files(collection: Collection, rows: list) -> None:
+        if not reuse.adopt(collection, memory.touched.get(TABLESPACES.key) if memory else None):
+            _merge_files(collection, rows)
+
+    _read(collection, "tablespaces", read_files, merge_files)
     if stats_since is not None and _tables_changed(collection, known):
         stats_since = None  # new or changed tables need every statistics row once
     _read_statistics(session, collection, stats_since)
-    ps_on = facts.is_on("performance_schema")
     if memory is not None and ps_on:
         read_io = lambda: memory.read(session, dialect, FILE_IO)  # noqa: E731
     else:
         read_io = lambda: file_io.read(session, ps_on)  # noqa: E731
-    _read(collection, "file_io", read_io, _merge_io)
+
+    def merge_io(collection: Collection, rows: list) -> None:
+        touched = memory.touched.get(FILE_IO.key) if memory else None
+        _merge_io(collection, rows, reuse.io_only(collection, touched))
+
+    _read(collection, "file_io", read_io, merge_io)
     if settings.PARTDASH_READ_TABLESTATS:
         _read(collection, "tablestats", lambda: tablestats.read(session, dialect), _merge_changes)
     collection.innodb_cmp = _read(collection, "innodb_cmp", lambda: compression.read_cmp(session))
@@ -467,7 +488,58 @@ def collect(
     if basis is not None:
         collection.basis, collection.dirty = basis, _dirty(collection, memory)
     collection.finish()
+    if memory is not None and not collection.raced and collection.sources.get(TABLESPACES.key):
+        memory.pending = Kept.of(collection)
     return collection
+
+
+@dataclass
+class Kept:
+    """The partitions a stored poll built, reused by the next poll of the same process
+    when the tablespace list did not change (then neither did the partitions nor their
+    signatures): building 64,000 of them again was most of a quiet poll's own work. The
+    sources then update them in place, as they would fill new ones."""
+
+    partitions: dict[PartitionKey, PartitionFigures]
+    by_path: dict[str, PartitionFigures]
+    grouped: tuple[int, dict]
+    signatures: dict[TableKey, str]
+
+    @classmethod
+    def of(cls, collection: Collection) -> "Kept":
+        collection.tables(), collection.sign()
+        return cls(
+            collection.partitions,
+            collection.by_path,
+            collection._grouped,
+            dict(collection.signatures),
+        )
+
+
+class Reuse:
+    """Whether this poll reuses the previous poll's partitions (`Kept`)."""
+
+    def __init__(self, kept: Kept | None) -> None:
+        self.kept = kept
+        self.adopted = -1  # the partition count when adopted (-1: built anew)
+
+    def adopt(self, collection: Collection, touched: list | None) -> bool:
+        """Adopt the kept partitions if no tablespace row changed (`touched` empty)."""
+        kept, self.kept = self.kept, None  # released either way: a build needs the memory
+        if kept is None or touched is None or touched:
+            return False
+        collection.partitions, collection.by_path = kept.partitions, kept.by_path
+        collection._grouped = kept.grouped
+        collection.signatures, collection._signed = kept.signatures, len(kept.partitions)
+        self.adopted = len(kept.partitions)
+        return True
+
+    def io_only(self, collection: Collection, touched: list | None) -> set[str] | None:
+        """The files whose I/O is merged: those of the buckets read again, where the
+        partitions are reused and none was added since (None: every file)."""
+        if self.adopted != len(collection.partitions) or touched is None:
+            return None
+        return {row.path_key for row in touched}
 
 
 def _dirty(collection: Collection, memory: SourceMemory) -> set[PartitionKey] | None:

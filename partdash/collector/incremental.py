@@ -19,6 +19,15 @@ than PARTDASH_FULL_READ_SECONDS (an hour by default).
 The aggregate is always read before the rows it vouches for, so remembered rows are
 never older than the aggregate stored with them: a change between the two reads shows
 as a differing aggregate at the next poll, and that bucket is read again then.
+
+File read counters are hashed by their quantum, COUNT_READ DIV PARTDASH_MIN_SAMPLED_READS
+(and read bytes not at all): opening a table reads a page or two of every partition
+file, which is no partition being read, and the store samples a partition's reads only
+when their quantum changes (`metrics.store._few_reads`). So a remembered row may hold
+a few reads fewer than the server, never a different quantum, and what the store keeps
+is what a read of every row would have made it keep. That holds while the memory
+continues the last stored poll: a memory that does not (another process polled since)
+reads file I/O in full (`begin`).
 """
 
 import logging
@@ -49,6 +58,7 @@ class Buckets:
     aggregates: dict[int, tuple[int, int]]  # bucket -> (rows, XOR of the rows' MD5s)
     rows: dict[int, list]  # bucket -> its parsed rows
     read_all_at: float  # time.monotonic() of the last read of every row
+    digest: str | None = None  # the aggregates as the server sent them (see `_aggregates`)
 
 
 @dataclass
@@ -63,14 +73,30 @@ class SourceMemory:
     # every row was read): only their partitions can differ from the previous poll's.
     touched: dict[str, list | None] = field(default_factory=dict)
     # The poll whose collection this memory's rows continue, once it was stored (set by
-    # the poll service); None while a poll is under way or after one failed.
+    # `stored`); None while a poll is under way or after one failed.
     basis: str | None = None
+    # The partitions the last stored poll built (`collect.Kept`), which the next poll
+    # reuses where the tablespace list did not change; and the one being built.
+    kept: object | None = None
+    pending: object | None = None
 
-    def begin(self) -> str | None:
-        """A poll starts reading: returns the poll it continues (None: none known)."""
+    def begin(self, last_poll: str | None = None) -> tuple[str | None, object | None]:
+        """A poll starts reading, the server's last stored poll being `last_poll`. Returns
+        the poll this memory continues (None: none known) and the partitions it built.
+        Remembered file reads may lag by less than a quantum, which only the store of
+        the poll they were read for knows of: if another poll was stored since, file
+        I/O is read in full."""
         basis, self.basis = self.basis, None
+        kept, self.kept, self.pending = self.kept, None, None
+        if basis is None or basis != last_poll:
+            self.sources.pop(FILE_IO.key, None)
+            basis, kept = None, None
         self.touched = {}
-        return basis
+        return basis, kept
+
+    def stored(self, poll_id: str) -> None:
+        """The poll read through this memory was stored: the next one continues it."""
+        self.basis, self.kept, self.pending = poll_id, self.pending, None
 
     def read(self, session: Session, dialect: Dialect, source: Source) -> list:
         """Every row of `source`, read where its bucket changed. Should the server refuse
@@ -91,32 +117,40 @@ class SourceMemory:
     def _read(self, session: Session, shape: "Shape", sql: str) -> list:
         select, condition = sql.split(" WHERE ", 1)
         columns, table = select.removeprefix("SELECT ").split(" FROM ", 1)
+        hashed = shape.hashed(columns)
         before = self.sources.get(shape.key)
         fresh = before is not None and (
             time.monotonic() - before.read_all_at < settings.PARTDASH_FULL_READ_SECONDS
         )
         modulus = before.modulus if before is not None else 0
 
-        def aggregates_by(modulus: int) -> dict[int, tuple[int, int]]:
+        def aggregates_by(modulus: int) -> tuple[str | None, dict[int, tuple[int, int]]]:
             checksum = (
-                f"BIT_XOR(CAST(CONV(LEFT(MD5(CONCAT_WS(',', {columns})), 16), 16, 10) AS UNSIGNED))"
+                f"BIT_XOR(CAST(CONV(LEFT(MD5(CONCAT_WS(',', {hashed})), 16), 16, 10) AS UNSIGNED))"
             )
-            rows = session.rows(
-                f"SELECT {shape.bucket(modulus)} AS b, COUNT(*), {checksum} "
+            inner = (
+                f"SELECT {shape.bucket(modulus)} AS b, COUNT(*) AS n, {checksum} AS x "
                 f"FROM {table} WHERE ({condition}) GROUP BY b"
             )
-            return {bucket: (count, xor) for bucket, count, xor in rows}
+            return _aggregates(session, inner, before.digest if fresh else None)
 
-        aggregates = aggregates_by(modulus)
-        wanted = shape.modulus_for(sum(count for count, _ in aggregates.values()))
-        if wanted != modulus:  # the first read, or the partition count moved on
-            modulus, fresh = wanted, False
-            aggregates = aggregates_by(modulus)
-        changed = [
-            bucket
-            for bucket, aggregate in aggregates.items()
-            if not fresh or before.aggregates.get(bucket) != aggregate
-        ]
+        digest, aggregates = aggregates_by(modulus)
+        if aggregates is None:  # the same string as the previous poll's: nothing changed
+            aggregates = before.aggregates
+        else:
+            wanted = shape.modulus_for(sum(count for count, _ in aggregates.values()))
+            if wanted != modulus:  # the first read, or the partition count moved on
+                modulus, fresh = wanted, False
+                digest, aggregates = aggregates_by(modulus)
+        changed = (
+            [
+                bucket
+                for bucket, aggregate in aggregates.items()
+                if not fresh or before.aggregates.get(bucket) != aggregate
+            ]
+            if aggregates is not getattr(before, "aggregates", None)
+            else []
+        )
         every = not fresh or len(changed) > MOST * len(aggregates)
         key = shape.bucket(modulus)
         select = f"SELECT {key}, {columns} FROM {table} WHERE ({condition})"
@@ -133,6 +167,9 @@ class SourceMemory:
         if every:
             rows, read_all_at = parsed, time.monotonic()
             self.touched[shape.key] = None
+        elif not changed and aggregates is before.aggregates:  # nothing moved
+            rows, read_all_at = before.rows, before.read_all_at
+            self.touched[shape.key] = []
         else:
             rows = {b: parsed[b] if b in parsed else before.rows.get(b, []) for b in aggregates}
             read_all_at = before.read_all_at
@@ -142,10 +179,37 @@ class SourceMemory:
                 for bucket in (*changed, *gone)
                 for row in (*before.rows.get(bucket, ()), *parsed.get(bucket, ()))
             ]
-        self.sources[shape.key] = Buckets(modulus, aggregates, rows, read_all_at)
+        self.sources[shape.key] = Buckets(modulus, aggregates, rows, read_all_at, digest)
         self.fetched[shape.key] = len(fetched)
         self.changed[shape.key] = len(changed)
         return [row for bucket in rows.values() for row in bucket]
+
+
+def _aggregates(
+    session: Session, inner: str, same_as: str | None
+) -> tuple[str | None, dict[int, tuple[int, int]]]:
+    """The bucket aggregates `inner` selects (b, n, x), fetched as one string, `b n x`
+    joined by commas in bucket order: comparing it with the previous poll's tells a
+    quiet source without parsing thousands of rows. Returns (that string, bucket ->
+    (n, x)), the aggregates being `None` when the string equals `same_as`. A string
+    cut short by group_concat_max_len is not used: one row per bucket then."""
+    text, limit = session.rows(
+        f"SELECT GROUP_CONCAT(b, ' ', n, ' ', x ORDER BY b SEPARATOR ','), "
+        f"@@group_concat_max_len FROM ({inner}) AS a"
+    )[0]
+    if isinstance(text, bytes):
+        text = text.decode("ascii")
+    text = text or ""
+    if len(text) >= int(limit):
+        rows = session.rows(inner)
+        return None, {bucket: (count, xor) for bucket, count, xor in rows}
+    if text == same_as:
+        return text, None
+    aggregates = {}
+    for item in text.split(",") if text else ():
+        bucket, count, xor = item.split(" ")
+        aggregates[int(bucket)] = (int(count), int(xor))
+    return text, aggregates
 
 
 @dataclass(frozen=True)
@@ -157,6 +221,22 @@ class Shape:
     parse: Callable[[list], list]
     modulus_for: Callable[[int], int]  # the modulus for a number of rows
     read_all: Callable[[Session, Dialect], list]  # every row, as without a memory
+    # What the aggregate hashes, given the columns read: all of them, but for file I/O.
+    hashed: Callable[[str], str] = lambda columns: columns
+
+
+FILE_IO_COLUMNS = (
+    "FILE_NAME, COUNT_READ, COUNT_WRITE, SUM_NUMBER_OF_BYTES_READ, SUM_NUMBER_OF_BYTES_WRITE"
+)
+
+
+def file_io_hashed(columns: str) -> str:
+    """File I/O's columns with the read counter by quantum and read bytes left out (they
+    move with it): see the module's docstring."""
+    if columns != FILE_IO_COLUMNS:  # the catalogue's query changed: hash what is read
+        return columns
+    quantum = max(1, settings.PARTDASH_MIN_SAMPLED_READS)
+    return f"FILE_NAME, COUNT_READ DIV {quantum}, COUNT_WRITE, SUM_NUMBER_OF_BYTES_WRITE"
 
 
 def _path_buckets(rows: int) -> int:
@@ -183,5 +263,6 @@ SHAPES = {
         file_io.parse,
         _path_buckets,
         lambda session, dialect: file_io.read(session, True),
+        file_io_hashed,
     ),
 }

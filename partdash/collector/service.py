@@ -80,25 +80,26 @@ class PreviousPoll:
 
     stats_since: int | None = None  # its statistics watermark, where incremental is safe
     hidden: set[tuple[str, str]] = field(default_factory=set)  # tables hidden from the account
+    poll_id: str | None = None
 
 
 def previous_poll(server: Server) -> PreviousPoll:
     latest = (
         ServerSnapshot.objects.filter(server=server)
         .order_by("-taken_at")
-        .values_list("stats_watermark", "files_cover_partitions", "warnings")
+        .values_list("stats_watermark", "files_cover_partitions", "warnings", "poll_id")
         .first()
     )
     if latest is None:
         return PreviousPoll()
-    watermark, covered, warnings = latest
+    watermark, covered, warnings, poll_id = latest
     hidden = {
         table_key(schema, table)
         for shortfall in map(Shortfall.from_dict, warnings or [])
         if shortfall.cause == HIDDEN
         for schema, table in shortfall.tables
     }
-    return PreviousPoll(watermark if covered else None, hidden)
+    return PreviousPoll(watermark if covered else None, hidden, poll_id)
 
 
 LAST_ERROR_CHARS = 2000  # a bound, whatever a server's error message holds
@@ -251,6 +252,7 @@ def _poll(server: Server, poll_id: str | None) -> PollReport:
                 previous.stats_since,
                 previous.hidden,
                 source_memory(server),
+                previous.poll_id,
             )
     except (ConnectionFailure, SecretError) as failure:
         message = str(failure)
@@ -266,7 +268,7 @@ def _poll(server: Server, poll_id: str | None) -> PollReport:
     if result.snapshot is not None:
         _record_success(server, collection, result.snapshot.taken_at)
         if (memory := source_memory(server)) is not None:
-            memory.basis = poll_id  # the next poll continues this one
+            memory.stored(poll_id)  # the next poll continues this one
     report = PollReport(
         server=server.name,
         ok=True,

@@ -127,11 +127,15 @@ def _window_seconds() -> int:
 
 def _few_reads(new: int | None, old: int | None) -> bool:
     """A handful of page reads is what opening a table costs each of its partitions (the
-    header pages); it is not a partition being read. Such deltas are left to accumulate
-    in the counter until they matter, so they need no sample."""
+    header pages); it is not a partition being read. Such reads are left to accumulate
+    in the counter until it reaches the next multiple of PARTDASH_MIN_SAMPLED_READS (the
+    quantum), so they need no sample; any growth by a quantum or more is sampled. (The
+    quantum, rather than a distance from the stored value, is what the server can hash:
+    `collector.incremental` reads a file again only when its quantum moved.)"""
     if new is None or old is None or new <= old:
         return False
-    return new - old < settings.PARTDASH_MIN_SAMPLED_READS
+    quantum = settings.PARTDASH_MIN_SAMPLED_READS
+    return quantum > 1 and new // quantum == old // quantum
 
 
 def _keep_reads(values: tuple, before: tuple) -> tuple:
@@ -304,6 +308,9 @@ class PollStore:
         updated_keys: list[tuple[int, str]] = []
         moving = set()
         stored = 0
+        # Tables with a partition whose figures changed. Rates alone (a partition that
+        # stopped moving) are not what the analysis looks at.
+        self.changed_tables = set()
         for by_name, members in self._members(visit):
             table = self.tables.get(by_name)
             if table is None or table.dropped_at:
@@ -315,13 +322,15 @@ class PollStore:
                     old, figure_values(figures), seconds, snapshot, samples, updates
                 ):
                     updated_keys.append(key)
-                    if updates[-1][_N : _N + 2] != _zero_rates:
+                    update = updates[-1]
+                    if update[_N : _N + 2] != _zero_rates:
                         moving.add(figures.key)
+                    if update[:_N] != old[1 : _N + 1]:
+                        self.changed_tables.add(table.pk)
             if len(samples) >= SAMPLE_BATCH:
                 stored += _insert_samples(samples)
         stored += _insert_samples(samples)
         self._write_updates(updates)
-        self.changed_tables = {table_id for table_id, _ in updated_keys}
         updated = list(zip(updated_keys, updates, strict=True))
         # Without a previous poll no rate is known: the next poll compares every partition.
         self._remember(snapshot, previous, updated, moving if seconds else None)

@@ -311,6 +311,9 @@ def classify(
     return ConnectionFailure(kind, " ".join(message.split()), tls_offered)
 
 
+GROUP_CONCAT_MAX_LEN = 64 * 1024 * 1024
+
+
 def _session_settings(flavor: str) -> list[str]:
     """Caps that keep a poll from ever hurting the monitored server."""
     statement = settings.PARTDASH_STATEMENT_TIMEOUT
@@ -318,6 +321,9 @@ def _session_settings(flavor: str) -> list[str]:
         f"SET SESSION lock_wait_timeout = {int(settings.PARTDASH_LOCK_WAIT_TIMEOUT)}",
         "SET SESSION TRANSACTION READ ONLY",
         "SET SESSION time_zone = '+00:00'",  # TIMESTAMP columns arrive in UTC
+        # The bucket aggregates of a large server arrive as one string (MySQL's default
+        # 1 KB would cut it; collector.incremental reads row by row if it is cut).
+        f"SET SESSION group_concat_max_len = {GROUP_CONCAT_MAX_LEN}",
     ]
     if flavor == Flavor.MARIADB:
         caps.append(f"SET SESSION max_statement_time = {float(statement)}")
