@@ -123,6 +123,9 @@ class SourceMemory:
             time.monotonic() - before.read_all_at < settings.PARTDASH_FULL_READ_SECONDS
         )
         modulus = before.modulus if before is not None else 0
+        if before is None and shape.sized:  # a first read: size the buckets by a count
+            count = session.rows(f"SELECT COUNT(*) FROM {table} WHERE ({condition})")[0][0]
+            modulus = shape.modulus_for(count)
 
         def aggregates_by(modulus: int) -> tuple[str | None, dict[int, tuple[int, int]]]:
             checksum = (
@@ -223,6 +226,7 @@ class Shape:
     read_all: Callable[[Session, Dialect], list]  # every row, as without a memory
     # What the aggregate hashes, given the columns read: all of them, but for file I/O.
     hashed: Callable[[str], str] = lambda columns: columns
+    sized: bool = False  # whether the modulus depends on the row count
 
 
 FILE_IO_COLUMNS = (
@@ -255,8 +259,9 @@ SHAPES = {
         lambda rows: 0,
         tablespaces.read,
     ),
-    # Paths hashed. Before any read the modulus is 0 and every row falls in bucket 0
-    # (MOD(x, 0) is NULL, hence the IFNULL); that aggregate's row count sets the modulus.
+    # Paths hashed. A first read counts the rows to pick the modulus; should the count
+    # move on before the aggregate is read, the aggregate's row count picks it again.
+    # (With a modulus of 0, MOD(x, 0) is NULL, hence the IFNULL: every row in bucket 0.)
     FILE_IO.key: Shape(
         FILE_IO.key,
         lambda modulus: f"IFNULL(MOD(CRC32(FILE_NAME), {modulus}), 0)",
@@ -264,5 +269,6 @@ SHAPES = {
         _path_buckets,
         lambda session, dialect: file_io.read(session, True),
         file_io_hashed,
+        sized=True,
     ),
 }
