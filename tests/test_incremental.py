@@ -127,6 +127,39 @@ def stored_figures(server) -> dict:
     }
 
 
+def assert_stored_is_the_truth(server, schema: str, settings, what: str) -> None:
+    """The stored figures of `schema`'s partitions are what the same server polled with
+    every row read and every partition compared (the process's memory turned off) says."""
+    incremental = stored_figures(server)
+    settings.PARTDASH_INCREMENTAL_READS = False
+    with open_session(target_for(server)) as session:
+        everything = collect(session, known_signatures(server))
+    settings.PARTDASH_INCREMENTAL_READS = True
+    for key, figures in everything.partitions.items():
+        if key.schema != schema:
+            continue
+        stored = incremental[(key.schema, key.table, figures.slot)]
+        truth = (
+            figures.file_bytes,
+            figures.allocated_bytes,
+            figures.space_id,
+            figures.read_ops,
+            figures.write_ops,
+            figures.read_bytes,
+            figures.write_bytes,
+        )
+        assert stored[:7] == truth, (what, key)
+
+
+def new_server(instance, name: str):
+    from partdash.servers.models import Server
+
+    server = Server(name=name, host=instance.host, port=instance.port, user="root")
+    server.set_password("")
+    server.save()
+    return server
+
+
 def test_polls_that_compare_only_what_changed_store_what_a_full_poll_stores(
     transactional_db, mariadb_ps, new_schema, monkeypatch, settings
 ):
@@ -136,11 +169,7 @@ def test_polls_that_compare_only_what_changed_store_what_a_full_poll_stores(
     run(mariadb_ps, schema, *TABLES)
     for table in ("h", "r", "s"):
         flush_to_disk(mariadb_ps, schema, table)
-    from partdash.servers.models import Server
-
-    server = Server(name="inc", host=mariadb_ps.host, port=mariadb_ps.port, user="root")
-    server.set_password("")
-    server.save()
+    server = new_server(mariadb_ps, "inc")
     compared = []
     members = PollStore._members
 
@@ -168,27 +197,7 @@ def test_polls_that_compare_only_what_changed_store_what_a_full_poll_stores(
             flush_to_disk(mariadb_ps, schema, table)
         report = poll_server(server)
         assert report.ok, what
-        incremental = stored_figures(server)
-        # The truth: the same server polled with every row read and every partition
-        # compared (the process's memory turned off).
-        settings.PARTDASH_INCREMENTAL_READS = False
-        with open_session(target_for(server)) as session:
-            everything = collect(session, known_signatures(server))
-        settings.PARTDASH_INCREMENTAL_READS = True
-        for key, figures in everything.partitions.items():
-            if key.schema != schema:
-                continue
-            stored = incremental[(key.schema, key.table, figures.slot)]
-            truth = (
-                figures.file_bytes,
-                figures.allocated_bytes,
-                figures.space_id,
-                figures.read_ops,
-                figures.write_ops,
-                figures.read_bytes,
-                figures.write_bytes,
-            )
-            assert stored[:7] == truth, (what, key)
+        assert_stored_is_the_truth(server, schema, settings, what)
     # Quiet polls and small changes compared a few partitions, not all 33 of ours.
     # Two quiet polls a second apart (statistics' times have whole seconds: a refresh
     # in the second of the previous poll is read again once).
@@ -328,3 +337,42 @@ def test_aggregates_cut_short_by_group_concat_max_len_are_read_row_by_row(mariad
         assert cut.sources[TABLESPACES.key].digest is None
         assert sorted(cut.read(session, dialect, TABLESPACES)) == sorted(whole)
         assert cut.fetched[TABLESPACES.key] == 0  # and still only what changed is read
+
+
+def test_a_process_polling_after_another_one_did_stores_the_truth(
+    transactional_db, mariadb_ps, new_schema, settings
+):
+    """A worker child polls a server, another child polls it next, then the first again:
+    its remembered file reads may lag what the other stored by a few reads within their
+    quantum, so it reads file I/O in full (the tablespace list only where it changed),
+    rebuilds the partitions and compares every one; what it stores is the truth."""
+    from partdash.collector import service
+    from partdash.metrics import store
+
+    schema = new_schema(mariadb_ps)
+    run(mariadb_ps, schema, *TABLES)
+    for table in ("h", "r", "s"):
+        flush_to_disk(mariadb_ps, schema, table)
+    server = new_server(mariadb_ps, "two-children")
+    assert poll_server(server).ok and poll_server(server).ok
+    first = dict(service._SOURCE_MEMORY), dict(store._REMEMBERED)
+    memory = service.source_memory(server)
+    service._SOURCE_MEMORY.clear()  # the other child, which never polled it
+    store._REMEMBERED.clear()
+    for rows in ("(5001, 'a'), (5002, 'b')", "(5003, 'c')"):
+        run(mariadb_ps, schema, f"INSERT INTO h VALUES {rows}")
+        flush_to_disk(mariadb_ps, schema, "h")
+        assert poll_server(server).ok
+    assert service.source_memory(server) is not memory
+    service._SOURCE_MEMORY.clear(), store._REMEMBERED.clear()  # the first child again
+    service._SOURCE_MEMORY.update(first[0]), store._REMEMBERED.update(first[1])
+    run(mariadb_ps, schema, "INSERT INTO h VALUES (5004, 'd')")
+    flush_to_disk(mariadb_ps, schema, "h")
+    assert poll_server(server).ok
+    assert service.source_memory(server) is memory
+    assert memory.touched[FILE_IO.key] is None  # file I/O read in full
+    assert memory.touched[TABLESPACES.key] is not None  # the tablespaces where changed
+    assert_stored_is_the_truth(server, schema, settings, "after another child's polls")
+    assert poll_server(server).ok  # and the next poll continues its own again
+    assert memory.touched[FILE_IO.key] is not None
+    assert_stored_is_the_truth(server, schema, settings, "the next poll")
