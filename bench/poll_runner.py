@@ -160,6 +160,7 @@ def main() -> None:
     from partdash.metrics import store
 
     cold, cold_fetched = [], []
+    memory = None  # (a cold process holds no memory of the server)
     for _ in range(3):
         service._SOURCE_MEMORY.clear()
         store._REMEMBERED.clear()

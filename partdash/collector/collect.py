@@ -293,7 +293,8 @@ def _check_settings(collection: Collection) -> None:
 
 def _has_compressed(collection: Collection) -> bool:
     """Per-index compression counters matter only where ROW_FORMAT=COMPRESSED is used."""
-    return any(f.row_format.lower() == "compressed" for f in collection.partitions.values())
+    formats = {f.row_format for f in collection.partitions.values()}
+    return any(row_format.lower() == "compressed" for row_format in formats)
 
 
 def signature(partitions: list[PartitionFigures]) -> str:
@@ -448,6 +449,7 @@ def collect(
     collection = Collection(session.flavor, session.version, dialect, facts)
     ps_on = facts.is_on("performance_schema")
     reuse = Reuse(kept if ps_on else None)
+    del kept  # `reuse` releases it once adopted or not: a build then needs the memory
     if memory is not None:
         read_files = lambda: memory.read(session, dialect, TABLESPACES)  # noqa: E731
     else:

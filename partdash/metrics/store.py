@@ -179,7 +179,10 @@ class PollStore:
     # -- tables and definitions --------------------------------------------------------
 
     def _load_tables(self) -> None:
-        for table in PartitionedTable.objects.filter(server=self.server):
+        # Not the analysis's results, which are the bulk of a table's row (saving a
+        # table then writes only what was loaded).
+        tables = PartitionedTable.objects.filter(server=self.server).defer("health", "activity")
+        for table in tables:
             self.tables[table_key(table.schema, table.name)] = table
 
     def _apply_definition(self, key: TableKey, definition: TableDefinition) -> None:
