@@ -163,10 +163,14 @@ class SourceMemory:
             fetched = session.rows(f"{select} AND {key} IN ({', '.join(map(str, changed))})")
         else:
             fetched = []
+        count = len(fetched)
         by_bucket: dict[int, list] = {bucket: [] for bucket in changed}
         for row in fetched:
-            by_bucket.setdefault(row[0], []).append(row[1:])
-        parsed = {bucket: shape.parse(rows) for bucket, rows in by_bucket.items()}
+            by_bucket.setdefault(row[0], []).append(row)
+        del fetched  # each bucket's rows are freed as it is parsed: one copy at a time
+        parsed = {}
+        for bucket in list(by_bucket):
+            parsed[bucket] = shape.parse([row[1:] for row in by_bucket.pop(bucket)])
         if every:
             rows, read_all_at = parsed, time.monotonic()
             self.touched[shape.key] = None
@@ -183,7 +187,7 @@ class SourceMemory:
                 for row in (*before.rows.get(bucket, ()), *parsed.get(bucket, ()))
             ]
         self.sources[shape.key] = Buckets(modulus, aggregates, rows, read_all_at, digest)
-        self.fetched[shape.key] = len(fetched)
+        self.fetched[shape.key] = count
         self.changed[shape.key] = len(changed)
         return [row for bucket in rows.values() for row in bucket]
 

@@ -253,14 +253,13 @@ class PollStore:
             f"JOIN {quote(PartitionedTable._meta.db_table)} t ON t.id = p.table_id "
             "WHERE t.server_id = %s AND p.dropped_at IS NULL"
         )
+        previous = {}
         with connection.cursor() as cursor:
             cursor.execute(sql, [self.server.pk])
-            rows = cursor.fetchall()
-        previous = {}
-        for row in rows:
-            values = list(row[3:])
-            values[_STATS_UPDATED] = aware(values[_STATS_UPDATED])
-            previous[(row[1], row[2])] = (row[0], *values)
+            for row in cursor:  # not fetchall(): one copy of 64,000 rows at a time
+                values = list(row[3:])
+                values[_STATS_UPDATED] = aware(values[_STATS_UPDATED])
+                previous[(row[1], row[2])] = (row[0], *values)
         return previous
 
     def _figures_before(self, last: ServerSnapshot | None) -> tuple[dict, set | None]:
@@ -280,9 +279,17 @@ class PollStore:
             return remembered.figures, None
         return self._previous_figures(), None
 
-    def _remember(self, snapshot: ServerSnapshot, previous: dict, updated: list, moving) -> None:
-        for key, update in updated:
+    def _apply(self, previous: dict, keys: list, updates: list) -> int:
+        """Write the queued updates and make them the figures remembered for the next
+        poll; empties both lists, returns how many there were."""
+        self._write_updates(updates)
+        for key, update in zip(keys, updates, strict=True):
             previous[key] = (update[-1], *update[:-1])
+        count = len(updates)
+        keys.clear(), updates.clear()
+        return count
+
+    def _remember(self, snapshot: ServerSnapshot, previous: dict, moving) -> None:
         if not self.reshaped:
             figures = _Remembered(snapshot.pk, previous, moving)
             transaction.on_commit(lambda: _REMEMBERED.__setitem__(self.server.pk, figures))
@@ -310,7 +317,7 @@ class PollStore:
         updates: list[tuple] = []
         updated_keys: list[tuple[int, str]] = []
         moving = set()
-        stored = 0
+        stored = changed = 0
         # Tables with a partition whose figures changed. Rates alone (a partition that
         # stopped moving) are not what the analysis looks at.
         self.changed_tables = set()
@@ -332,12 +339,13 @@ class PollStore:
                         self.changed_tables.add(table.pk)
             if len(samples) >= SAMPLE_BATCH:
                 stored += _insert_samples(samples)
+            if len(updates) >= SAMPLE_BATCH:  # written as they come: the second poll of
+                changed += self._apply(previous, updated_keys, updates)  # a server has all
         stored += _insert_samples(samples)
-        self._write_updates(updates)
-        updated = list(zip(updated_keys, updates, strict=True))
+        changed += self._apply(previous, updated_keys, updates)
         # Without a previous poll no rate is known: the next poll compares every partition.
-        self._remember(snapshot, previous, updated, moving if seconds else None)
-        return len(updates), stored
+        self._remember(snapshot, previous, moving if seconds else None)
+        return changed, stored
 
     def _compare(self, old: tuple, values: tuple, seconds, snapshot, samples, updates) -> bool:
         """Sample the figures that changed and queue the partition's update. A new
@@ -375,14 +383,16 @@ class PollStore:
         quote = connection.ops.quote_name
         assignments = ", ".join(f"{quote(c)} = %s" for c in STORED)
         sql = f"UPDATE {quote(Partition._meta.db_table)} SET {assignments} WHERE id = %s"
-        rows = []
-        for update in updates:
-            row = list(update)
-            row[_STATS_UPDATED] = adapt(aware(row[_STATS_UPDATED]))
-            row[_CHANGED_AT - 1] = adapt(aware(row[_CHANGED_AT - 1]))
-            rows.append(row)
+
+        def rows():  # one at a time: the second poll of a server updates every partition
+            for update in updates:
+                row = list(update)
+                row[_STATS_UPDATED] = adapt(aware(row[_STATS_UPDATED]))
+                row[_CHANGED_AT - 1] = adapt(aware(row[_CHANGED_AT - 1]))
+                yield row
+
         with connection.cursor() as cursor:
-            cursor.executemany(sql, rows)
+            cursor.executemany(sql, rows())
 
     # -- the whole poll ----------------------------------------------------------------
 
