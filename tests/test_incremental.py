@@ -127,9 +127,11 @@ def stored_figures(server) -> dict:
     }
 
 
-def assert_stored_is_the_truth(server, schema: str, settings, what: str) -> None:
+def assert_stored_is_the_truth(server, schema: str, settings, what: str, quantum=None) -> None:
     """The stored figures of `schema`'s partitions are what the same server polled with
-    every row read and every partition compared (the process's memory turned off) says."""
+    every row read and every partition compared (the process's memory turned off) says;
+    with `quantum`, page reads only to their quantum (a server just started reads pages
+    of its own between the two)."""
     incremental = stored_figures(server)
     settings.PARTDASH_INCREMENTAL_READS = False
     with open_session(target_for(server)) as session:
@@ -148,6 +150,9 @@ def assert_stored_is_the_truth(server, schema: str, settings, what: str) -> None
             figures.read_bytes,
             figures.write_bytes,
         )
+        if quantum:
+            stored = (*stored[:3], stored[3] // quantum, stored[4], None, stored[6])
+            truth = (*truth[:3], truth[3] // quantum, truth[4], None, truth[6])
         assert stored[:7] == truth, (what, key)
 
 
@@ -376,3 +381,66 @@ def test_a_process_polling_after_another_one_did_stores_the_truth(
     assert poll_server(server).ok  # and the next poll continues its own again
     assert memory.touched[FILE_IO.key] is not None
     assert_stored_is_the_truth(server, schema, settings, "the next poll")
+
+
+def test_a_table_without_tablespaces_of_its_own_is_seen_dropped(
+    transactional_db, mariadb_factory, new_schema
+):
+    """With innodb_file_per_table=OFF a table's partitions live in the system tablespace:
+    the tablespace list does not name them, so an unchanged list proves nothing, and the
+    previous poll's partitions are not reused. A dropped table is seen dropped."""
+    from partdash.metrics.models import PartitionedTable
+
+    instance = mariadb_factory.get({"innodb_file_per_table": "OFF", "performance_schema": "ON"})
+    schema = new_schema(instance)
+    run(instance, schema, TABLES[0], TABLES[1], TABLES[2])
+    server = new_server(instance, "system-tablespace")
+    assert poll_server(server).ok and poll_server(server).ok and poll_server(server).ok
+    tables = PartitionedTable.objects.filter(server=server, schema=schema)
+    assert set(tables.filter(dropped_at=None).values_list("name", flat=True)) == {"h", "r"}
+    run(instance, schema, "DROP TABLE r")
+    assert poll_server(server).ok
+    assert set(tables.filter(dropped_at=None).values_list("name", flat=True)) == {"h"}
+
+
+def test_a_restarted_server_has_its_file_io_read_in_full(
+    transactional_db, new_schema, settings, tmp_path
+):
+    """A restart starts every file counter again from zero, which a remembered quantum
+    could hide (10 reads remembered, 3 now: the same quantum): the poll after it reads
+    file I/O in full, and stores the truth."""
+    from partdash.collector import service
+    from tests.services import MariaDB
+
+    with MariaDB({"performance_schema": "ON"}) as instance:
+        schema = new_schema(instance)
+        run(instance, schema, *TABLES[:2])
+        flush_to_disk(instance, schema, "h")
+        server = new_server(instance, "restarted")
+        assert poll_server(server).ok and poll_server(server).ok
+        memory = service.source_memory(server)
+        assert memory.touched[FILE_IO.key] is not None  # what changed only
+        instance.restart()
+        assert poll_server(server).ok
+        assert memory.touched[FILE_IO.key] is None  # every row
+        quantum = settings.PARTDASH_MIN_SAMPLED_READS
+        assert_stored_is_the_truth(server, schema, settings, "after a restart", quantum)
+        assert poll_server(server).ok
+        assert memory.touched[FILE_IO.key] is not None
+
+
+def test_a_start_time_that_moved_means_a_restart():
+    from partdash.collector.sources.server_facts import ServerFacts
+
+    def facts(clock, uptime):
+        return ServerFacts(status={"uptime": str(uptime)}, clock=clock)
+
+    memory = SourceMemory()
+    memory.sources = {TABLESPACES.key: "tablespaces", FILE_IO.key: "files"}
+    assert not memory.restarted(facts(1000, 900))  # first seen: started at 100
+    assert not memory.restarted(facts(1030, 929))  # read a moment apart: still 100-101
+    assert FILE_IO.key in memory.sources
+    assert memory.restarted(facts(1060, 5))  # started at 1055
+    assert set(memory.sources) == {TABLESPACES.key}
+    assert not memory.restarted(facts(1090, 35))
+    assert not memory.restarted(ServerFacts(status={}, clock=1100))  # no uptime: unknown

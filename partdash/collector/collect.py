@@ -445,6 +445,8 @@ def collect(
     stored poll."""
     basis, kept = memory.begin(last_poll) if memory is not None else (None, None)
     facts = server_facts.read(session)
+    if memory is not None and memory.restarted(facts):
+        kept = None
     dialect = dialect_for(session.flavor, session.version)
     collection = Collection(session.flavor, session.version, dialect, facts)
     ps_on = facts.is_on("performance_schema")
@@ -490,7 +492,10 @@ def collect(
     if basis is not None:
         collection.basis, collection.dirty = basis, _dirty(collection, memory)
     collection.finish()
-    if memory is not None and not collection.raced and collection.sources.get(TABLESPACES.key):
+    # Kept only where every partition has a tablespace of its own: then an unchanged
+    # tablespace list proves the partitions unchanged (a partition in the system
+    # tablespace is listed by its statistics alone, and its table may be dropped).
+    if memory is not None and not collection.raced and collection.files_cover_partitions:
         memory.pending = Kept.of(collection)
     return collection
 

@@ -48,6 +48,9 @@ log = logging.getLogger(__name__)
 ROWS_PER_BUCKET = 8  # on average: what one changed row costs to read again
 # Past this share of buckets changed, reading every row is cheaper than picking them.
 MOST = 0.5
+# The server's clock and uptime are read a moment apart: a start time moving by more is a
+# restart.
+RESTART_SLACK_SECONDS = 2
 
 
 @dataclass
@@ -79,6 +82,7 @@ class SourceMemory:
     # reuses where the tablespace list did not change; and the one being built.
     kept: object | None = None
     pending: object | None = None
+    started: int | None = None  # when the server started (epoch s), as of the last poll
 
     def begin(self, last_poll: str | None = None) -> tuple[str | None, object | None]:
         """A poll starts reading, the server's last stored poll being `last_poll`. Returns
@@ -93,6 +97,19 @@ class SourceMemory:
             basis, kept = None, None
         self.touched = {}
         return basis, kept
+
+    def restarted(self, facts) -> bool:
+        """Whether the server restarted since the last poll read through this memory
+        (from its clock less its uptime). Its file counters then start again from zero,
+        which a remembered quantum could hide: file I/O is read in full."""
+        uptime, clock = facts.status.get("uptime", ""), facts.clock
+        if not str(uptime).isdigit() or clock is None:
+            return False
+        before, self.started = self.started, clock - int(uptime)
+        if before is None or abs(self.started - before) <= RESTART_SLACK_SECONDS:
+            return False
+        self.sources.pop(FILE_IO.key, None)
+        return True
 
     def stored(self, poll_id: str) -> None:
         """The poll read through this memory was stored: the next one continues it."""
@@ -199,15 +216,17 @@ def _aggregates(
     joined by commas in bucket order: comparing it with the previous poll's tells a
     quiet source without parsing thousands of rows. Returns (that string, bucket ->
     (n, x)), the aggregates being `None` when the string equals `same_as`. A string
-    cut short by group_concat_max_len is not used: one row per bucket then."""
-    text, limit = session.rows(
-        f"SELECT GROUP_CONCAT(b, ' ', n, ' ', x ORDER BY b SEPARATOR ','), "
+    that does not hold every bucket (cut short by group_concat_max_len, or NULL past
+    max_allowed_packet) is not used: one row per bucket then."""
+    text, buckets, limit = session.rows(
+        f"SELECT GROUP_CONCAT(b, ' ', n, ' ', x ORDER BY b SEPARATOR ','), COUNT(*), "
         f"@@group_concat_max_len FROM ({inner}) AS a"
     )[0]
     if isinstance(text, bytes):
         text = text.decode("ascii")
     text = text or ""
-    if len(text) >= int(limit):
+    # Cut short by group_concat_max_len, or emptied by max_allowed_packet: count them.
+    if len(text) >= int(limit) or (text.count(",") + 1 if text else 0) != buckets:
         rows = session.rows(inner)
         return None, {bucket: (count, xor) for bucket, count, xor in rows}
     if text == same_as:

@@ -164,7 +164,12 @@ _SOURCE_MEMORY: dict[tuple[int, str, int], SourceMemory] = {}
 def source_memory(server: Server) -> SourceMemory | None:
     if not settings.PARTDASH_INCREMENTAL_READS:
         return None
-    return _SOURCE_MEMORY.setdefault((server.pk, server.host, server.port), SourceMemory())
+    key = (server.pk, server.host, server.port)
+    if key not in _SOURCE_MEMORY:  # what was remembered at the server's old address goes
+        for stale in [k for k in _SOURCE_MEMORY if k[0] == server.pk]:
+            del _SOURCE_MEMORY[stale]
+        _SOURCE_MEMORY[key] = SourceMemory()
+    return _SOURCE_MEMORY[key]
 
 
 _stage = threading.local()
