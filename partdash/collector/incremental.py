@@ -155,22 +155,19 @@ class SourceMemory:
             return _aggregates(session, inner, before.digest if fresh else None)
 
         digest, aggregates = aggregates_by(modulus)
-        if aggregates is None:  # the same string as the previous poll's: nothing changed
+        quiet = aggregates is None  # the same string as the previous poll's: nothing changed
+        if quiet:
             aggregates = before.aggregates
         else:
             wanted = shape.modulus_for(sum(count for count, _ in aggregates.values()))
             if wanted != modulus:  # the first read, or the partition count moved on
                 modulus, fresh = wanted, False
                 digest, aggregates = aggregates_by(modulus)
-        changed = (
-            [
-                bucket
-                for bucket, aggregate in aggregates.items()
-                if not fresh or before.aggregates.get(bucket) != aggregate
-            ]
-            if aggregates is not getattr(before, "aggregates", None)
-            else []
-        )
+        changed = [
+            bucket
+            for bucket, aggregate in ({} if quiet else aggregates).items()
+            if not fresh or before.aggregates.get(bucket) != aggregate
+        ]
         every = not fresh or len(changed) > MOST * len(aggregates)
         key = shape.bucket(modulus)
         select = f"SELECT {key}, {columns} FROM {table} WHERE ({condition})"
@@ -191,7 +188,7 @@ class SourceMemory:
         if every:
             rows, read_all_at = parsed, time.monotonic()
             self.touched[shape.key] = None
-        elif not changed and aggregates is before.aggregates:  # nothing moved
+        elif quiet:
             rows, read_all_at = before.rows, before.read_all_at
             self.touched[shape.key] = []
         else:

@@ -339,8 +339,9 @@ class PollStore:
                         self.changed_tables.add(table.pk)
             if len(samples) >= SAMPLE_BATCH:
                 stored += _insert_samples(samples)
-            if len(updates) >= SAMPLE_BATCH:  # written as they come: the second poll of
-                changed += self._apply(previous, updated_keys, updates)  # a server has all
+            # Written as they come: a server's first two polls update every partition.
+            if len(updates) >= SAMPLE_BATCH:
+                changed += self._apply(previous, updated_keys, updates)
         stored += _insert_samples(samples)
         changed += self._apply(previous, updated_keys, updates)
         # Without a previous poll no rate is known: the next poll compares every partition.
@@ -383,16 +384,14 @@ class PollStore:
         quote = connection.ops.quote_name
         assignments = ", ".join(f"{quote(c)} = %s" for c in STORED)
         sql = f"UPDATE {quote(Partition._meta.db_table)} SET {assignments} WHERE id = %s"
-
-        def rows():  # one at a time: the second poll of a server updates every partition
-            for update in updates:
-                row = list(update)
-                row[_STATS_UPDATED] = adapt(aware(row[_STATS_UPDATED]))
-                row[_CHANGED_AT - 1] = adapt(aware(row[_CHANGED_AT - 1]))
-                yield row
-
+        rows = []
+        for update in updates:
+            row = list(update)
+            row[_STATS_UPDATED] = adapt(aware(row[_STATS_UPDATED]))
+            row[_CHANGED_AT - 1] = adapt(aware(row[_CHANGED_AT - 1]))
+            rows.append(row)
         with connection.cursor() as cursor:
-            cursor.executemany(sql, rows())
+            cursor.executemany(sql, rows)
 
     # -- the whole poll ----------------------------------------------------------------
 
