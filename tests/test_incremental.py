@@ -444,3 +444,41 @@ def test_a_start_time_that_moved_means_a_restart():
     assert set(memory.sources) == {TABLESPACES.key}
     assert not memory.restarted(facts(1090, 35))
     assert not memory.restarted(ServerFacts(status={}, clock=1100))  # no uptime: unknown
+
+
+def test_the_analysis_reads_what_the_poll_stored_without_reading_it_back(
+    transactional_db, mariadb_ps, new_schema, monkeypatch
+):
+    """Each table's partitions, as the store hands them to the analysis from what it
+    just wrote, equal what reading them back from the database gives (definition order,
+    figures, recent activity), after writes, truncation, added and dropped partitions,
+    subpartitions and renames."""
+    from partdash.metrics import analysis
+    from partdash.metrics.store import StoredFigures
+
+    schema = new_schema(mariadb_ps)
+    run(mariadb_ps, schema, *TABLES)
+    server = new_server(mariadb_ps, "from-memory")
+    handed, read_back = [], []
+    partitions_of = StoredFigures.partitions_of
+
+    def spy(self, table_ids):
+        held = partitions_of(self, table_ids)
+        handed.append(held)
+        read_back.append(analysis._partitions_of(table_ids))
+        return held
+
+    monkeypatch.setattr(StoredFigures, "partitions_of", spy)
+    monkeypatch.setattr("partdash.collector.collect.STATS_MARGIN_SECONDS", 0)
+    assert poll_server(server).ok and poll_server(server).ok
+    for what, statements, touched in CHANGES:
+        run(mariadb_ps, schema, *statements) if statements else None
+        for table in touched:
+            flush_to_disk(mariadb_ps, schema, table)
+        assert poll_server(server).ok, what
+    held = [(h, r) for h, r in zip(handed, read_back, strict=True) if h is not None]
+    assert len(held) >= len(CHANGES), f"memory used in {len(held)} of {len(handed)} analyses"
+    for from_memory, from_database in held:
+        assert from_memory == from_database
+    tables = {t for h, _ in held for t in h}
+    assert len(tables) >= 3  # h, r and s (or s2) were all handed from memory at least once

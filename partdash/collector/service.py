@@ -237,7 +237,7 @@ def _store_analyse_evaluate(
     with transaction.atomic():
         result = PollStore(server, collection, poll_id, seconds).save()
         if result.snapshot is not None:
-            analyse_server(server, result.snapshot, result.changed_tables)
+            analyse_server(server, result.snapshot, result.changed_tables, result.stored_figures)
             failed = evaluate_alerts(evaluate_after_poll, server, result.snapshot)
     return result, failed
 

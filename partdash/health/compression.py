@@ -21,6 +21,7 @@ Ratios read "times smaller": 2.0 means half the space; 1.0 is no saving.
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass
+from operator import attrgetter
 from typing import Literal
 
 from partdash.health.partitions import PartitionState
@@ -42,6 +43,7 @@ _PAGE_COMPRESSED = re.compile(r"\bpage_compressed\s*=\s*'?(1|on|yes)'?", re.I)
 _COMPRESSION = re.compile(r"\bcompression\s*=\s*['\"]?(\w+)", re.I)
 _ROW_COMPRESSED = re.compile(r"\brow_format\s*=\s*compressed\b", re.I)
 _KEY_BLOCK_SIZE = re.compile(r"\bkey_block_size\s*=\s*'?(\d+)", re.I)
+_ROW_FORMAT = attrgetter("row_format")
 
 
 @dataclass(frozen=True, slots=True)
@@ -84,7 +86,8 @@ def compression_kind(row_formats: Iterable[str], create_options: str | None) -> 
     (MariaDB: "`PAGE_COMPRESSED`='1'", MySQL: 'COMPRESSION="zlib"',
     "row_format=COMPRESSED key_block_size=8"); None when it is not."""
     options = (create_options or "").replace("`", "")
-    if any((f or "").lower() == "compressed" for f in row_formats):
+    # Each distinct format once: a table's partitions nearly always share one.
+    if any((f or "").lower() == "compressed" for f in set(row_formats)):
         return "row"
     if _ROW_COMPRESSED.search(options) or key_block_size(options):
         return "row"
@@ -241,7 +244,7 @@ def table_compression(
 ) -> Compression | None:
     """A table's compression; None when it is not compressed. `page_size`:
     innodb_page_size (default 16 KiB)."""
-    kind = compression_kind((p.row_format for p in partitions), create_options)
+    kind = compression_kind(map(_ROW_FORMAT, partitions), create_options)
     if kind == "row":
         return row_compression(partitions, create_options, page_size)
     return page_compression(partitions) if kind == "page" else None

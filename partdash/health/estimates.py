@@ -11,11 +11,22 @@ file sizes, compression counters) carry `estimated=False`.
 from collections.abc import Iterable
 from datetime import UTC, datetime
 
+# Sets of the time zones of timestamps that compare as they are (see `oldest`).
+_NAIVE = {None}
+_UTC = {UTC}
+
 
 def oldest(timestamps: Iterable[datetime | None]) -> datetime | None:
     """The stalest known timestamp; None when none is known."""
     known = [t for t in timestamps if t is not None]
-    return min(known, key=_utc) if known else None
+    if not known:
+        return None
+    # All naive (UTC) or all at UTC's offset, the usual case: they compare as they are,
+    # and `min` keeps the same first stalest one, without a conversion each.
+    zones = {t.tzinfo for t in known}
+    if zones == _NAIVE or zones == _UTC:
+        return min(known)
+    return min(known, key=_utc)
 
 
 def age_seconds(as_of: datetime | None, now: datetime) -> float | None:

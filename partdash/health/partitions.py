@@ -8,6 +8,7 @@ attribute names) and every health function reads only these.
 from collections.abc import Iterable
 from dataclasses import dataclass, fields, replace
 from datetime import datetime
+from operator import attrgetter
 
 from partdash.health.estimates import oldest
 
@@ -77,9 +78,14 @@ class PartitionState:
         return self.data_bytes + self.index_bytes
 
 
+_DEFINITION_ORDER = attrgetter("ordinal", "subpartition")
+_SUBPARTITION = attrgetter("subpartition")
+_NAME = attrgetter("name")
+
+
 def in_order(partitions: Iterable[PartitionState]) -> list[PartitionState]:
     """Partitions in definition order (RANGE bounds only make sense in it)."""
-    return sorted(partitions, key=lambda p: (p.ordinal, p.subpartition))
+    return sorted(partitions, key=_DEFINITION_ORDER)
 
 
 def _sum(values: list[int | None]) -> int | None:
@@ -105,7 +111,12 @@ def _merge(group: list[PartitionState]) -> PartitionState:
 def merge_subpartitions(partitions: Iterable[PartitionState]) -> list[PartitionState]:
     """One state per partition, subpartitions summed: bounds, catch-all and skew between
     RANGE or LIST partitions are properties of partitions, not of their subpartitions."""
+    ordered = in_order(partitions)
+    # The usual table: no subpartitions and distinct names, so every group would be one
+    # partition that `_merge` returns as it is (also true of an already merged list).
+    if not any(map(_SUBPARTITION, ordered)) and len(set(map(_NAME, ordered))) == len(ordered):
+        return ordered
     groups: dict[str, list[PartitionState]] = {}
-    for partition in in_order(partitions):
+    for partition in ordered:
         groups.setdefault(partition.name, []).append(partition)
     return [_merge(group) for group in groups.values()]

@@ -129,7 +129,8 @@ def working_set(
     """Size of the partitions written in the window (names in `written`, labels as in
     `PartitionState.label`, e.g. from hotspots.written_partitions) against
     innodb_buffer_pool_size; across tables, pass every table's partitions."""
-    members = [p for p in partitions if p.label in written]
+    # Nothing written (most tables at most polls): no label to build for each partition.
+    members = [p for p in partitions if p.label in written] if written else []
     verdict = written_against_pool(
         sum(p.total_bytes or 0 for p in members), len(members), buffer_pool_bytes
     )
@@ -175,6 +176,20 @@ def fragmentation(partition: PartitionState) -> Fragmentation:
     ratio = free / partition.file_bytes
     is_finding = ratio > FRAGMENTATION_RATIO and free >= FRAGMENTATION_MIN_BYTES
     return Fragmentation(partition.label, free, partition.file_bytes, ratio, is_finding)
+
+
+def may_be_fragmented(partitions: Iterable[PartitionState]) -> list[PartitionState]:
+    """The partitions whose `fragmentation` can be a finding: those with at least
+    FRAGMENTATION_MIN_BYTES free (so every size known). Passing over the rest without
+    building their `Fragmentation` saves most of its cost on a big table."""
+    return [
+        p
+        for p in partitions
+        if p.file_bytes is not None
+        and p.data_bytes is not None
+        and p.index_bytes is not None
+        and p.file_bytes - p.data_bytes - p.index_bytes >= FRAGMENTATION_MIN_BYTES
+    ]
 
 
 def modified_ratio(modified_counter: int | None, rows: int | None) -> float | None:

@@ -13,6 +13,7 @@ the stored results on each request is in `partdash.metrics.readings`.
 
 from dataclasses import asdict, fields, is_dataclass, replace
 from datetime import date, datetime, timedelta
+from typing import TYPE_CHECKING
 
 from django.conf import settings
 from django.db import connection
@@ -28,6 +29,7 @@ from partdash.health.pressure import (
     as_number,
     fragmentation,
     level_of,
+    may_be_fragmented,
     server_limits,
     stale_partitions,
     working_set,
@@ -37,6 +39,9 @@ from partdash.health.runway import table_runway
 from partdash.health.skew import judge_skew
 from partdash.lib.bulk import update_each
 from partdash.metrics.models import Partition, PartitionedTable, ServerSnapshot, aware
+
+if TYPE_CHECKING:
+    from partdash.metrics.store import StoredFigures
 
 STATE_FIELDS = tuple(f.name for f in fields(PartitionState))  # its constructor's order
 _STATS_UPDATED = STATE_FIELDS.index("stats_updated_at")
@@ -122,8 +127,9 @@ def with_window_compression(state: PartitionState, sums: dict) -> PartitionState
 def _skew(finding) -> dict | None:
     if finding.skew is None:
         return None
+    figure = finding.skew  # field by field: `plain`'s `asdict` copies, costing more
     return {
-        **plain(finding.skew),
+        **{f.name: plain(getattr(figure, f.name)) for f in fields(figure)},
         "is_finding": finding.is_finding,
         "judged": finding.judged,
         "reason": finding.reason,
@@ -134,6 +140,10 @@ def _skew(finding) -> dict | None:
         "estimated": finding.estimated,
         "as_of": plain(finding.as_of),
     }
+
+
+# The window sums a `PartitionActivity` is made of (what `find_hotspots` reads).
+_ACTIVITY_FIGURES = ("write_bytes", "read_bytes", "modified", "rows_added", "bytes_added")
 
 
 def _partition_names(states: list[PartitionState], labels: set[str]) -> list[str]:
@@ -153,24 +163,37 @@ def table_health(
 ) -> dict:
     """Every health figure of one table, as stored in `PartitionedTable.health`.
     `states` in definition order, `recents` their stored recent activity."""
-    seconds = window().total_seconds()
-    entries = [recent.loads(text) for text in recents]
-    sums = [recent.window_sums(e, now.timestamp(), seconds) for e in entries]
-    activity = [activity_of(s.label, w) for s, w in zip(states, sums, strict=True)]
-    labels = [s.label for s in states]
-    hotspots = find_hotspots(activity, lambda: slot_activity(labels, entries, now))
-    rows_added = sum(a.rows_added or 0 for a in activity)
+    if len(recents) != len(states):
+        raise ValueError(f"{len(states)} partitions but {len(recents)} recent activities")
+    seconds, at = window().total_seconds(), now.timestamp()
+    # Only partitions with stored activity (a few per table) have window sums and ends;
+    # the rest sum to None throughout, as `recent.window_sums([])` would say.
+    entries = {i: recent.loads(text) for i, text in enumerate(recents) if text}
+    sums = {i: recent.window_sums(e, at, seconds) for i, e in entries.items()}
+    hotspots, written_labels = None, set()
+    if any(w[f] is not None for w in sums.values() for f in _ACTIVITY_FIGURES):
+        # Without any, `find_hotspots` has no source (None) and nothing was written.
+        labels = [s.label for s in states]
+        activity = [
+            activity_of(label, sums[i]) if i in sums else PartitionActivity.quiet(label)
+            for i, label in enumerate(labels)
+        ]
+        hotspots = find_hotspots(
+            activity,  # slots: the partitions without entries have none to add
+            lambda: slot_activity([labels[i] for i in entries], list(entries.values()), now),
+        )
+        written_labels = set(written_partitions(activity))
+    rows_added = sum(w["rows_added"] or 0 for w in sums.values())
     fill_rate = rows_added * 86400 / seconds if rows_added > 0 else None
     runway = table_runway(table.method, table.expression, states, now, fill_rate)
-    compression = table_compression(
-        [with_window_compression(s, w) for s, w in zip(states, sums, strict=True)],
-        table.create_options,
-        page_size,
-    )
+    windowed = list(states)
+    for i, w in sums.items():
+        windowed[i] = with_window_compression(states[i], w)
+    compression = table_compression(windowed, table.create_options, page_size)
     skew_rows = judge_skew(table.method, states, "rows")
     skew_bytes = judge_skew(table.method, states, "bytes")
-    written = working_set(states, set(written_partitions(activity)), buffer_pool)
-    fragments = [f for f in map(fragmentation, states) if f.is_finding]
+    written = working_set(states, written_labels, buffer_pool)
+    fragments = [f for f in map(fragmentation, may_be_fragmented(states)) if f.is_finding]
     stale = stale_partitions(states, now)
     found = [
         rules.skew_finding(skew_rows),
@@ -196,7 +219,7 @@ def table_health(
         stale=_partition_names(states, {s.name for s in stale}),
     )
     found = sorted((rules.with_fix(f, facts) for f in found if f), key=lambda f: -f.score)
-    ends = [recent.window_ends(e, now.timestamp(), seconds) for e in entries]
+    ends = [recent.window_ends(e, at, seconds) for e in entries.values()]
     return {
         "skew": _skew(skew_rows),
         "skew_bytes": _skew(skew_bytes),
@@ -298,10 +321,11 @@ def _write_results(tables: list[PartitionedTable]) -> None:
     update_each(PartitionedTable, tables, RESULT_FIELDS)
 
 
-def _analyse(tables: list[PartitionedTable], now: datetime, variables: dict) -> None:
+def _analyse(tables: list[PartitionedTable], now: datetime, variables: dict, stored) -> None:
     page_size = as_number(variables.get("innodb_page_size")) or 16384
     buffer_pool = variables.get("innodb_buffer_pool_size")
-    by_table = _partitions_of([t.pk for t in tables])
+    table_ids = [t.pk for t in tables]
+    by_table = stored and stored.partitions_of(table_ids) or _partitions_of(table_ids)
     for table in tables:
         members = by_table[table.pk]
         states = [state for state, _ in members]
@@ -317,14 +341,21 @@ def _analyse(tables: list[PartitionedTable], now: datetime, variables: dict) -> 
     _write_results(tables)
 
 
-def analyse_server(server, snapshot: ServerSnapshot, changed_tables: set[int] | None = None):
+def analyse_server(
+    server,
+    snapshot: ServerSnapshot,
+    changed_tables: set[int] | None = None,
+    stored: "StoredFigures | None" = None,
+):
     """Analyse the server's tables that are due (all when `changed_tables` is None, else
     see `_is_due`) and its pressure; stores the results. Returns the number of tables
-    analysed."""
+    analysed. `stored`: the partitions' figures as the poll just stored them, which
+    spares reading them back (the longest step of analysing a table)."""
     now = snapshot.taken_at
     tables = _tables_to_analyse(server, changed_tables, now)
+    variables = snapshot.variables or {}
     for start in range(0, len(tables), TABLES_PER_BATCH):
-        _analyse(tables[start : start + TABLES_PER_BATCH], now, snapshot.variables or {})
+        _analyse(tables[start : start + TABLES_PER_BATCH], now, variables, stored)
     snapshot.health = server_pressure(server, snapshot)
     ServerSnapshot.objects.filter(pk=snapshot.pk).update(health=snapshot.health)
     return len(tables)

@@ -2,9 +2,9 @@
 partition, and a sample row only where a partition's figures changed. The poll service
 (`partdash.collector.service`) then analyses what changed, in the same transaction."""
 
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from datetime import datetime
-from operator import attrgetter
+from operator import attrgetter, itemgetter
 
 from django.conf import settings
 from django.db import connection, transaction
@@ -15,6 +15,7 @@ from partdash.collector.names import fold
 from partdash.collector.sources.definitions import TableDefinition
 from partdash.health import recent
 from partdash.health.counters import counter_delta
+from partdash.health.partitions import PartitionState
 from partdash.metrics.models import (
     SAMPLED_FIGURES as SAMPLED,
 )
@@ -70,7 +71,7 @@ class _Remembered:
     so the next poll need not read them back (the longest step of a quiet poll)."""
 
     snapshot_id: int
-    figures: dict[tuple[int, str], tuple]
+    stored: "StoredFigures"
     # Partitions whose stored rates are not zero: a poll that sees them unchanged sets
     # their rates to zero, so it visits them whatever the collection says.
     moving: set
@@ -91,6 +92,8 @@ class StoreResult:
     changed: int
     stored: int
     changed_tables: set[int] | None
+    # What was stored, for the analysis to read instead of the database (None: read it).
+    stored_figures: "StoredFigures | None" = None
 
 
 def partition_key(partition: str, subpartition: str) -> str:
@@ -159,6 +162,55 @@ def _insert_samples(samples: list[tuple]) -> int:
     return count
 
 
+# Each live partition's definition, by table id, in definition order: (key, name,
+# subpartition, ordinal, subpartition ordinal, description).
+Specs = dict[int, list[tuple]]
+_SPEC_COLUMNS = ("name", "subpartition", "ordinal", "subpartition_ordinal", "description")
+# Where a PartitionState's figures sit in a remembered (partition id, *STORED) row.
+_STATE_FIGURES = itemgetter(*(1 + STORED.index(f.name) for f in fields(PartitionState)[4:]))
+
+
+def _in_definition_order(specs: Specs) -> Specs:
+    """As the analysis reads partitions (ORDER BY ordinal, subpartition_ordinal,
+    subpartition; a NULL subpartition ordinal only where a table has no subpartitions)."""
+    for members in specs.values():
+        members.sort(key=lambda spec: (spec[3], spec[4] or 0, spec[2]))
+    return specs
+
+
+@dataclass
+class StoredFigures:
+    """The figures one poll stored (the database's, as of this transaction) with the
+    partitions' definitions, so the analysis need not read them back."""
+
+    figures: dict[tuple[int, str], tuple]
+    specs: Specs
+    # The states built from each partition's row, kept while the row is the same object
+    # (a poll replaces the rows it updates): most of a changed table's did not change.
+    states: dict[tuple[int, str], tuple[tuple, PartitionState]]
+
+    def partitions_of(self, table_ids: list[int]) -> dict[int, list] | None:
+        """As `analysis._partitions_of`: each table's live partitions in definition order
+        with their recent activity; None when a table is not held here."""
+        if any(table_id not in self.specs for table_id in table_ids):
+            return None
+        figures, states = self.figures, self.states
+        by_table = {}
+        for table_id in table_ids:
+            members = []
+            for key, name, subpartition, ordinal, _, description in self.specs[table_id]:
+                row = figures[(table_id, key)]
+                built = states.get((table_id, key))
+                if built is None or built[0] is not row:
+                    state = PartitionState(
+                        name, subpartition, ordinal, description, *_STATE_FIGURES(row)
+                    )
+                    built = states[(table_id, key)] = (row, state)
+                members.append((built[1], row[_RECENT]))
+            by_table[table_id] = members
+        return by_table
+
+
 class PollStore:
     """Writes one collection for one server inside one transaction (the poll's, when
     called inside one: the poll service stores and analyses all or nothing)."""
@@ -173,6 +225,7 @@ class PollStore:
         self.previous_poll_at: datetime | None = None
         self.changed_tables: set[int] = set()
         self.compared = 0  # partitions compared with the previous poll's figures
+        self.stored_figures: StoredFigures | None = None
         # Partitions were added or dropped this poll: what is remembered is stale.
         self.reshaped = bool(collection.definitions)
 
@@ -244,27 +297,36 @@ class PollStore:
 
     # -- figures -----------------------------------------------------------------------
 
-    def _previous_figures(self) -> dict[tuple[int, str], tuple]:
-        """(table id, key) -> (partition id, *STORED) for live partitions, in one query."""
+    def _previous_figures(self) -> StoredFigures:
+        """(table id, key) -> (partition id, *STORED) for live partitions, and their
+        definitions (`Specs`), in one query."""
         quote = connection.ops.quote_name  # `rows` and `key` are reserved words in MySQL
-        columns = ", ".join(f"p.{quote(c)}" for c in ("id", "table_id", "key", *STORED))
+        selected = ("id", "table_id", "key", *_SPEC_COLUMNS, *STORED)
+        columns = ", ".join(f"p.{quote(c)}" for c in selected)
         sql = (
             f"SELECT {columns} FROM {quote(Partition._meta.db_table)} p "
             f"JOIN {quote(PartitionedTable._meta.db_table)} t ON t.id = p.table_id "
             "WHERE t.server_id = %s AND p.dropped_at IS NULL"
         )
-        previous = {}
+        previous, specs = {}, {}
+        names: dict[str, str] = {}  # one string per distinct name (p0 ... in every table)
+        first = 3 + len(_SPEC_COLUMNS)
         with connection.cursor() as cursor:
             cursor.execute(sql, [self.server.pk])
             for row in cursor:  # not fetchall(): one copy of 64,000 rows at a time
-                values = list(row[3:])
+                table_id, key, name, subpartition = row[1], row[2], row[3], row[4]
+                name = names.setdefault(name, name)
+                subpartition = names.setdefault(subpartition, subpartition)
+                spec = (key, name, subpartition, *row[5:first])
+                specs.setdefault(table_id, []).append(spec)
+                values = list(row[first:])
                 values[_STATS_UPDATED] = aware(values[_STATS_UPDATED])
-                previous[(row[1], row[2])] = (row[0], *values)
-        return previous
+                previous[(table_id, key)] = (row[0], *values)
+        return StoredFigures(previous, _in_definition_order(specs), {})
 
-    def _figures_before(self, last: ServerSnapshot | None) -> tuple[dict, set | None]:
+    def _figures_before(self, last: ServerSnapshot | None) -> tuple[StoredFigures, set | None]:
         """What this process remembers of the last poll, if that poll was its own and the
-        partitions did not change since; otherwise read from the database. Second: the
+        partitions did not change since; otherwise read from the database. Last: the
         partitions to compare, where the collection and the memory allow comparing only
         those that may have changed (None: every one)."""
         remembered = _REMEMBERED.pop(self.server.pk, None)
@@ -275,8 +337,8 @@ class PollStore:
                 and collection.basis == last.poll_id
                 and remembered.moving is not None
             ):
-                return remembered.figures, collection.dirty | remembered.moving
-            return remembered.figures, None
+                return remembered.stored, collection.dirty | remembered.moving
+            return remembered.stored, None
         return self._previous_figures(), None
 
     def _apply(self, previous: dict, keys: list, updates: list) -> int:
@@ -289,9 +351,9 @@ class PollStore:
         keys.clear(), updates.clear()
         return count
 
-    def _remember(self, snapshot: ServerSnapshot, previous: dict, moving) -> None:
+    def _remember(self, snapshot: ServerSnapshot, stored: StoredFigures, moving) -> None:
         if not self.reshaped:
-            figures = _Remembered(snapshot.pk, previous, moving)
+            figures = _Remembered(snapshot.pk, stored, moving)
             transaction.on_commit(lambda: _REMEMBERED.__setitem__(self.server.pk, figures))
 
     def _members(self, visit: set | None):
@@ -308,7 +370,8 @@ class PollStore:
 
     def _store_figures(self, snapshot: ServerSnapshot, last) -> tuple[int, int]:
         """Returns (partitions changed, sample rows stored)."""
-        previous, visit = self._figures_before(last)
+        self.stored_figures, visit = self._figures_before(last)
+        previous = self.stored_figures.figures
         self.compared = len(self.collection.partitions) if visit is None else len(visit)
         seconds = (
             (self.now - self.previous_poll_at).total_seconds() if self.previous_poll_at else None
@@ -345,7 +408,7 @@ class PollStore:
         stored += _insert_samples(samples)
         changed += self._apply(previous, updated_keys, updates)
         # Without a previous poll no rate is known: the next poll compares every partition.
-        self._remember(snapshot, previous, moving if seconds else None)
+        self._remember(snapshot, self.stored_figures, moving if seconds else None)
         return changed, stored
 
     def _compare(self, old: tuple, values: tuple, seconds, snapshot, samples, updates) -> bool:
@@ -418,6 +481,7 @@ class PollStore:
             changed,
             stored,
             None if self.reshaped else touched,
+            self.stored_figures,
         )
 
     def _snapshot(self) -> ServerSnapshot:
