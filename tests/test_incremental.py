@@ -257,8 +257,10 @@ def test_file_reads_are_read_again_when_their_quantum_moves(mariadb_ps, new_sche
         mariadb_ps,
         schema,
         "CREATE TABLE files (FILE_NAME VARCHAR(200) PRIMARY KEY, COUNT_READ BIGINT, "
-        "COUNT_WRITE BIGINT, SUM_NUMBER_OF_BYTES_READ BIGINT, SUM_NUMBER_OF_BYTES_WRITE BIGINT)",
-        "INSERT INTO files VALUES "
+        "COUNT_WRITE BIGINT, SUM_NUMBER_OF_BYTES_READ BIGINT, SUM_NUMBER_OF_BYTES_WRITE BIGINT, "
+        "COUNT_MISC BIGINT NOT NULL DEFAULT 0)",
+        "INSERT INTO files (FILE_NAME, COUNT_READ, COUNT_WRITE, SUM_NUMBER_OF_BYTES_READ, "
+        "SUM_NUMBER_OF_BYTES_WRITE) VALUES "
         + ", ".join(
             f"('{path}', {16 * i}, 1, {16 * i * 16384}, 16384)" for i, path in enumerate(paths)
         ),
@@ -291,6 +293,14 @@ def test_file_reads_are_read_again_when_their_quantum_moves(mariadb_ps, new_sche
             kept = rows[key]
             assert kept.read_ops // 16 == row.read_ops // 16 and kept.read_ops < row.read_ops
             assert (kept.write_ops, kept.write_bytes) == (row.write_ops, row.write_bytes)
+        assert memory.files_still  # reads alone: no file was written, created or resized
+        # A file extended, nothing written yet (InnoDB counts that in COUNT_MISC only):
+        # no row is read again, but the files are not still (the tablespace list is read).
+        run(mariadb_ps, schema, f"UPDATE files SET COUNT_MISC = 1 WHERE FILE_NAME = '{paths[9]}'")
+        rows, truth = read()
+        assert memory.changed[FILE_IO.key] == 0 and not memory.files_still
+        rows, truth = read()
+        assert memory.files_still  # and still again at the next read
         # One file read 13 pages more (16 since the last read: a new quantum), one written.
         run(
             mariadb_ps,
@@ -458,11 +468,14 @@ def test_the_analysis_reads_what_the_poll_stored_without_reading_it_back(
 
     schema = new_schema(mariadb_ps)
     run(mariadb_ps, schema, *TABLES)
+    for table in ("h", "r", "s"):
+        flush_to_disk(mariadb_ps, schema, table)
     server = new_server(mariadb_ps, "from-memory")
-    handed, read_back = [], []
+    handed, read_back, rebuilt = [], [], []
     partitions_of = StoredFigures.partitions_of
 
     def spy(self, table_ids):
+        rebuilt.extend(table_id for table_id in table_ids if table_id in self.built)
         held = partitions_of(self, table_ids)
         handed.append(held)
         read_back.append(analysis._partitions_of(table_ids))
@@ -471,7 +484,12 @@ def test_the_analysis_reads_what_the_poll_stored_without_reading_it_back(
     monkeypatch.setattr(StoredFigures, "partitions_of", spy)
     monkeypatch.setattr("partdash.collector.collect.STATS_MARGIN_SECONDS", 0)
     assert poll_server(server).ok and poll_server(server).ok
-    for what, statements, touched in CHANGES:
+    # Then writes to a few partitions, poll after poll (the partitions handed last time
+    # are kept, and those whose rows the poll replaced are built again)...
+    writes = [f"INSERT INTO h VALUES ({n}, 'w'), ({n + 7}, 'w')" for n in (5000, 6000, 7000)]
+    steps = [(f"write {n}", [sql], ["h"]) for n, sql in enumerate(writes)]
+    # ... and every kind of change.
+    for what, statements, touched in steps + CHANGES:
         run(mariadb_ps, schema, *statements) if statements else None
         for table in touched:
             flush_to_disk(mariadb_ps, schema, table)
@@ -482,3 +500,66 @@ def test_the_analysis_reads_what_the_poll_stored_without_reading_it_back(
         assert from_memory == from_database
     tables = {t for h, _ in held for t in h}
     assert len(tables) >= 3  # h, r and s (or s2) were all handed from memory at least once
+    assert rebuilt, "no table was handed twice from one poll's memory to the next"
+
+
+def test_the_tablespace_list_is_read_only_after_a_data_file_was_touched(
+    transactional_db, mariadb_ps, new_schema, monkeypatch, settings
+):
+    """A poll whose file I/O proves that no data file was touched since the previous
+    poll (`SourceMemory.files_untouched`) does not read the tablespace list, the largest
+    query of a quiet poll. Every change to a tablespace touches a file: after each, the
+    list is read again and the poll stores what a read of every row says (sizes, space
+    ids, names)."""
+    from partdash.servers.connection import Session
+
+    schema = new_schema(mariadb_ps)
+    run(mariadb_ps, schema, *TABLES)
+    for table in ("h", "r", "s"):
+        flush_to_disk(mariadb_ps, schema, table)
+    server = new_server(mariadb_ps, "still")
+    asked = []
+    rows = Session.rows
+
+    def spy(self, sql, args=()):
+        asked.append(sql)
+        return rows(self, sql, args)
+
+    monkeypatch.setattr(Session, "rows", spy)
+    monkeypatch.setattr("partdash.collector.collect.STATS_MARGIN_SECONDS", 0)
+
+    def poll_reads_tablespaces() -> bool:
+        asked.clear()
+        assert poll_server(server).ok
+        return any("TABLESPACES" in sql for sql in asked)
+
+    def a_quiet_poll_skips_them() -> bool:
+        # The server is shared and has background work of its own (purge, statistics):
+        # some polls see a file touched. One of a few quiet ones sees none.
+        for _ in range(8):
+            if not poll_reads_tablespaces():
+                return True
+            time.sleep(0.5)
+        return False
+
+    assert poll_reads_tablespaces()  # the first poll reads every source
+    assert a_quiet_poll_skips_them()
+    assert_stored_is_the_truth(server, schema, settings, "quiet")
+    extend = "INSERT INTO h SELECT 100000 + seq * 24, REPEAT('z', 200) FROM seq_1_to_3000"
+    create = (
+        "CREATE TABLE n (id INT PRIMARY KEY) PARTITION BY HASH(id) PARTITIONS 4",
+        "INSERT INTO n SELECT seq FROM seq_1_to_40",
+    )
+    steps = [
+        ("a file extended", [extend], ["h"]),
+        ("a table created", list(create), ["n"]),
+        *[step for step in CHANGES if step[1]],
+    ]
+    for what, statements, touched in steps:
+        run(mariadb_ps, schema, *statements)
+        for table in touched:
+            flush_to_disk(mariadb_ps, schema, table)
+        assert poll_reads_tablespaces(), what
+        assert_stored_is_the_truth(server, schema, settings, what)
+        assert a_quiet_poll_skips_them(), what
+        assert_stored_is_the_truth(server, schema, settings, f"quiet after {what}")

@@ -258,6 +258,20 @@ def _merge_compression(
             ) = row[1:]
 
 
+def _read_now(reader):
+    """Read a source now and hand its rows (or its shortfall) to `_read` later."""
+    try:
+        rows = reader()
+    except SourceUnavailable as exc:
+        failure = exc
+
+        def fail():
+            raise failure
+
+        return fail
+    return lambda: rows
+
+
 def _read(collection: Collection, source: str, reader, merge=None):
     """Read one source; a missing privilege or setting becomes a shortfall (both, where
     both are missing: Test connection names both too)."""
@@ -452,8 +466,15 @@ def collect(
     ps_on = facts.is_on("performance_schema")
     reuse = Reuse(kept if ps_on else None)
     del kept  # `reuse` releases it once adopted or not: a build then needs the memory
+    # File I/O first (merged after the partitions are built): where it proves no data
+    # file was touched, the tablespace list is not read (`files_untouched`).
+    if memory is not None and ps_on:
+        read_io = _read_now(lambda: memory.read(session, dialect, FILE_IO))
+    else:
+        read_io = _read_now(lambda: file_io.read(session, ps_on))
     if memory is not None:
-        read_files = lambda: memory.read(session, dialect, TABLESPACES)  # noqa: E731
+        untouched = ps_on and memory.files_untouched(session, facts)
+        read_files = lambda: memory.read(session, dialect, TABLESPACES, untouched)  # noqa: E731
     else:
         read_files = lambda: tablespaces.read(session, dialect)  # noqa: E731
 
@@ -465,10 +486,6 @@ def collect(
     if stats_since is not None and _tables_changed(collection, known):
         stats_since = None  # new or changed tables need every statistics row once
     _read_statistics(session, collection, stats_since)
-    if memory is not None and ps_on:
-        read_io = lambda: memory.read(session, dialect, FILE_IO)  # noqa: E731
-    else:
-        read_io = lambda: file_io.read(session, ps_on)  # noqa: E731
 
     def merge_io(collection: Collection, rows: list) -> None:
         touched = memory.touched.get(FILE_IO.key) if memory else None

@@ -62,6 +62,7 @@ class Buckets:
     rows: dict[int, list]  # bucket -> its parsed rows
     read_all_at: float  # time.monotonic() of the last read of every row
     digest: str | None = None  # the aggregates as the server sent them (see `_aggregates`)
+    witness: int | None = None  # the source's `Shape.witness` summed over every row
 
 
 @dataclass
@@ -72,8 +73,9 @@ class SourceMemory:
     sources: dict[str, Buckets] = field(default_factory=dict)
     fetched: dict[str, int] = field(default_factory=dict)  # source -> rows read
     changed: dict[str, int] = field(default_factory=dict)  # source -> buckets read again
-    # The rows, before and after, of the buckets read again this poll, per source (None:
-    # every row was read): only their partitions can differ from the previous poll's.
+    # The rows, before and after, that differ in the buckets read again this poll, per
+    # source (None: every row was read): only their partitions can differ from the
+    # previous poll's.
     touched: dict[str, list | None] = field(default_factory=dict)
     # The poll whose collection this memory's rows continue, once it was stored (set by
     # `stored`); None while a poll is under way or after one failed.
@@ -83,6 +85,9 @@ class SourceMemory:
     kept: object | None = None
     pending: object | None = None
     started: int | None = None  # when the server started (epoch s), as of the last poll
+    # This poll's file I/O matched the previous poll's, opens, closes and size changes
+    # included (`Shape.witness`): no data file was touched since (see `read`).
+    files_still: bool = False
 
     def begin(self, last_poll: str | None = None) -> tuple[str | None, object | None]:
         """A poll starts reading, the server's last stored poll being `last_poll`. Returns
@@ -92,6 +97,7 @@ class SourceMemory:
         I/O is read in full."""
         basis, self.basis = self.basis, None
         kept, self.kept, self.pending = self.kept, None, None
+        self.files_still = False
         if basis is None or basis != last_poll:
             self.sources.pop(FILE_IO.key, None)
             basis, kept = None, None
@@ -115,11 +121,20 @@ class SourceMemory:
         """The poll read through this memory was stored: the next one continues it."""
         self.basis, self.kept, self.pending = poll_id, self.pending, None
 
-    def read(self, session: Session, dialect: Dialect, source: Source) -> list:
+    def read(
+        self, session: Session, dialect: Dialect, source: Source, unchanged: bool = False
+    ) -> list:
         """Every row of `source`, read where its bucket changed. Should the server refuse
         the bucketed queries for another reason than a lost session or a missing
-        privilege, every row is read as without a memory."""
+        privilege, every row is read as without a memory. `unchanged`: the caller knows
+        no row changed since the last read (the tablespace list, when no data file was
+        touched: `files_untouched`); the remembered rows are returned without a query,
+        unless they are due to be read in full."""
         shape = SHAPES[source.key]
+        before = self.sources.get(shape.key)
+        if unchanged and before is not None and self._fresh(before):
+            self.touched[shape.key], self.fetched[shape.key], self.changed[shape.key] = [], 0, 0
+            return [row for bucket in before.rows.values() for row in bucket]
         try:
             return self._read(session, shape, source.query(dialect))
         except pymysql.MySQLError as exc:
@@ -131,38 +146,62 @@ class SourceMemory:
             self.touched[shape.key] = None
             return shape.read_all(session, dialect)
 
+    @staticmethod
+    def _fresh(before: Buckets) -> bool:
+        """Whether remembered rows may still be trusted, rather than read in full."""
+        return time.monotonic() - before.read_all_at < settings.PARTDASH_FULL_READ_SECONDS
+
+    def files_untouched(self, session: Session, facts) -> bool:
+        """Whether this poll's file I/O proves that no data file was created, dropped,
+        renamed, written, extended or truncated since the previous poll: its aggregates
+        matched, COUNT_MISC (opens, closes and size changes: a file InnoDB extends without
+        writing yet shows there) summed to the same, and performance_schema counted every
+        file: the instrument and its consumer on, no file instance or handle lost (an
+        uncounted file could grow unseen). Then the tablespace list cannot have changed
+        either, and is not read (its table fill is most of a quiet poll)."""
+        if not self.files_still:
+            return False
+        lost = ("performance_schema_file_instances_lost", "performance_schema_file_handles_lost")
+        if any(facts.number(name, default=1) != 0 for name in lost):
+            return False
+        try:
+            ((instrument, consumer),) = session.rows(FILE_IO_COUNTED_SQL)
+        except pymysql.MySQLError:
+            return False
+        return (instrument, consumer) == ("YES", "YES")
+
     def _read(self, session: Session, shape: "Shape", sql: str) -> list:
         select, condition = sql.split(" WHERE ", 1)
         columns, table = select.removeprefix("SELECT ").split(" FROM ", 1)
         hashed = shape.hashed(columns)
         before = self.sources.get(shape.key)
-        fresh = before is not None and (
-            time.monotonic() - before.read_all_at < settings.PARTDASH_FULL_READ_SECONDS
-        )
+        fresh = before is not None and self._fresh(before)
         modulus = before.modulus if before is not None else 0
         if before is None and shape.sized:  # a first read: size the buckets by a count
             count = session.rows(f"SELECT COUNT(*) FROM {table} WHERE ({condition})")[0][0]
             modulus = shape.modulus_for(count)
 
-        def aggregates_by(modulus: int) -> tuple[str | None, dict[int, tuple[int, int]]]:
+        def aggregates_by(modulus: int) -> tuple[str | None, dict | None, int | None]:
             checksum = (
                 f"BIT_XOR(CAST(CONV(LEFT(MD5(CONCAT_WS(',', {hashed})), 16), 16, 10) AS UNSIGNED))"
             )
             inner = (
-                f"SELECT {shape.bucket(modulus)} AS b, COUNT(*) AS n, {checksum} AS x "
-                f"FROM {table} WHERE ({condition}) GROUP BY b"
+                f"SELECT {shape.bucket(modulus)} AS b, COUNT(*) AS n, {checksum} AS x, "
+                f"{shape.witness} AS w FROM {table} WHERE ({condition}) GROUP BY b"
             )
             return _aggregates(session, inner, before.digest if fresh else None)
 
-        digest, aggregates = aggregates_by(modulus)
+        digest, aggregates, witness = aggregates_by(modulus)
         quiet = aggregates is None  # the same string as the previous poll's: nothing changed
+        if shape.key == FILE_IO.key:
+            self.files_still = quiet and witness is not None and witness == before.witness
         if quiet:
             aggregates = before.aggregates
         else:
             wanted = shape.modulus_for(sum(count for count, _ in aggregates.values()))
             if wanted != modulus:  # the first read, or the partition count moved on
                 modulus, fresh = wanted, False
-                digest, aggregates = aggregates_by(modulus)
+                digest, aggregates, witness = aggregates_by(modulus)
         changed = [
             bucket
             for bucket, aggregate in ({} if quiet else aggregates).items()
@@ -195,44 +234,60 @@ class SourceMemory:
             rows = {b: parsed[b] if b in parsed else before.rows.get(b, []) for b in aggregates}
             read_all_at = before.read_all_at
             gone = [b for b in before.aggregates if b not in aggregates]
-            self.touched[shape.key] = [
-                row
-                for bucket in (*changed, *gone)
-                for row in (*before.rows.get(bucket, ()), *parsed.get(bucket, ()))
-            ]
-        self.sources[shape.key] = Buckets(modulus, aggregates, rows, read_all_at, digest)
+            self.touched[shape.key] = _differing(before.rows, parsed, (*changed, *gone))
+        self.sources[shape.key] = Buckets(modulus, aggregates, rows, read_all_at, digest, witness)
         self.fetched[shape.key] = count
         self.changed[shape.key] = len(changed)
         return [row for bucket in rows.values() for row in bucket]
 
 
+def _differing(before: dict[int, list], after: dict[int, list], buckets) -> list:
+    """The rows of `buckets` not both remembered and read again: the added, the dropped
+    and the changed ones, before and after. A bucket is read again for the sake of its
+    changed rows; the others in it hash as they did and name no partition that moved."""
+    rows = []
+    for bucket in buckets:
+        old, new = before.get(bucket, ()), after.get(bucket, ())
+        if old and new:
+            same = set(old).intersection(new)
+            rows += [row for row in old if row not in same]
+            rows += [row for row in new if row not in same]
+        else:
+            rows += old
+            rows += new
+    return rows
+
+
 def _aggregates(
     session: Session, inner: str, same_as: str | None
-) -> tuple[str | None, dict[int, tuple[int, int]]]:
-    """The bucket aggregates `inner` selects (b, n, x), fetched as one string, `b n x`
-    joined by commas in bucket order: comparing it with the previous poll's tells a
+) -> tuple[str | None, dict[int, tuple[int, int]] | None, int | None]:
+    """The bucket aggregates `inner` selects (b, n, x, w), fetched as one string, `b n
+    x` joined by commas in bucket order: comparing it with the previous poll's tells a
     quiet source without parsing thousands of rows. Returns (that string, bucket ->
-    (n, x)), the aggregates being `None` when the string equals `same_as`. A string
-    that does not hold every bucket (cut short by group_concat_max_len, or NULL past
-    max_allowed_packet) is not used: one row per bucket then."""
-    text, buckets, limit = session.rows(
+    (n, x), the sum of w), the aggregates being `None` when the string equals
+    `same_as`. A string that does not hold every bucket (cut short by
+    group_concat_max_len, or NULL past max_allowed_packet) is not used: one row per
+    bucket then."""
+    text, buckets, limit, witness = session.rows(
         f"SELECT GROUP_CONCAT(b, ' ', n, ' ', x ORDER BY b SEPARATOR ','), COUNT(*), "
-        f"@@group_concat_max_len FROM ({inner}) AS a"
+        f"@@group_concat_max_len, SUM(w) FROM ({inner}) AS a"
     )[0]
     if isinstance(text, bytes):
         text = text.decode("ascii")
     text = text or ""
+    witness = None if witness is None else int(witness)
     # Cut short by group_concat_max_len, or emptied by max_allowed_packet: count them.
     if len(text) >= int(limit) or (text.count(",") + 1 if text else 0) != buckets:
         rows = session.rows(inner)
-        return None, {bucket: (count, xor) for bucket, count, xor in rows}
+        aggregates = {bucket: (count, xor) for bucket, count, xor, _ in rows}
+        return None, aggregates, sum(int(w or 0) for *_, w in rows)
     if text == same_as:
-        return text, None
+        return text, None, witness
     aggregates = {}
     for item in text.split(",") if text else ():
         bucket, count, xor = item.split(" ")
         aggregates[int(bucket)] = (int(count), int(xor))
-    return text, aggregates
+    return text, aggregates, witness
 
 
 @dataclass(frozen=True)
@@ -247,6 +302,8 @@ class Shape:
     # What the aggregate hashes, given the columns read: all of them, but for file I/O.
     hashed: Callable[[str], str] = lambda columns: columns
     sized: bool = False  # whether the modulus depends on the row count
+    # Summed per bucket and over all: what the hash leaves out but a caller compares.
+    witness: str = "0"
 
 
 FILE_IO_COLUMNS = (
@@ -290,5 +347,13 @@ SHAPES = {
         lambda session, dialect: file_io.read(session, True),
         file_io_hashed,
         sized=True,
+        witness="SUM(COUNT_MISC)",
     ),
 }
+# Whether performance_schema counts the data files' I/O (see `files_untouched`).
+FILE_IO_COUNTED_SQL = (
+    "SELECT (SELECT ENABLED FROM performance_schema.setup_instruments "
+    "WHERE NAME = 'wait/io/file/innodb/innodb_data_file'), "
+    "(SELECT ENABLED FROM performance_schema.setup_consumers "
+    "WHERE NAME = 'global_instrumentation')"
+)

@@ -13,6 +13,7 @@ the stored results on each request is in `partdash.metrics.readings`.
 
 from dataclasses import asdict, fields, is_dataclass, replace
 from datetime import date, datetime, timedelta
+from operator import attrgetter
 from typing import TYPE_CHECKING
 
 from django.conf import settings
@@ -313,7 +314,7 @@ def _partitions_of(table_ids: list[int]) -> dict[int, list[tuple[PartitionState,
 
 
 def _total(states: list[PartitionState], field: str) -> int | None:
-    values = [getattr(s, field) for s in states if getattr(s, field) is not None]
+    values = [v for v in map(attrgetter(field), states) if v is not None]
     return sum(values) if values else None
 
 

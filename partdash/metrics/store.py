@@ -162,8 +162,8 @@ def _insert_samples(samples: list[tuple]) -> int:
     return count
 
 
-# Each live partition's definition, by table id, in definition order: (key, name,
-# subpartition, ordinal, subpartition ordinal, description).
+# Each live partition's definition, by table id, in definition order: (figures key,
+# name, subpartition, ordinal, subpartition ordinal, description).
 Specs = dict[int, list[tuple]]
 _SPEC_COLUMNS = ("name", "subpartition", "ordinal", "subpartition_ordinal", "description")
 # Where a PartitionState's figures sit in a remembered (partition id, *STORED) row.
@@ -178,6 +178,12 @@ def _in_definition_order(specs: Specs) -> Specs:
     return specs
 
 
+def _member(spec: tuple, row: tuple) -> tuple[PartitionState, str | None]:
+    _, name, subpartition, ordinal, _, description = spec
+    state = PartitionState(name, subpartition, ordinal, description, *_STATE_FIGURES(row))
+    return state, row[_RECENT]
+
+
 @dataclass
 class StoredFigures:
     """The figures one poll stored (the database's, as of this transaction) with the
@@ -185,28 +191,30 @@ class StoredFigures:
 
     figures: dict[tuple[int, str], tuple]
     specs: Specs
-    # The states built from each partition's row, kept while the row is the same object
-    # (a poll replaces the rows it updates): most of a changed table's did not change.
-    states: dict[tuple[int, str], tuple[tuple, PartitionState]]
+    # Each table's partitions as last handed to the analysis, with the rows they were
+    # built from: a poll replaces the rows it updates, and only those are built again
+    # (a changed table has a few changed partitions among many).
+    built: dict[int, tuple[list[tuple], list[tuple]]]
 
     def partitions_of(self, table_ids: list[int]) -> dict[int, list] | None:
         """As `analysis._partitions_of`: each table's live partitions in definition order
         with their recent activity; None when a table is not held here."""
         if any(table_id not in self.specs for table_id in table_ids):
             return None
-        figures, states = self.figures, self.states
+        figures = self.figures
         by_table = {}
         for table_id in table_ids:
-            members = []
-            for key, name, subpartition, ordinal, _, description in self.specs[table_id]:
-                row = figures[(table_id, key)]
-                built = states.get((table_id, key))
-                if built is None or built[0] is not row:
-                    state = PartitionState(
-                        name, subpartition, ordinal, description, *_STATE_FIGURES(row)
-                    )
-                    built = states[(table_id, key)] = (row, state)
-                members.append((built[1], row[_RECENT]))
+            specs = self.specs[table_id]
+            rows = [figures[spec[0]] for spec in specs]
+            if (held := self.built.get(table_id)) is None:
+                members = list(map(_member, specs, rows))
+            else:
+                before, members = held
+                members = members.copy()  # (what was handed before stays as it was)
+                replaced = zip(rows, before, strict=True)
+                for i in [i for i, (new, old) in enumerate(replaced) if new is not old]:
+                    members[i] = _member(specs[i], rows[i])
+            self.built[table_id] = rows, members
             by_table[table_id] = members
         return by_table
 
@@ -317,11 +325,12 @@ class PollStore:
                 table_id, key, name, subpartition = row[1], row[2], row[3], row[4]
                 name = names.setdefault(name, name)
                 subpartition = names.setdefault(subpartition, subpartition)
-                spec = (key, name, subpartition, *row[5:first])
+                figures_key = (table_id, key)
+                spec = (figures_key, name, subpartition, *row[5:first])
                 specs.setdefault(table_id, []).append(spec)
                 values = list(row[first:])
                 values[_STATS_UPDATED] = aware(values[_STATS_UPDATED])
-                previous[(table_id, key)] = (row[0], *values)
+                previous[figures_key] = (row[0], *values)
         return StoredFigures(previous, _in_definition_order(specs), {})
 
     def _figures_before(self, last: ServerSnapshot | None) -> tuple[StoredFigures, set | None]:

@@ -21,6 +21,7 @@ VARIABLES = (
 STATUS = (
     "Opened_tables",
     "Open_tables",
+    "Performance_schema_file_handles_lost",
     "Performance_schema_file_instances_lost",
     "Uptime",
 )
