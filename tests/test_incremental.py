@@ -12,7 +12,12 @@ from partdash.collector import collect as collect_module
 from partdash.collector.catalogue import FILE_IO, TABLESPACES
 from partdash.collector.collect import collect
 from partdash.collector.dialects import dialect_for
-from partdash.collector.incremental import FILE_IO_COLUMNS, SHAPES, SourceMemory
+from partdash.collector.incremental import (
+    FILE_IO_COLUMNS,
+    FILE_IO_COUNTED_SQL,
+    SHAPES,
+    SourceMemory,
+)
 from partdash.collector.service import known_signatures, poll_server
 from partdash.collector.sources import file_io, tablespaces
 from partdash.metrics.models import Partition
@@ -165,16 +170,21 @@ def new_server(instance, name: str):
     return server
 
 
+def tables_and_server(instance, new_schema, name: str):
+    """A new schema holding TABLES, flushed to disk, and a server polling it."""
+    schema = new_schema(instance)
+    run(instance, schema, *TABLES)
+    for table in ("h", "r", "s"):
+        flush_to_disk(instance, schema, table)
+    return schema, new_server(instance, name)
+
+
 def test_polls_that_compare_only_what_changed_store_what_a_full_poll_stores(
     transactional_db, mariadb_ps, new_schema, monkeypatch, settings
 ):
     """Committed polls (the memory of the previous poll is kept only on commit), so the
     store compares only the partitions the bucketed reads say may have changed."""
-    schema = new_schema(mariadb_ps)
-    run(mariadb_ps, schema, *TABLES)
-    for table in ("h", "r", "s"):
-        flush_to_disk(mariadb_ps, schema, table)
-    server = new_server(mariadb_ps, "inc")
+    schema, server = tables_and_server(mariadb_ps, new_schema, "inc")
     compared = []
     members = PollStore._members
 
@@ -364,11 +374,7 @@ def test_a_process_polling_after_another_one_did_stores_the_truth(
     from partdash.collector import service
     from partdash.metrics import store
 
-    schema = new_schema(mariadb_ps)
-    run(mariadb_ps, schema, *TABLES)
-    for table in ("h", "r", "s"):
-        flush_to_disk(mariadb_ps, schema, table)
-    server = new_server(mariadb_ps, "two-children")
+    schema, server = tables_and_server(mariadb_ps, new_schema, "two-children")
     assert poll_server(server).ok and poll_server(server).ok
     first = dict(service._SOURCE_MEMORY), dict(store._REMEMBERED)
     memory = service.source_memory(server)
@@ -466,11 +472,7 @@ def test_the_analysis_reads_what_the_poll_stored_without_reading_it_back(
     from partdash.metrics import analysis
     from partdash.metrics.store import StoredFigures
 
-    schema = new_schema(mariadb_ps)
-    run(mariadb_ps, schema, *TABLES)
-    for table in ("h", "r", "s"):
-        flush_to_disk(mariadb_ps, schema, table)
-    server = new_server(mariadb_ps, "from-memory")
+    schema, server = tables_and_server(mariadb_ps, new_schema, "from-memory")
     handed, read_back, rebuilt = [], [], []
     partitions_of = StoredFigures.partitions_of
 
@@ -513,11 +515,7 @@ def test_the_tablespace_list_is_read_only_after_a_data_file_was_touched(
     ids, names)."""
     from partdash.servers.connection import Session
 
-    schema = new_schema(mariadb_ps)
-    run(mariadb_ps, schema, *TABLES)
-    for table in ("h", "r", "s"):
-        flush_to_disk(mariadb_ps, schema, table)
-    server = new_server(mariadb_ps, "still")
+    schema, server = tables_and_server(mariadb_ps, new_schema, "still")
     asked = []
     rows = Session.rows
 
@@ -563,3 +561,35 @@ def test_the_tablespace_list_is_read_only_after_a_data_file_was_touched(
         assert_stored_is_the_truth(server, schema, settings, what)
         assert a_quiet_poll_skips_them(), what
         assert_stored_is_the_truth(server, schema, settings, f"quiet after {what}")
+
+
+class SetupTables:
+    """A session answering the instrument and consumer check, counting the questions."""
+
+    def __init__(self, instrument="YES", consumer="YES"):
+        self.answer, self.asked = (instrument, consumer), 0
+
+    def rows(self, sql, args=()):
+        assert sql == FILE_IO_COUNTED_SQL
+        self.asked += 1
+        return [self.answer]
+
+
+def test_the_tablespace_list_is_trusted_unread_only_while_every_file_is_counted(settings):
+    from partdash.collector.sources.server_facts import ServerFacts
+
+    lost = "performance_schema_file_{}_lost"
+    counted = ServerFacts(status={lost.format("instances"): "0", lost.format("handles"): "0"})
+    memory = SourceMemory(files_still=True)
+    session = SetupTables()
+    assert memory.files_untouched(session, counted)
+    assert memory.files_untouched(session, counted) and session.asked == 1  # once an hour
+    assert not SourceMemory(files_still=False).files_untouched(session, counted)
+    for name in ("instances", "handles"):  # a file performance_schema does not count
+        facts = ServerFacts(status={**counted.status, lost.format(name): "3"})
+        assert not memory.files_untouched(session, facts)
+    assert not memory.files_untouched(session, ServerFacts())  # (status not known)
+    for off in (SetupTables(instrument="NO"), SetupTables(consumer="NO")):
+        assert not SourceMemory(files_still=True).files_untouched(off, counted)
+    settings.PARTDASH_FULL_READ_SECONDS = 0  # the check is due again: the instrument is off
+    assert not memory.files_untouched(SetupTables(instrument="NO"), counted)

@@ -88,6 +88,7 @@ class SourceMemory:
     # This poll's file I/O matched the previous poll's, opens, closes and size changes
     # included (`Shape.witness`): no data file was touched since (see `read`).
     files_still: bool = False
+    counted_at: float | None = None  # when performance_schema was last seen counting files
 
     def begin(self, last_poll: str | None = None) -> tuple[str | None, object | None]:
         """A poll starts reading, the server's last stored poll being `last_poll`. Returns
@@ -155,20 +156,34 @@ class SourceMemory:
         """Whether this poll's file I/O proves that no data file was created, dropped,
         renamed, written, extended or truncated since the previous poll: its aggregates
         matched, COUNT_MISC (opens, closes and size changes: a file InnoDB extends without
-        writing yet shows there) summed to the same, and performance_schema counted every
-        file: the instrument and its consumer on, no file instance or handle lost (an
-        uncounted file could grow unseen). Then the tablespace list cannot have changed
-        either, and is not read (its table fill is most of a quiet poll)."""
-        if not self.files_still:
+        writing yet shows there) summed to the same, and performance_schema counts every
+        file: no file instance or handle lost (an uncounted file could grow unseen), the
+        instrument and its consumer on (`_counting`). Then the tablespace list cannot
+        have changed either, and is not read (its table fill is most of a quiet poll)."""
+        counting = self._counting(session)  # (first: checked on a server's first poll)
+        if not self.files_still or not counting:
             return False
         lost = ("performance_schema_file_instances_lost", "performance_schema_file_handles_lost")
-        if any(facts.number(name, default=1) != 0 for name in lost):
-            return False
+        return all(facts.number(name, default=1) == 0 for name in lost)
+
+    def _counting(self, session: Session) -> bool:
+        """Whether the data files' instrument and the global_instrumentation consumer are
+        on. Checked once per PARTDASH_FULL_READ_SECONDS, like the full reads: reading the
+        setup tables every poll would open two more tables on the server whenever its
+        table cache let them go. An instrument switched off at run time is noticed within
+        that time (the file I/O figures themselves stop with it)."""
+        now = time.monotonic()
+        if (
+            self.counted_at is not None
+            and now - self.counted_at < settings.PARTDASH_FULL_READ_SECONDS
+        ):
+            return True
         try:
             ((instrument, consumer),) = session.rows(FILE_IO_COUNTED_SQL)
         except pymysql.MySQLError:
             return False
-        return (instrument, consumer) == ("YES", "YES")
+        self.counted_at = now if (instrument, consumer) == ("YES", "YES") else None
+        return self.counted_at is not None
 
     def _read(self, session: Session, shape: "Shape", sql: str) -> list:
         select, condition = sql.split(" WHERE ", 1)
