@@ -290,6 +290,9 @@ PARTDASH_POLL_NOW_DEBOUNCE_SECONDS = env.int("PARTDASH_POLL_NOW_DEBOUNCE_SECONDS
 # that leaves its bucket's aggregate equal (a CRC32 collision) can go unseen.
 PARTDASH_INCREMENTAL_READS = env.bool("PARTDASH_INCREMENTAL_READS", default=True)
 PARTDASH_FULL_READ_SECONDS = env.int("PARTDASH_FULL_READ_SECONDS", default=3600)
+# What one polling process (a worker child) remembers between polls, in partitions over
+# every server it polled; past it, the least recently polled servers are forgotten.
+PARTDASH_REMEMBERED_PARTITIONS = env.int("PARTDASH_REMEMBERED_PARTITIONS", default=256_000)
 # Tables whose definitions one poll may read (each read opens the table once); the rest
 # follow in the next polls.
 PARTDASH_DEFINITIONS_PER_POLL = env.int("PARTDASH_DEFINITIONS_PER_POLL", default=1000)

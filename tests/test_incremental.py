@@ -170,6 +170,30 @@ def new_server(instance, name: str):
     return server
 
 
+def stored_space_ids(server, schema: str) -> dict:
+    """(table, partition key) -> space id of the schema's live partitions, as stored."""
+    live = Partition.objects.filter(
+        table__server=server, table__schema=schema, table__dropped_at=None, dropped_at=None
+    )
+    return {
+        (table, key): space
+        for table, key, space in live.values_list("table__name", "key", "space_id")
+    }
+
+
+def server_space_ids(instance, schema: str) -> dict:
+    """The same, as the server's tablespace list says now."""
+    from partdash.collector.dialects import MARIADB
+    from partdash.metrics.store import partition_key
+
+    with open_session(target_for_instance(instance)) as session:
+        rows = [r for r in tablespaces.read(session, MARIADB) if r.name.schema == schema]
+    return {
+        (r.name.table, partition_key(r.name.partition, r.name.subpartition)): r.space_id
+        for r in rows
+    }
+
+
 def tables_and_server(instance, new_schema, name: str):
     """A new schema holding TABLES, flushed to disk, and a server polling it."""
     schema = new_schema(instance)
@@ -267,10 +291,8 @@ def test_file_reads_are_read_again_when_their_quantum_moves(mariadb_ps, new_sche
         mariadb_ps,
         schema,
         "CREATE TABLE files (FILE_NAME VARCHAR(200) PRIMARY KEY, COUNT_READ BIGINT, "
-        "COUNT_WRITE BIGINT, SUM_NUMBER_OF_BYTES_READ BIGINT, SUM_NUMBER_OF_BYTES_WRITE BIGINT, "
-        "COUNT_MISC BIGINT NOT NULL DEFAULT 0)",
-        "INSERT INTO files (FILE_NAME, COUNT_READ, COUNT_WRITE, SUM_NUMBER_OF_BYTES_READ, "
-        "SUM_NUMBER_OF_BYTES_WRITE) VALUES "
+        "COUNT_WRITE BIGINT, SUM_NUMBER_OF_BYTES_READ BIGINT, SUM_NUMBER_OF_BYTES_WRITE BIGINT)",
+        "INSERT INTO files VALUES "
         + ", ".join(
             f"('{path}', {16 * i}, 1, {16 * i * 16384}, 16384)" for i, path in enumerate(paths)
         ),
@@ -303,14 +325,6 @@ def test_file_reads_are_read_again_when_their_quantum_moves(mariadb_ps, new_sche
             kept = rows[key]
             assert kept.read_ops // 16 == row.read_ops // 16 and kept.read_ops < row.read_ops
             assert (kept.write_ops, kept.write_bytes) == (row.write_ops, row.write_bytes)
-        assert memory.files_still  # reads alone: no file was written, created or resized
-        # A file extended, nothing written yet (InnoDB counts that in COUNT_MISC only):
-        # no row is read again, but the files are not still (the tablespace list is read).
-        run(mariadb_ps, schema, f"UPDATE files SET COUNT_MISC = 1 WHERE FILE_NAME = '{paths[9]}'")
-        rows, truth = read()
-        assert memory.changed[FILE_IO.key] == 0 and not memory.files_still
-        rows, truth = read()
-        assert memory.files_still  # and still again at the next read
         # One file read 13 pages more (16 since the last read: a new quantum), one written.
         run(
             mariadb_ps,
@@ -561,6 +575,18 @@ def test_the_tablespace_list_is_read_only_after_a_data_file_was_touched(
         assert_stored_is_the_truth(server, schema, settings, what)
         assert a_quiet_poll_skips_them(), what
         assert_stored_is_the_truth(server, schema, settings, f"quiet after {what}")
+    # Files deleted and created again under their names, nothing flushed: the new file's
+    # own row can equal the old one's (no page written yet), the server's totals cannot.
+    again = [
+        ("a partition truncated, nothing flushed", ["ALTER TABLE h TRUNCATE PARTITION p5"]),
+        ("a table dropped and created again", ["DROP TABLE n", create[0]]),
+    ]
+    for what, statements in again:
+        before = stored_space_ids(server, schema)
+        run(mariadb_ps, schema, *statements)
+        assert poll_reads_tablespaces(), what
+        assert stored_space_ids(server, schema) != before, what
+        assert stored_space_ids(server, schema) == server_space_ids(mariadb_ps, schema), what
 
 
 class SetupTables:
@@ -593,3 +619,35 @@ def test_the_tablespace_list_is_trusted_unread_only_while_every_file_is_counted(
         assert not SourceMemory(files_still=True).files_untouched(off, counted)
     settings.PARTDASH_FULL_READ_SECONDS = 0  # the check is due again: the instrument is off
     assert not memory.files_untouched(SetupTables(instrument="NO"), counted)
+
+
+def test_a_process_forgets_the_least_recently_polled_servers_past_its_bound(settings):
+    """What one worker child remembers is bounded (PARTDASH_REMEMBERED_PARTITIONS): past
+    it, the servers it polled longest ago are forgotten, both their wide sources and
+    their figures; the one just polled is kept even alone over the bound."""
+    from partdash.collector import service
+    from partdash.metrics import store
+
+    settings.PARTDASH_REMEMBERED_PARTITIONS = 100
+    service._REMEMBERED_SIZES.clear()
+    for pk in (1, 2, 3, 4):
+        service._SOURCE_MEMORY[(pk, "db", 3306)] = SourceMemory()
+        store._REMEMBERED[pk] = object()
+
+    def remembered():
+        held = {k[0] for k in service._SOURCE_MEMORY if k[0] in (1, 2, 3, 4)}
+        assert held == set(store._REMEMBERED) & {1, 2, 3, 4}
+        return held
+
+    try:
+        assert service.bound_memory(1, 60) == [] and service.bound_memory(2, 30) == []
+        assert service.bound_memory(3, 30) == [1]  # 120 partitions: the oldest goes
+        assert remembered() == {2, 3, 4}
+        assert service.bound_memory(2, 30) == []  # polled again: now the most recent
+        assert service.bound_memory(4, 90) == [3, 2]
+        assert remembered() == {4}
+        assert service.bound_memory(4, 500) == [] and remembered() == {4}
+    finally:
+        service._REMEMBERED_SIZES.clear()
+        for pk in (1, 2, 3, 4):
+            service.forget(pk)

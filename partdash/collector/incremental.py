@@ -40,7 +40,13 @@ from django.conf import settings
 
 from partdash.collector.catalogue import FILE_IO, PRIVILEGE, TABLESPACES, Source
 from partdash.collector.dialects import Dialect
-from partdash.collector.sources import SourceUnavailable, file_io, tablespaces, unavailable
+from partdash.collector.sources import (
+    SourceUnavailable,
+    file_io,
+    session_lost,
+    tablespaces,
+    unavailable,
+)
 from partdash.servers.connection import Session
 
 log = logging.getLogger(__name__)
@@ -62,7 +68,7 @@ class Buckets:
     rows: dict[int, list]  # bucket -> its parsed rows
     read_all_at: float  # time.monotonic() of the last read of every row
     digest: str | None = None  # the aggregates as the server sent them (see `_aggregates`)
-    witness: int | None = None  # the source's `Shape.witness` summed over every row
+    witness: tuple | None = None  # the source's `Shape.witness`, read before its aggregates
 
 
 @dataclass
@@ -85,8 +91,8 @@ class SourceMemory:
     kept: object | None = None
     pending: object | None = None
     started: int | None = None  # when the server started (epoch s), as of the last poll
-    # This poll's file I/O matched the previous poll's, opens, closes and size changes
-    # included (`Shape.witness`): no data file was touched since (see `read`).
+    # This poll's file I/O matched the previous poll's, and so did the server's totals
+    # of data file operations (`Shape.witness`): no data file was touched since.
     files_still: bool = False
     counted_at: float | None = None  # when performance_schema was last seen counting files
 
@@ -155,11 +161,14 @@ class SourceMemory:
     def files_untouched(self, session: Session, facts) -> bool:
         """Whether this poll's file I/O proves that no data file was created, dropped,
         renamed, written, extended or truncated since the previous poll: its aggregates
-        matched, COUNT_MISC (opens, closes and size changes: a file InnoDB extends without
-        writing yet shows there) summed to the same, and performance_schema counts every
-        file: no file instance or handle lost (an uncounted file could grow unseen), the
-        instrument and its consumer on (`_counting`). Then the tablespace list cannot
-        have changed either, and is not read (its table fill is most of a quiet poll)."""
+        matched, the server's totals of writes and of other operations on data files
+        (creating, deleting, renaming, opening, closing and extending one: a file InnoDB
+        extends without writing yet shows there; kept when a file is deleted, unlike its
+        own row, which a file created again under its name can match exactly) did not
+        move, and performance_schema counts every file: no file instance or handle lost
+        (an uncounted file could grow unseen), the instrument and its consumer on
+        (`_counting`). Then the tablespace list cannot have changed either, and is not
+        read (its table fill is most of a quiet poll)."""
         counting = self._counting(session)  # (first: checked on a server's first poll)
         if not self.files_still or not counting:
             return False
@@ -180,7 +189,9 @@ class SourceMemory:
             return True
         try:
             ((instrument, consumer),) = session.rows(FILE_IO_COUNTED_SQL)
-        except pymysql.MySQLError:
+        except pymysql.MySQLError as exc:
+            if session_lost(exc):
+                raise  # the poll fails, as with any source
             return False
         self.counted_at = now if (instrument, consumer) == ("YES", "YES") else None
         return self.counted_at is not None
@@ -196,19 +207,20 @@ class SourceMemory:
             count = session.rows(f"SELECT COUNT(*) FROM {table} WHERE ({condition})")[0][0]
             modulus = shape.modulus_for(count)
 
-        def aggregates_by(modulus: int) -> tuple[str | None, dict | None, int | None]:
+        def aggregates_by(modulus: int) -> tuple[str | None, dict[int, tuple[int, int]] | None]:
             checksum = (
                 f"BIT_XOR(CAST(CONV(LEFT(MD5(CONCAT_WS(',', {hashed})), 16), 16, 10) AS UNSIGNED))"
             )
             inner = (
-                f"SELECT {shape.bucket(modulus)} AS b, COUNT(*) AS n, {checksum} AS x, "
-                f"{shape.witness} AS w FROM {table} WHERE ({condition}) GROUP BY b"
+                f"SELECT {shape.bucket(modulus)} AS b, COUNT(*) AS n, {checksum} AS x "
+                f"FROM {table} WHERE ({condition}) GROUP BY b"
             )
             return _aggregates(session, inner, before.digest if fresh else None)
 
-        digest, aggregates, witness = aggregates_by(modulus)
+        witness = _witness(session, shape)  # (before the aggregates it vouches for)
+        digest, aggregates = aggregates_by(modulus)
         quiet = aggregates is None  # the same string as the previous poll's: nothing changed
-        if shape.key == FILE_IO.key:
+        if shape.witness is not None:
             self.files_still = quiet and witness is not None and witness == before.witness
         if quiet:
             aggregates = before.aggregates
@@ -216,7 +228,7 @@ class SourceMemory:
             wanted = shape.modulus_for(sum(count for count, _ in aggregates.values()))
             if wanted != modulus:  # the first read, or the partition count moved on
                 modulus, fresh = wanted, False
-                digest, aggregates, witness = aggregates_by(modulus)
+                digest, aggregates = aggregates_by(modulus)
         changed = [
             bucket
             for bucket, aggregate in ({} if quiet else aggregates).items()
@@ -273,36 +285,46 @@ def _differing(before: dict[int, list], after: dict[int, list], buckets) -> list
     return rows
 
 
+def _witness(session: Session, shape: "Shape") -> tuple | None:
+    """The row `shape.witness` selects (None without one, or when it cannot be read)."""
+    if shape.witness is None:
+        return None
+    try:
+        found = session.rows(shape.witness)
+    except pymysql.MySQLError as exc:
+        if session_lost(exc):
+            raise  # the poll fails, as with any source
+        return None
+    return tuple(found[0]) if found else None
+
+
 def _aggregates(
     session: Session, inner: str, same_as: str | None
-) -> tuple[str | None, dict[int, tuple[int, int]] | None, int | None]:
-    """The bucket aggregates `inner` selects (b, n, x, w), fetched as one string, `b n
-    x` joined by commas in bucket order: comparing it with the previous poll's tells a
+) -> tuple[str | None, dict[int, tuple[int, int]] | None]:
+    """The bucket aggregates `inner` selects (b, n, x), fetched as one string, `b n x`
+    joined by commas in bucket order: comparing it with the previous poll's tells a
     quiet source without parsing thousands of rows. Returns (that string, bucket ->
-    (n, x), the sum of w), the aggregates being `None` when the string equals
-    `same_as`. A string that does not hold every bucket (cut short by
-    group_concat_max_len, or NULL past max_allowed_packet) is not used: one row per
-    bucket then."""
-    text, buckets, limit, witness = session.rows(
+    (n, x)), the aggregates being `None` when the string equals `same_as`. A string
+    that does not hold every bucket (cut short by group_concat_max_len, or NULL past
+    max_allowed_packet) is not used: one row per bucket then."""
+    text, buckets, limit = session.rows(
         f"SELECT GROUP_CONCAT(b, ' ', n, ' ', x ORDER BY b SEPARATOR ','), COUNT(*), "
-        f"@@group_concat_max_len, SUM(w) FROM ({inner}) AS a"
+        f"@@group_concat_max_len FROM ({inner}) AS a"
     )[0]
     if isinstance(text, bytes):
         text = text.decode("ascii")
     text = text or ""
-    witness = None if witness is None else int(witness)
     # Cut short by group_concat_max_len, or emptied by max_allowed_packet: count them.
     if len(text) >= int(limit) or (text.count(",") + 1 if text else 0) != buckets:
         rows = session.rows(inner)
-        aggregates = {bucket: (count, xor) for bucket, count, xor, _ in rows}
-        return None, aggregates, sum(int(w or 0) for *_, w in rows)
+        return None, {bucket: (count, xor) for bucket, count, xor in rows}
     if text == same_as:
-        return text, None, witness
+        return text, None
     aggregates = {}
     for item in text.split(",") if text else ():
         bucket, count, xor = item.split(" ")
         aggregates[int(bucket)] = (int(count), int(xor))
-    return text, aggregates, witness
+    return text, aggregates
 
 
 @dataclass(frozen=True)
@@ -317,8 +339,9 @@ class Shape:
     # What the aggregate hashes, given the columns read: all of them, but for file I/O.
     hashed: Callable[[str], str] = lambda columns: columns
     sized: bool = False  # whether the modulus depends on the row count
-    # Summed per bucket and over all: what the hash leaves out but a caller compares.
-    witness: str = "0"
+    # A query whose row, unchanged since the last read, proves more than the aggregates
+    # (see `SourceMemory.files_untouched`).
+    witness: str | None = None
 
 
 FILE_IO_COLUMNS = (
@@ -362,7 +385,10 @@ SHAPES = {
         lambda session, dialect: file_io.read(session, True),
         file_io_hashed,
         sized=True,
-        witness="SUM(COUNT_MISC)",
+        witness=(
+            "SELECT COUNT_MISC, COUNT_WRITE FROM performance_schema.file_summary_by_event_name "
+            "WHERE EVENT_NAME = 'wait/io/file/innodb/innodb_data_file'"
+        ),
     ),
 }
 # Whether performance_schema counts the data files' I/O (see `files_untouched`).

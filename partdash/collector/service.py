@@ -29,7 +29,7 @@ from partdash.lib.commands import store_unavailable
 from partdash.lib.secrets import SecretError
 from partdash.metrics.analysis import analyse_server
 from partdash.metrics.models import PartitionedTable, ServerSnapshot
-from partdash.metrics.store import PollStore, StoreResult
+from partdash.metrics.store import PollStore, StoreResult, forget_figures
 from partdash.servers.choices import ServerStatus
 from partdash.servers.connection import ConnectionFailure, open_session, target_for
 from partdash.servers.models import Server
@@ -172,6 +172,36 @@ def source_memory(server: Server) -> SourceMemory | None:
     return _SOURCE_MEMORY[key]
 
 
+# The servers this process remembers, least recently polled first, with their partition
+# counts: what `bound_memory` holds to PARTDASH_REMEMBERED_PARTITIONS.
+_REMEMBERED_SIZES: dict[int, int] = {}
+
+
+def bound_memory(server_pk: int, partitions: int) -> list[int]:
+    """Record that this process now remembers `partitions` of the server, then forget
+    the least recently polled other servers while the total is over
+    PARTDASH_REMEMBERED_PARTITIONS (a worker child polling many large servers would
+    otherwise keep them all: about 140 MB per 64,000 partitions, traced). A forgotten server's
+    next poll here reads every row once, as on a child that never polled it. Returns the
+    servers forgotten."""
+    _REMEMBERED_SIZES.pop(server_pk, None)
+    _REMEMBERED_SIZES[server_pk] = partitions
+    limit, forgotten = settings.PARTDASH_REMEMBERED_PARTITIONS, []
+    while sum(_REMEMBERED_SIZES.values()) > limit and len(_REMEMBERED_SIZES) > 1:
+        oldest = next(iter(_REMEMBERED_SIZES))
+        del _REMEMBERED_SIZES[oldest]
+        forget(oldest)
+        forgotten.append(oldest)
+    return forgotten
+
+
+def forget(server_pk: int) -> None:
+    """Drop what this process remembers of a server (its wide sources, its figures)."""
+    for key in [k for k in _SOURCE_MEMORY if k[0] == server_pk]:
+        del _SOURCE_MEMORY[key]
+    forget_figures(server_pk)
+
+
 _stage = threading.local()
 
 
@@ -274,6 +304,7 @@ def _poll(server: Server, poll_id: str | None) -> PollReport:
         _record_success(server, collection, result.snapshot.taken_at)
         if (memory := source_memory(server)) is not None:
             memory.stored(poll_id)  # the next poll continues this one
+        bound_memory(server.pk, result.partitions_seen)
     report = PollReport(
         server=server.name,
         ok=True,

@@ -80,6 +80,11 @@ class _Remembered:
 _REMEMBERED: dict[int, _Remembered] = {}
 
 
+def forget_figures(server_pk: int) -> None:
+    """The next poll of the server reads its figures from the database."""
+    _REMEMBERED.pop(server_pk, None)
+
+
 @dataclass
 class StoreResult:
     """What one store wrote. `changed_tables` are the tables whose figures or definitions
