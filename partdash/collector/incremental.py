@@ -141,7 +141,7 @@ class SourceMemory:
         before = self.sources.get(shape.key)
         if unchanged and before is not None and self._fresh(before):
             self.touched[shape.key], self.fetched[shape.key], self.changed[shape.key] = [], 0, 0
-            return [row for bucket in before.rows.values() for row in bucket]
+            return _every_row(before.rows)
         try:
             return self._read(session, shape, source.query(dialect))
         except pymysql.MySQLError as exc:
@@ -187,13 +187,8 @@ class SourceMemory:
             and now - self.counted_at < settings.PARTDASH_FULL_READ_SECONDS
         ):
             return True
-        try:
-            ((instrument, consumer),) = session.rows(FILE_IO_COUNTED_SQL)
-        except pymysql.MySQLError as exc:
-            if session_lost(exc):
-                raise  # the poll fails, as with any source
-            return False
-        self.counted_at = now if (instrument, consumer) == ("YES", "YES") else None
+        found = _rows_or_none(session, FILE_IO_COUNTED_SQL)
+        self.counted_at = now if found and tuple(found[0]) == ("YES", "YES") else None
         return self.counted_at is not None
 
     def _read(self, session: Session, shape: "Shape", sql: str) -> list:
@@ -265,7 +260,7 @@ class SourceMemory:
         self.sources[shape.key] = Buckets(modulus, aggregates, rows, read_all_at, digest, witness)
         self.fetched[shape.key] = count
         self.changed[shape.key] = len(changed)
-        return [row for bucket in rows.values() for row in bucket]
+        return _every_row(rows)
 
 
 def _differing(before: dict[int, list], after: dict[int, list], buckets) -> list:
@@ -285,17 +280,25 @@ def _differing(before: dict[int, list], after: dict[int, list], buckets) -> list
     return rows
 
 
-def _witness(session: Session, shape: "Shape") -> tuple | None:
-    """The row `shape.witness` selects (None without one, or when it cannot be read)."""
-    if shape.witness is None:
-        return None
+def _rows_or_none(session: Session, sql: str) -> list | None:
+    """The rows of a check the poll can do without: None when the server refuses it (a
+    missing privilege, a table it lacks); a lost session fails the poll, as any source."""
     try:
-        found = session.rows(shape.witness)
+        return session.rows(sql)
     except pymysql.MySQLError as exc:
         if session_lost(exc):
-            raise  # the poll fails, as with any source
+            raise
         return None
+
+
+def _witness(session: Session, shape: "Shape") -> tuple | None:
+    """The row `shape.witness` selects (None without one, or when it cannot be read)."""
+    found = _rows_or_none(session, shape.witness) if shape.witness is not None else None
     return tuple(found[0]) if found else None
+
+
+def _every_row(rows: dict[int, list]) -> list:
+    return [row for bucket in rows.values() for row in bucket]
 
 
 def _aggregates(

@@ -166,10 +166,14 @@ def source_memory(server: Server) -> SourceMemory | None:
         return None
     key = (server.pk, server.host, server.port)
     if key not in _SOURCE_MEMORY:  # what was remembered at the server's old address goes
-        for stale in [k for k in _SOURCE_MEMORY if k[0] == server.pk]:
-            del _SOURCE_MEMORY[stale]
+        _forget_sources(server.pk)
         _SOURCE_MEMORY[key] = SourceMemory()
     return _SOURCE_MEMORY[key]
+
+
+def _forget_sources(server_pk: int) -> None:
+    for key in [k for k in _SOURCE_MEMORY if k[0] == server_pk]:
+        del _SOURCE_MEMORY[key]
 
 
 # The servers this process remembers, least recently polled first, with their partition
@@ -197,8 +201,7 @@ def bound_memory(server_pk: int, partitions: int) -> list[int]:
 
 def forget(server_pk: int) -> None:
     """Drop what this process remembers of a server (its wide sources, its figures)."""
-    for key in [k for k in _SOURCE_MEMORY if k[0] == server_pk]:
-        del _SOURCE_MEMORY[key]
+    _forget_sources(server_pk)
     forget_figures(server_pk)
 
 
