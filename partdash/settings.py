@@ -287,9 +287,12 @@ PARTDASH_POLL_NOW_DEBOUNCE_SECONDS = env.int("PARTDASH_POLL_NOW_DEBOUNCE_SECONDS
 # The tablespace list and file I/O are read by buckets, only where a bucket's aggregate
 # changed (partdash.collector.incremental); every row is read again once what a process
 # remembers is older than PARTDASH_FULL_READ_SECONDS, which bounds how long a change
-# that leaves its bucket's aggregate equal (an MD5 collision, about 2^-64) can go unseen.
+# that leaves its bucket's aggregate equal (a SHA-1 collision, about 2^-64) can go unseen.
 PARTDASH_INCREMENTAL_READS = env.bool("PARTDASH_INCREMENTAL_READS", default=True)
 PARTDASH_FULL_READ_SECONDS = env.int("PARTDASH_FULL_READ_SECONDS", default=3600)
+# After writes, a poll reads the tablespace list on a second, short-lived session to the
+# server, beside file I/O on its own (partdash.collector.collect): off, one session only.
+PARTDASH_SECOND_SESSION = env.bool("PARTDASH_SECOND_SESSION", default=True)
 # What one polling process (a worker child) remembers between polls, in partitions over
 # every server it polled; past it, the least recently polled servers are forgotten.
 PARTDASH_REMEMBERED_PARTITIONS = env.int("PARTDASH_REMEMBERED_PARTITIONS", default=256_000)

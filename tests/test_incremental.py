@@ -263,7 +263,7 @@ class RefusesAggregates:
     def rows(self, sql, args=()):
         self.asked.append(sql)
         if "BIT_XOR" in sql:
-            raise pymysql.err.OperationalError(1305, "FUNCTION MD5 does not exist")
+            raise pymysql.err.OperationalError(1305, "FUNCTION SHA1 does not exist")
         return self.plain
 
 
@@ -651,3 +651,116 @@ def test_a_process_forgets_the_least_recently_polled_servers_past_its_bound(sett
         service._REMEMBERED_SIZES.clear()
         for pk in (1, 2, 3, 4):
             service.forget(pk)
+
+
+def sessions_spied(monkeypatch) -> list:
+    """(connection, thread name, SQL) of every query any session runs from now on."""
+    import threading
+
+    from partdash.servers.connection import Session
+
+    asked, rows = [], Session.rows
+
+    def spy(self, sql, args=()):
+        asked.append((id(self.conn), threading.current_thread().name, sql))
+        return rows(self, sql, args)
+
+    monkeypatch.setattr(Session, "rows", spy)
+    return asked
+
+
+def one_session_only(server, asked: list) -> bool:
+    """Whether one of a few quiet polls uses a single session (the server is shared and
+    has background work of its own: some polls see a file touched)."""
+    for _ in range(8):
+        if len({conn for conn, _, _ in asked}) == 1:
+            return True
+        asked.clear()
+        time.sleep(0.5)
+        assert poll_server(server).ok
+    return False
+
+
+def test_after_writes_the_tablespace_list_is_read_beside_file_io_on_a_second_session(
+    transactional_db, mariadb_ps, new_schema, monkeypatch, settings
+):
+    """Once the server's totals of data file operations moved, the tablespace list is
+    read whatever file I/O says: a poll reads it on a second session, in a thread, while
+    its own reads file I/O (the two longest reads after writes). What it stores is what
+    a read of every row says; a quiet poll opens no second session."""
+    schema, server = tables_and_server(mariadb_ps, new_schema, "beside")
+    monkeypatch.setattr("partdash.collector.collect.STATS_MARGIN_SECONDS", 0)
+    assert poll_server(server).ok
+    asked = sessions_spied(monkeypatch)
+    for what, statements, touched in CHANGES:
+        asked.clear()
+        if statements:
+            run(mariadb_ps, schema, *statements)
+        for table in touched:
+            flush_to_disk(mariadb_ps, schema, table)
+        assert poll_server(server).ok, what
+        if not statements:  # nothing written: a second session would be wasted
+            assert one_session_only(server, asked), what
+        else:
+            lists = {(conn, thread) for conn, thread, sql in asked if "TABLESPACES" in sql}
+            files = {conn for conn, _, sql in asked if "file_summary_by_instance" in sql}
+            (beside,) = lists
+            assert beside[1].startswith("partdash-beside"), what
+            assert beside[0] not in files, what
+        assert_stored_is_the_truth(server, schema, settings, what)
+
+
+def test_a_second_session_refused_reads_the_tablespace_list_on_the_polls_own(
+    transactional_db, mariadb_ps, new_schema, monkeypatch, settings
+):
+    """An account allowed one connection (MAX_USER_CONNECTIONS 1) is refused the second
+    session: the poll reads the list on its own session and stores the truth, and the
+    next polls do not ask for a second session again before PARTDASH_FULL_READ_SECONDS."""
+    schema, server = tables_and_server(mariadb_ps, new_schema, "one-session")
+    user, password = f"one_{server.pk}_{int(time.time()) % 100000}", "one-pw"
+    mariadb_ps.execute(
+        f"CREATE USER '{user}'@'%' IDENTIFIED BY '{password}' WITH MAX_USER_CONNECTIONS 1"
+    )
+    try:
+        for grant in ("SELECT, PROCESS ON *.*", "SELECT ON performance_schema.*"):
+            mariadb_ps.execute(f"GRANT {grant} TO '{user}'@'%'")
+        server.user = user
+        server.set_password(password)
+        server.save()
+        monkeypatch.setattr("partdash.collector.collect.STATS_MARGIN_SECONDS", 0)
+        opened = []
+        real_open = collect_module._Beside.__init__
+
+        def counting(self, open_beside, memory, read):
+            opened.append(True)
+            real_open(self, open_beside, memory, read)
+
+        monkeypatch.setattr(collect_module._Beside, "__init__", counting)
+        assert poll_server(server).ok  # a first poll: every source, beside included
+        assert_stored_is_the_truth(server, schema, settings, "first poll")
+        for number in range(3):
+            run(mariadb_ps, schema, f"INSERT INTO h VALUES ({3000 + number}, 'w')")
+            flush_to_disk(mariadb_ps, schema, "h")
+            report = poll_server(server)
+            assert report.ok and not report.warnings, report
+            assert_stored_is_the_truth(server, schema, settings, f"write {number}")
+        assert opened == [True]  # tried once, refused, not again within the bound
+    finally:
+        mariadb_ps.execute(f"DROP USER IF EXISTS '{user}'@'%'")
+
+
+def test_a_poll_waits_for_a_read_beside_that_a_failed_poll_left_running():
+    """A poll that failed while its read beside was under way leaves that thread to end
+    on its own; the server's next poll in the process waits for it before reading, as
+    both write to the same memory."""
+    import threading
+    from concurrent.futures import ThreadPoolExecutor
+
+    memory, release = SourceMemory(), threading.Event()
+    with ThreadPoolExecutor(max_workers=1) as executor:
+        memory.in_flight = executor.submit(release.wait, 10)
+        threading.Timer(0.3, release.set).start()
+        started = time.monotonic()
+        memory.begin()
+        assert time.monotonic() - started >= 0.25
+        assert memory.in_flight is None

@@ -5,6 +5,7 @@ import hashlib
 import logging
 import random
 from collections import defaultdict
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import datetime
 
@@ -39,7 +40,7 @@ from partdash.collector.sources import (
     tablestats,
 )
 from partdash.collector.sources.definitions import TableDefinition, TableGone
-from partdash.servers.connection import Session
+from partdash.servers.connection import ConnectionFailure, Session
 
 log = logging.getLogger(__name__)
 TableKey = tuple[str, str]
@@ -272,6 +273,34 @@ def _read_now(reader):
     return lambda: rows
 
 
+class _Beside:
+    """A source read on a second session, in a thread, while the poll's own session reads
+    another. `rows(session)` waits for its rows; should the second session fail to open
+    or be lost, they are read on `session` instead, and no second session is tried for a
+    while (`SourceMemory.beside_allowed`). Should the poll fail first, the thread ends
+    on its own (within the statement cap); the server's next poll in this process waits
+    for it before reading (`SourceMemory.begin`), as it writes to the same memory."""
+
+    def __init__(self, open_beside, memory: SourceMemory, read):
+        self.memory, self.read = memory, read
+
+        def run():
+            with open_beside() as session:
+                return read(session)
+
+        executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="partdash-beside")
+        self.future = memory.in_flight = executor.submit(run)
+        executor.shutdown(wait=False)
+
+    def rows(self, session: Session) -> list:
+        try:
+            return self.future.result()
+        except ConnectionFailure as failure:
+            self.memory.beside_failed()
+            log.info("a second session failed (%s): read on the poll's own session", failure)
+            return self.read(session)
+
+
 def _read(collection: Collection, source: str, reader, merge=None):
     """Read one source; a missing privilege or setting becomes a shortfall (both, where
     both are missing: Test connection names both too)."""
@@ -449,6 +478,7 @@ def collect(
     hidden_before: set[TableKey] | frozenset = frozenset(),
     memory: SourceMemory | None = None,
     last_poll: str | None = None,
+    open_beside=None,
 ) -> Collection:
     """Read every source once; definitions only for tables whose signature changed.
     `stats_since` (the previous poll's statistics watermark) allows reading only the
@@ -456,7 +486,9 @@ def collect(
     found hidden from the account (see `_still_hidden`); with `memory` (what this process
     remembers of the server), the tablespace list and file I/O are read where they
     changed (`partdash.collector.incremental`), `last_poll` being the server's last
-    stored poll."""
+    stored poll; `open_beside` opens a second session to the server (a context manager),
+    on which the tablespace list is read beside file I/O when a data file was certainly
+    touched (the two are the longest reads of a poll after writes)."""
     basis, kept = memory.begin(last_poll) if memory is not None else (None, None)
     facts = server_facts.read(session)
     if memory is not None and memory.restarted(facts):
@@ -467,12 +499,20 @@ def collect(
     reuse = Reuse(kept if ps_on else None)
     del kept  # `reuse` releases it once adopted or not: a build then needs the memory
     # File I/O first (merged after the partitions are built): where it proves no data
-    # file was touched, the tablespace list is not read (`files_untouched`).
+    # file was touched, the tablespace list is not read (`files_untouched`). Where a file
+    # certainly was, the list is read beside it, on a second session.
+    beside = None
+    if memory is not None and ps_on and open_beside is not None and memory.beside_allowed():
+        if memory.files_touched(session, facts):
+            read_beside = lambda on: memory.read(on, dialect, TABLESPACES)  # noqa: E731
+            beside = _Beside(open_beside, memory, read_beside)
     if memory is not None and ps_on:
         read_io = _read_now(lambda: memory.read(session, dialect, FILE_IO))
     else:
         read_io = _read_now(lambda: file_io.read(session, ps_on))
-    if memory is not None:
+    if beside is not None:
+        read_files = lambda: beside.rows(session)  # noqa: E731
+    elif memory is not None:
         untouched = ps_on and memory.files_untouched(session, facts)
         read_files = lambda: memory.read(session, dialect, TABLESPACES, untouched)  # noqa: E731
     else:

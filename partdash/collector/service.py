@@ -282,7 +282,8 @@ def _poll(server: Server, poll_id: str | None) -> PollReport:
         set_stage("reading the previous poll")
         previous = previous_poll(server)
         set_stage(f"connecting to {server.host}:{server.port}")
-        with open_session(target_for(server)) as session:
+        target = target_for(server)
+        with open_session(target) as session:
             set_stage("reading the statistics")
             collection = collect(
                 session,
@@ -291,6 +292,7 @@ def _poll(server: Server, poll_id: str | None) -> PollReport:
                 previous.hidden,
                 source_memory(server),
                 previous.poll_id,
+                (lambda: open_session(target)) if settings.PARTDASH_SECOND_SESSION else None,
             )
     except (ConnectionFailure, SecretError) as failure:
         message = str(failure)
