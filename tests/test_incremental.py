@@ -621,6 +621,52 @@ def test_the_tablespace_list_is_trusted_unread_only_while_every_file_is_counted(
     assert not memory.files_untouched(SetupTables(instrument="NO"), counted)
 
 
+class SetupAndWitness(SetupTables):
+    """SetupTables that also answers the data files' witness, with `totals`."""
+
+    def __init__(self, totals=(5, 9)):
+        super().__init__()
+        self.totals, self.witnessed = totals, 0
+
+    def rows(self, sql, args=()):
+        if sql == SHAPES[FILE_IO.key].witness:
+            self.witnessed += 1
+            return [self.totals]
+        return super().rows(sql, args)
+
+
+def test_a_data_file_certainly_touched_is_known_before_file_io_is_read():
+    """`files_touched` (a second session is worth opening): InnoDB's data writes moved in
+    the status the poll read, without asking for the witness; otherwise the witness moved;
+    otherwise, or with nothing remembered to compare with, not / certainly."""
+    from partdash.collector.incremental import Buckets
+    from partdash.collector.sources.server_facts import ServerFacts
+
+    def facts(writes: int) -> ServerFacts:
+        lost = "performance_schema_file_{}_lost"
+        return ServerFacts(
+            status={
+                lost.format("instances"): "0",
+                lost.format("handles"): "0",
+                "innodb_data_writes": str(writes),
+            }
+        )
+
+    memory = SourceMemory()
+    assert memory.files_touched(SetupAndWitness(), facts(100))  # nothing remembered
+    memory.sources[FILE_IO.key] = Buckets(4, {}, {}, time.monotonic(), "", (5, 9))
+    session = SetupAndWitness()
+    assert memory.files_touched(session, facts(101)) and session.witnessed == 0
+    memory.looked = None
+    assert not memory.files_touched(session, facts(101)) and session.witnessed == 1
+    memory.looked = None
+    moved = SetupAndWitness(totals=(5, 10))
+    assert memory.files_touched(moved, facts(101)) and moved.witnessed == 1
+    memory.looked = None
+    lost = ServerFacts(status={**facts(101).status, "performance_schema_file_handles_lost": "1"})
+    assert memory.files_touched(SetupAndWitness(), lost)
+
+
 def test_a_process_forgets_the_least_recently_polled_servers_past_its_bound(settings):
     """What one worker child remembers is bounded (PARTDASH_REMEMBERED_PARTITIONS): past
     it, the servers it polled longest ago are forgotten, both their wide sources and

@@ -104,6 +104,8 @@ class SourceMemory:
     # This poll's `Shape.witness` row, once read and until its source is (in a 1-tuple:
     # the row may be None).
     looked: tuple | None = None
+    # The server's Innodb_data_writes as of the last `files_touched`.
+    data_writes: int | None = None
     # A read of this memory under way in another thread (`collect`'s read beside), which
     # may outlive a failed poll: the next one waits for it.
     in_flight: Future | None = None
@@ -178,11 +180,17 @@ class SourceMemory:
         file I/O is read: the server's totals of data file operations (`Shape.witness`)
         moved, or nothing could prove otherwise (no file I/O remembered, a file not
         counted: see `files_untouched`). The tablespace list is then read whatever file
-        I/O says, so `collect` reads it beside file I/O, on a second session."""
+        I/O says, so `collect` reads it beside file I/O, on a second session. InnoDB
+        having written a data file since (its `Innodb_data_writes`, in the status the poll
+        reads anyway) says so without reading the witness first: those writes are in the
+        witness's totals too."""
+        writes, self.data_writes = self.data_writes, facts.number("innodb_data_writes", -1)
         before = self.sources.get(FILE_IO.key)
         if before is None or before.witness is None or not self._counting(session):
             return True
         if not all(facts.number(name, default=1) == 0 for name in FILES_LOST):
+            return True
+        if writes is not None and writes != self.data_writes:
             return True
         return self._witness(session, SHAPES[FILE_IO.key]) != before.witness
 
