@@ -8,6 +8,7 @@ import shutil
 import sqlite3
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -313,6 +314,42 @@ def test_poll_all_polls_every_enabled_server(cli, target):
     assert result.returncode == 0, result.stderr
     assert [line.split(":")[0] for line in result.stdout.splitlines()] == ["pd1", "pd2"]
     assert cli.server("off")["status"] == "never"
+
+
+def test_poll_waits_for_a_running_poll_of_the_server_then_polls(cli, target, broker):
+    """A worker's poll holds the server's poll lock: `manage.py poll` says it waits, and
+    polls once that poll ended (never both at once)."""
+    import threading
+
+    import redis
+
+    register(cli, "pd1", target, "--user", "root")
+    key = f"partdash:poll:{cli.server('pd1')['id']}"
+    held = redis.Redis.from_url(broker)
+    assert held.set(key, "a-worker-poll", ex=60)
+    threading.Timer(2.0, held.delete, (key,)).start()
+    started = time.monotonic()
+
+    result = cli.run("poll", "pd1")
+
+    assert result.returncode == 0, result.stderr
+    assert time.monotonic() - started >= 2.0
+    assert "pd1: another poll is running; waiting for it to end (at most " in result.stderr
+    assert one_line(result.stdout).startswith("pd1: 5 partitions seen")
+    assert held.get(key) is None  # released after the poll
+
+
+def test_poll_without_redis_polls_without_the_lock_and_says_so(cli, target):
+    register(cli, "pd1", target, "--user", "root")
+    nowhere = f"redis://127.0.0.1:{free_port()}/0"
+
+    result = cli.run("poll", "pd1", PARTDASH_REDIS_URL=nowhere)
+
+    assert result.returncode == 0, result.stderr
+    assert "pd1: polling without the poll lock, Redis is unreachable (ConnectionError" in (
+        result.stderr
+    )
+    assert cli.server("pd1")["status"] == "ok"
 
 
 @pytest.mark.parametrize("where", ["refused", "dns"])

@@ -171,13 +171,13 @@ def _lock_key(server_id: int) -> str:
 
 
 @contextmanager
-def poll_lock(server_id: int, timeout: int, token: str | None = None):
-    """Yield True if this process holds the server's poll lock, False if another does.
-    The lock expires after `timeout` seconds, so a crashed worker cannot hold it forever.
-    Its value is `token` (the poll task's id), so `release_lost_lock` frees exactly the
-    lock of a poll whose worker died."""
+def poll_lock(server_id: int, timeout: int, token: str | None = None, wait: float = 0):
+    """Yield True if this process holds the server's poll lock, False if another does
+    (after waiting up to `wait` seconds for it). The lock expires after `timeout` seconds,
+    so a crashed worker cannot hold it forever. Its value is `token` (the poll task's id),
+    so `release_lost_lock` frees exactly the lock of a poll whose worker died."""
     lock = _redis(settings.PARTDASH_REDIS_URL).lock(
-        _lock_key(server_id), timeout=timeout, blocking=False
+        _lock_key(server_id), timeout=timeout, blocking=wait > 0, blocking_timeout=wait or None
     )
     acquired = lock.acquire(token=token) if token else lock.acquire()
     try:
@@ -188,6 +188,8 @@ def poll_lock(server_id: int, timeout: int, token: str | None = None):
                 lock.release()
             except redis.exceptions.LockError:
                 log.warning("poll lock of server %s expired before the poll ended", server_id)
+            except redis.exceptions.RedisError as exc:  # it expires on its own
+                log.warning("poll lock of server %s not released: %s", server_id, exc)
 
 
 # Deletes a key only while it still holds the poll's token, in one step.

@@ -2,10 +2,22 @@
 (the same poll service, so the server's alerts are evaluated after the poll and their
 emails queued for the worker).
 
+Like the task, it holds the server's poll lock while polling, so it never overlaps a
+worker's poll of the same server: when one is running, it says so on stderr and waits
+for it to end (at most the lock's own expiry). Should Redis, which holds the lock, be
+unreachable, it says so and polls without the lock (the command is also how a server
+is tried out before the worker runs).
+
 Prints `PollReport.summary`: one line, then one line per distinct warning (grouped by
 fix, so a server with hundreds of hidden tables prints a few lines, not hundreds)."""
 
-from partdash.collector.service import poll_server
+import uuid
+from contextlib import ExitStack
+
+import redis
+
+from partdash.collector import scheduling
+from partdash.collector.service import PollReport, poll_server
 from partdash.lib.commands import PartdashCommand
 from partdash.servers.models import Server
 
@@ -30,10 +42,38 @@ class Command(PartdashCommand):
             self.fail(f"no server named {options['name']!r}")
         return [server]
 
+    def _locked(self, stack: ExitStack, server: Server) -> bool:
+        """Take the server's poll lock into `stack`, waiting for a running poll to end;
+        False when it is still held after the lock's expiry. Without Redis: True, said."""
+        _, hard = scheduling.time_limits(server.poll_interval)
+        expiry, token = hard + 5, f"manage.py-{uuid.uuid4().hex}"
+        try:
+            if stack.enter_context(scheduling.poll_lock(server.pk, expiry, token)):
+                return True
+            self.stderr.write(
+                f"{server.name}: another poll is running; waiting for it to end "
+                f"(at most {expiry} s)"
+            )
+            return stack.enter_context(scheduling.poll_lock(server.pk, expiry, token, expiry))
+        except redis.exceptions.RedisError as exc:
+            self.stderr.write(
+                f"{server.name}: polling without the poll lock, Redis is unreachable "
+                f"({type(exc).__name__}: {exc})"
+            )
+            return True
+
+    def _poll(self, server: Server) -> PollReport:
+        with ExitStack() as stack:
+            if not self._locked(stack, server):
+                return PollReport(
+                    server=server.name, ok=False, error="another poll is still running"
+                )
+            return poll_server(server)
+
     def handle(self, *args, **options) -> None:
         failed = 0
         for server in self._servers(options):
-            report = poll_server(server)
+            report = self._poll(server)
             if report.ok:
                 self.stdout.write(report.summary)
             else:
