@@ -44,7 +44,6 @@ def _variables(page_size: int = 16384) -> list[tuple]:
 
 
 STATUS = [
-    ("Innodb_data_writes", "52000"),
     ("Opened_tables", "1200"),
     ("Open_tables", "400"),
     ("Performance_schema_file_handles_lost", "0"),

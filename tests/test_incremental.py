@@ -636,35 +636,29 @@ class SetupAndWitness(SetupTables):
 
 
 def test_a_data_file_certainly_touched_is_known_before_file_io_is_read():
-    """`files_touched` (a second session is worth opening): InnoDB's data writes moved in
-    the status the poll read, without asking for the witness; otherwise the witness moved;
-    otherwise, or with nothing remembered to compare with, not / certainly."""
+    """`files_touched` (a second session is worth opening): the witness moved, a file is
+    not counted, or nothing is remembered to compare with. The witness is read first in
+    every case, before the tablespace list is read beside: it is the one file I/O then
+    remembers (a witness read after the list could already count a file the list does
+    not have, and the next poll would find both unchanged)."""
     from partdash.collector.incremental import Buckets
     from partdash.collector.sources.server_facts import ServerFacts
 
-    def facts(writes: int) -> ServerFacts:
-        lost = "performance_schema_file_{}_lost"
-        return ServerFacts(
-            status={
-                lost.format("instances"): "0",
-                lost.format("handles"): "0",
-                "innodb_data_writes": str(writes),
-            }
-        )
-
-    memory = SourceMemory()
-    assert memory.files_touched(SetupAndWitness(), facts(100))  # nothing remembered
+    lost = "performance_schema_file_{}_lost"
+    counted = ServerFacts(status={lost.format("instances"): "0", lost.format("handles"): "0"})
+    memory, session = SourceMemory(), SetupAndWitness()
+    assert memory.files_touched(session, counted)  # nothing remembered
+    assert session.witnessed == 1 and memory.looked == ((5, 9),)
     memory.sources[FILE_IO.key] = Buckets(4, {}, {}, time.monotonic(), "", (5, 9))
-    session = SetupAndWitness()
-    assert memory.files_touched(session, facts(101)) and session.witnessed == 0
     memory.looked = None
-    assert not memory.files_touched(session, facts(101)) and session.witnessed == 1
+    assert not memory.files_touched(session, counted) and session.witnessed == 2
     memory.looked = None
     moved = SetupAndWitness(totals=(5, 10))
-    assert memory.files_touched(moved, facts(101)) and moved.witnessed == 1
+    assert memory.files_touched(moved, counted) and moved.witnessed == 1
     memory.looked = None
-    lost = ServerFacts(status={**facts(101).status, "performance_schema_file_handles_lost": "1"})
-    assert memory.files_touched(SetupAndWitness(), lost)
+    handles = ServerFacts(status={**counted.status, lost.format("handles"): "1"})
+    session = SetupAndWitness()
+    assert memory.files_touched(session, handles) and session.witnessed == 1
 
 
 def test_a_process_forgets_the_least_recently_polled_servers_past_its_bound(settings):
@@ -810,3 +804,34 @@ def test_a_poll_waits_for_a_read_beside_that_a_failed_poll_left_running():
         memory.begin()
         assert time.monotonic() - started >= 0.25
         assert memory.in_flight is None
+
+
+def test_a_second_session_refused_falls_back_but_one_lost_fails_the_poll():
+    """Refused on opening: the list is read on the poll's own session (and no second
+    session is tried again for a while). Lost or timed out once open: the poll fails, as
+    with its own session, rather than reading the list a second time."""
+    from contextlib import contextmanager
+
+    from partdash.servers.connection import ConnectionFailure
+
+    @contextmanager
+    def refused():
+        raise ConnectionFailure("too_many_connections", "127.0.0.1:3306: too many")
+        yield
+
+    @contextmanager
+    def opened():
+        yield "beside"
+
+    def read(session):
+        if session == "beside":
+            raise ConnectionFailure("timeout", "127.0.0.1:3306: timed out")
+        return [session]
+
+    memory = SourceMemory()
+    assert collect_module._Beside(refused, memory, read).rows("own") == ["own"]
+    assert not memory.beside_allowed()
+    memory = SourceMemory()
+    with pytest.raises(ConnectionFailure, match="timed out"):
+        collect_module._Beside(opened, memory, read).rows("own")
+    assert memory.beside_allowed()

@@ -153,6 +153,22 @@ def test_a_lock_left_by_a_crashed_worker_expires(redis_server):
         assert acquired
 
 
+def test_a_kept_lock_is_renewed_while_held_and_released_after(redis_server):
+    """`keep=True` (manage.py poll, which no time limit bounds): held past its expiry."""
+    import time
+
+    client = scheduling._redis(redis_server.url)
+    with scheduling.poll_lock(9, timeout=1, token="cli", keep=True) as acquired:
+        assert acquired
+        time.sleep(2.2)
+        assert client.get("partdash:poll:9") == b"cli"  # two expiries later
+    assert client.get("partdash:poll:9") is None
+    with scheduling.poll_lock(9, timeout=1, token="task") as acquired:
+        assert acquired
+        time.sleep(1.3)
+        assert client.get("partdash:poll:9") is None  # not kept: expired
+
+
 def test_the_task_skips_a_server_that_is_being_polled(mariadb, make_server):
     server = make_server(mariadb)
     with scheduling.poll_lock(server.pk, timeout=30):

@@ -276,16 +276,19 @@ def _read_now(reader):
 class _Beside:
     """A source read on a second session, in a thread, while the poll's own session reads
     another. `rows(session)` waits for its rows; should the second session fail to open
-    or be lost, they are read on `session` instead, and no second session is tried for a
-    while (`SourceMemory.beside_allowed`). Should the poll fail first, the thread ends
+    (refused, too many connections), they are read on `session` instead, and no second
+    session is tried for a while (`SourceMemory.beside_allowed`). Once open, its failures
+    are the poll's, as the poll's own session's are (a timed-out read is not read again
+    on the other session). Should the poll fail first, the thread ends
     on its own (within the statement cap); the server's next poll in this process waits
     for it before reading (`SourceMemory.begin`), as it writes to the same memory."""
 
     def __init__(self, open_beside, memory: SourceMemory, read):
-        self.memory, self.read = memory, read
+        self.memory, self.read, self.opened = memory, read, False
 
         def run():
             with open_beside() as session:
+                self.opened = True
                 return read(session)
 
         executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="partdash-beside")
@@ -296,6 +299,8 @@ class _Beside:
         try:
             return self.future.result()
         except ConnectionFailure as failure:
+            if self.opened:
+                raise
             self.memory.beside_failed()
             log.info("a second session failed (%s): read on the poll's own session", failure)
             return self.read(session)

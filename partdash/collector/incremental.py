@@ -104,8 +104,6 @@ class SourceMemory:
     # This poll's `Shape.witness` row, once read and until its source is (in a 1-tuple:
     # the row may be None).
     looked: tuple | None = None
-    # The server's Innodb_data_writes as of the last `files_touched`.
-    data_writes: int | None = None
     # A read of this memory under way in another thread (`collect`'s read beside), which
     # may outlive a failed poll: the next one waits for it.
     in_flight: Future | None = None
@@ -180,19 +178,19 @@ class SourceMemory:
         file I/O is read: the server's totals of data file operations (`Shape.witness`)
         moved, or nothing could prove otherwise (no file I/O remembered, a file not
         counted: see `files_untouched`). The tablespace list is then read whatever file
-        I/O says, so `collect` reads it beside file I/O, on a second session. InnoDB
-        having written a data file since (its `Innodb_data_writes`, in the status the poll
-        reads anyway) says so without reading the witness first: those writes are in the
-        witness's totals too."""
-        writes, self.data_writes = self.data_writes, facts.number("innodb_data_writes", -1)
+        I/O says, so `collect` reads it beside file I/O, on a second session.
+
+        The witness is read here in every case, before that read starts, and is the one
+        file I/O remembers (`_read`): what the next poll compares must be older than the
+        tablespace rows remembered with it, or a file created between the two reads
+        would leave both the list and the witness unchanged at the next poll."""
+        witness = self._witness(session, SHAPES[FILE_IO.key])
         before = self.sources.get(FILE_IO.key)
         if before is None or before.witness is None or not self._counting(session):
             return True
         if not all(facts.number(name, default=1) == 0 for name in FILES_LOST):
             return True
-        if writes is not None and writes != self.data_writes:
-            return True
-        return self._witness(session, SHAPES[FILE_IO.key]) != before.witness
+        return witness != before.witness
 
     def _witness(self, session: Session, shape: "Shape") -> tuple | None:
         """The row `shape.witness` selects, read once a poll (None without one, or when
@@ -265,7 +263,8 @@ class SourceMemory:
             return _aggregates(session, inner, before.digest if fresh else None)
 
         witness = self._witness(session, shape)  # (before the aggregates it vouches for)
-        self.looked = None  # (used: the next read looks again)
+        if shape.witness is not None:  # (used: the next poll looks again; the other
+            self.looked = None  # source, read beside, has none and leaves it alone)
         digest, aggregates = aggregates_by(modulus)
         quiet = aggregates is None  # the same string as the previous poll's: nothing changed
         if shape.witness is not None:

@@ -12,6 +12,7 @@ that takes half the fleet away costs the healthy servers nothing.
 
 import enum
 import logging
+import threading
 from contextlib import contextmanager
 from datetime import timedelta
 from functools import cache
@@ -171,18 +172,32 @@ def _lock_key(server_id: int) -> str:
 
 
 @contextmanager
-def poll_lock(server_id: int, timeout: int, token: str | None = None, wait: float = 0):
+def poll_lock(
+    server_id: int, timeout: int, token: str | None = None, wait: float = 0, keep: bool = False
+):
     """Yield True if this process holds the server's poll lock, False if another does
     (after waiting up to `wait` seconds for it). The lock expires after `timeout` seconds,
     so a crashed worker cannot hold it forever. Its value is `token` (the poll task's id),
-    so `release_lost_lock` frees exactly the lock of a poll whose worker died."""
+    so `release_lost_lock` frees exactly the lock of a poll whose worker died. `keep`: a
+    thread renews the expiry while the lock is held (a poll without a time limit, as
+    `manage.py poll`'s: it would otherwise lose the lock to a worker's poll midway)."""
     lock = _redis(settings.PARTDASH_REDIS_URL).lock(
-        _lock_key(server_id), timeout=timeout, blocking=wait > 0, blocking_timeout=wait or None
+        _lock_key(server_id),
+        timeout=timeout,
+        blocking=wait > 0,
+        blocking_timeout=wait or None,
+        thread_local=False,  # (renewed from another thread)
     )
     acquired = lock.acquire(token=token) if token else lock.acquire()
+    held = threading.Event()
+    if acquired and keep:
+        threading.Thread(
+            target=_renew, args=(lock, timeout / 3, held, server_id), daemon=True
+        ).start()
     try:
         yield acquired
     finally:
+        held.set()
         if acquired:
             try:
                 lock.release()
@@ -190,6 +205,16 @@ def poll_lock(server_id: int, timeout: int, token: str | None = None, wait: floa
                 log.warning("poll lock of server %s expired before the poll ended", server_id)
             except redis.exceptions.RedisError as exc:  # it expires on its own
                 log.warning("poll lock of server %s not released: %s", server_id, exc)
+
+
+def _renew(lock, every: float, released: threading.Event, server_id: int) -> None:
+    """Reset the lock's expiry every `every` seconds until it is released."""
+    while not released.wait(every):
+        try:
+            lock.reacquire()
+        except redis.exceptions.RedisError as exc:
+            log.warning("poll lock of server %s not renewed: %s", server_id, exc)
+            return
 
 
 # Deletes a key only while it still holds the poll's token, in one step.

@@ -19,7 +19,6 @@ VARIABLES = (
     "lower_case_table_names",
 )
 STATUS = (
-    "Innodb_data_writes",
     "Opened_tables",
     "Open_tables",
     "Performance_schema_file_handles_lost",

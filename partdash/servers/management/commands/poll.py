@@ -4,8 +4,9 @@ emails queued for the worker).
 
 Like the task, it holds the server's poll lock while polling, so it never overlaps a
 worker's poll of the same server: when one is running, it says so on stderr and waits
-for it to end (at most the lock's own expiry). Should Redis, which holds the lock, be
-unreachable, it says so and polls without the lock (the command is also how a server
+for it to end (at most the lock's own expiry); its own hold is renewed while it polls,
+which no time limit bounds. Should Redis, which holds the lock, fail to give it
+(unreachable, say), it says so and polls without the lock (the command is also how a server
 is tried out before the worker runs).
 
 Prints `PollReport.summary`: one line, then one line per distinct warning (grouped by
@@ -43,21 +44,24 @@ class Command(PartdashCommand):
         return [server]
 
     def _locked(self, stack: ExitStack, server: Server) -> bool:
-        """Take the server's poll lock into `stack`, waiting for a running poll to end;
-        False when it is still held after the lock's expiry. Without Redis: True, said."""
+        """Take the server's poll lock into `stack` (renewed while this poll runs, which
+        has no time limit), waiting for a running poll to end; False when it is still
+        held after the lock's expiry. Without Redis: True, said."""
         _, hard = scheduling.time_limits(server.poll_interval)
         expiry, token = hard + 5, f"manage.py-{uuid.uuid4().hex}"
         try:
-            if stack.enter_context(scheduling.poll_lock(server.pk, expiry, token)):
+            if stack.enter_context(scheduling.poll_lock(server.pk, expiry, token, keep=True)):
                 return True
             self.stderr.write(
                 f"{server.name}: another poll is running; waiting for it to end "
                 f"(at most {expiry} s)"
             )
-            return stack.enter_context(scheduling.poll_lock(server.pk, expiry, token, expiry))
+            return stack.enter_context(
+                scheduling.poll_lock(server.pk, expiry, token, wait=expiry, keep=True)
+            )
         except redis.exceptions.RedisError as exc:
             self.stderr.write(
-                f"{server.name}: polling without the poll lock, Redis is unreachable "
+                f"{server.name}: polling without the poll lock, which Redis did not give "
                 f"({type(exc).__name__}: {exc})"
             )
             return True
