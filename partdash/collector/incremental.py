@@ -186,11 +186,9 @@ class SourceMemory:
         would leave both the list and the witness unchanged at the next poll."""
         witness = self._witness(session, SHAPES[FILE_IO.key])
         before = self.sources.get(FILE_IO.key)
-        if before is None or before.witness is None or not self._counting(session):
+        if before is None or before.witness is None:
             return True
-        if not all(facts.number(name, default=1) == 0 for name in FILES_LOST):
-            return True
-        return witness != before.witness
+        return not self._every_file_counted(session, facts) or witness != before.witness
 
     def _witness(self, session: Session, shape: "Shape") -> tuple | None:
         """The row `shape.witness` selects, read once a poll (None without one, or when
@@ -198,7 +196,8 @@ class SourceMemory:
         if shape.witness is None:
             return None
         if self.looked is None:
-            self.looked = (_witness(session, shape),)
+            found = _rows_or_none(session, shape.witness)
+            self.looked = (tuple(found[0]) if found else None,)
         return self.looked[0]
 
     def beside_allowed(self) -> bool:
@@ -220,8 +219,14 @@ class SourceMemory:
         (an uncounted file could grow unseen), the instrument and its consumer on
         (`_counting`). Then the tablespace list cannot have changed either, and is not
         read (its table fill is most of a quiet poll)."""
-        counting = self._counting(session)  # (first: checked on a server's first poll)
-        if not self.files_still or not counting:
+        counted = self._every_file_counted(session, facts)  # (checked on a first poll too)
+        return self.files_still and counted
+
+    def _every_file_counted(self, session: Session, facts) -> bool:
+        """performance_schema counts every data file: the instrument and its consumer on
+        (`_counting`), no file instance or handle lost (an uncounted file could grow
+        unseen)."""
+        if not self._counting(session):
             return False
         return all(facts.number(name, default=1) == 0 for name in FILES_LOST)
 
@@ -341,12 +346,6 @@ def _rows_or_none(session: Session, sql: str) -> list | None:
         if session_lost(exc):
             raise
         return None
-
-
-def _witness(session: Session, shape: "Shape") -> tuple | None:
-    """The row `shape.witness` selects (None without one, or when it cannot be read)."""
-    found = _rows_or_none(session, shape.witness) if shape.witness is not None else None
-    return tuple(found[0]) if found else None
 
 
 def _every_row(rows: dict[int, list]) -> list:
