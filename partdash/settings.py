@@ -293,6 +293,10 @@ PARTDASH_FULL_READ_SECONDS = env.int("PARTDASH_FULL_READ_SECONDS", default=3600)
 # After writes, a poll reads the tablespace list on a second, short-lived session to the
 # server, beside file I/O on its own (partdash.collector.collect): off, one session only.
 PARTDASH_SECOND_SESSION = env.bool("PARTDASH_SECOND_SESSION", default=True)
+# While that second session reads the tablespace list, the poll stores, analyses and
+# evaluates as if the list had not changed, and commits once the list says it did not
+# (otherwise rolls back and stores it again): README, "Storing while the list is read".
+PARTDASH_STORE_WHILE_READING = env.bool("PARTDASH_STORE_WHILE_READING", default=True)
 # What one polling process (a worker child) remembers between polls, in partitions over
 # every server it polled; past it, the least recently polled servers are forgotten.
 PARTDASH_REMEMBERED_PARTITIONS = env.int("PARTDASH_REMEMBERED_PARTITIONS", default=256_000)

@@ -835,3 +835,144 @@ def test_a_second_session_refused_falls_back_but_one_lost_fails_the_poll():
     with pytest.raises(ConnectionFailure, match="timed out"):
         collect_module._Beside(opened, memory, read).rows("own")
     assert memory.beside_allowed()
+
+
+def speculations_spied(monkeypatch) -> list:
+    """The outcome of every speculation from now on: "confirmed" or "refuted"."""
+    from partdash.collector import service
+
+    outcomes, store = [], service._store_analyse_evaluate
+
+    def spy(server, collection, poll_id, seconds):
+        speculative = collection.speculation is not None
+        try:
+            result = store(server, collection, poll_id, seconds)
+        except collect_module.Refuted:
+            outcomes.append("refuted")
+            raise
+        if speculative:
+            outcomes.append("confirmed")
+        return result
+
+    monkeypatch.setattr(service, "_store_analyse_evaluate", spy)
+    return outcomes
+
+
+def samples_per_snapshot(server) -> dict:
+    from django.db.models import Count
+
+    from partdash.metrics.models import PartitionSample
+
+    rows = PartitionSample.objects.filter(partition__table__server=server)
+    by_pair = rows.values("snapshot_id", "partition_id").annotate(n=Count("id"))
+    return {(r["snapshot_id"], r["partition_id"]): r["n"] for r in by_pair}
+
+
+# Writes that grow a file (a tablespace row changes) without changing any partition.
+GROW = "INSERT INTO h SELECT 24 * seq + 24000, REPEAT('g', 180) FROM seq_1_to_3000"
+
+
+def test_after_writes_a_poll_stores_while_the_tablespace_list_is_read_and_loses_nothing(
+    transactional_db, mariadb_ps, new_schema, monkeypatch, settings
+):
+    """A poll after writes stores, analyses and evaluates while its second session still
+    reads the tablespace list, as if the list had not changed. Where it had (a file grown,
+    a partition truncated, added, dropped, coalesced, a table renamed or dropped), the
+    transaction rolls back and the poll stores it again: one snapshot per poll, one
+    sample per partition and poll, and what is stored is what a read of every row says.
+    A write that changes no tablespace row is confirmed and committed as it was stored."""
+    from partdash.metrics.models import ServerSnapshot
+
+    schema, server = tables_and_server(mariadb_ps, new_schema, "speculate")
+    monkeypatch.setattr("partdash.collector.collect.STATS_MARGIN_SECONDS", 0)
+    assert poll_server(server).ok and poll_server(server).ok
+    outcomes = speculations_spied(monkeypatch)
+    changes = [CHANGES[0], ("a file grown", [GROW], ["h"]), *CHANGES[1:-1]]
+    for what, statements, touched in changes:
+        outcomes.clear()
+        snapshots = ServerSnapshot.objects.filter(server=server).count()
+        run(mariadb_ps, schema, *statements)
+        for table in touched:
+            flush_to_disk(mariadb_ps, schema, table)
+        assert poll_server(server).ok, what
+        assert ServerSnapshot.objects.filter(server=server).count() == snapshots + 1, what
+        assert set(samples_per_snapshot(server).values()) <= {1}, what
+        assert_stored_is_the_truth(server, schema, settings, what)
+        print(what, outcomes)
+        if what.endswith("written"):
+            assert outcomes == ["confirmed"], what  # no file grew: nothing to store again
+        elif what != "a table dropped":  # (its files' list may be read before the drop)
+            assert outcomes[:1] == ["refuted"], what
+
+
+def test_a_refuted_speculation_leaves_the_memory_of_the_figures_as_it_was(
+    transactional_db, mariadb_ps, new_schema, monkeypatch, settings
+):
+    """The store rolled back puts back what it changed in the process's memory of the
+    server's figures: the poll stored again, and the polls after it, still compare only
+    the partitions that may have changed, and store the truth."""
+    from partdash.metrics.models import PartitionSample, ServerSnapshot
+
+    schema, server = tables_and_server(mariadb_ps, new_schema, "refuted")
+    monkeypatch.setattr("partdash.collector.collect.STATS_MARGIN_SECONDS", 0)
+    assert poll_server(server).ok and poll_server(server).ok
+    outcomes = speculations_spied(monkeypatch)
+    compared, members = [], PollStore._members
+
+    def spy(self, visit):
+        compared.append(None if visit is None else len(visit))
+        return members(self, visit)
+
+    monkeypatch.setattr(PollStore, "_members", spy)
+    # p0's file grows; p13 is written within its file: stored by the rolled-back store.
+    run(mariadb_ps, schema, GROW, "INSERT INTO h VALUES (99013, 'w')")
+    flush_to_disk(mariadb_ps, schema, "h")
+    assert poll_server(server).ok
+    assert outcomes[:1] == ["refuted"], outcomes
+    assert compared[0] is not None and compared[1] is not None, compared  # not every one
+    assert_stored_is_the_truth(server, schema, settings, "a file grown")
+    # Both written partitions were sampled by the poll that committed, with their rates
+    # over the interval since the previous poll (not since the rolled-back store).
+    latest = ServerSnapshot.objects.filter(server=server).latest("taken_at")
+    for key in ("p0#", "p13#"):
+        partition = Partition.objects.get(table__server=server, table__name="h", key=key)
+        assert partition.write_bytes_per_s, key
+        assert PartitionSample.objects.filter(partition=partition, snapshot=latest).exists(), key
+    run(mariadb_ps, schema, "INSERT INTO h VALUES (99001, 'z')")
+    flush_to_disk(mariadb_ps, schema, "h")
+    compared.clear()
+    assert poll_server(server).ok
+    assert compared and None not in compared, compared
+    assert_stored_is_the_truth(server, schema, settings, "a write after")
+
+
+def test_a_speculation_is_refuted_by_a_changed_or_unreadable_list_and_waits_for_it():
+    """`confirm` returns while the read beside is under way (unless told to wait), and
+    once it ended raises `Refuted` when a tablespace row changed or the read failed."""
+    import threading
+    from concurrent.futures import ThreadPoolExecutor
+
+    from partdash.collector.collect import Refuted, Speculation
+
+    class Beside(collect_module._Beside):
+        def __init__(self, future):
+            self.future, self.outcome, self.opened = future, None, True
+
+    memory, release = SourceMemory(), threading.Event()
+    with ThreadPoolExecutor(max_workers=1) as executor:
+        future = executor.submit(lambda: release.wait(10) and ["row"])
+        speculation = Speculation(Beside(future), "session", memory, None)
+        speculation.confirm(wait=False)  # still reading: nothing known yet
+        memory.touched[TABLESPACES.key] = []
+        threading.Timer(0.2, release.set).start()
+        speculation.confirm()  # waited, and nothing changed
+        assert future.done()
+    for touched in (["a changed row"], None):
+        memory.touched[TABLESPACES.key] = touched
+        with pytest.raises(Refuted):
+            speculation.confirm(wait=False)
+    with ThreadPoolExecutor(max_workers=1) as executor:
+        failing = executor.submit(lambda: 1 / 0)
+        memory.touched[TABLESPACES.key] = []
+        with pytest.raises(Refuted):
+            Speculation(Beside(failing), "session", memory, None).confirm()

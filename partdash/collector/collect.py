@@ -117,6 +117,8 @@ class Collection:
     basis: str | None = None
     dirty: set[PartitionKey] | None = None
     merged: set[PartitionKey] = field(default_factory=set)  # statistics, compression
+    # Assembled before the tablespace list read beside came back (see `Speculation`).
+    speculation: "Speculation | None" = None
     # What could not be read: per source as it happens, per table below, and all of it
     # grouped by fix in `warnings` once the poll is done (`finish`).
     shortfalls: list[Shortfall] = field(default_factory=list)
@@ -285,6 +287,7 @@ class _Beside:
 
     def __init__(self, open_beside, memory: SourceMemory, read):
         self.memory, self.read, self.opened = memory, read, False
+        self.outcome = None  # `rows`' result, once had: (rows, None) or (None, failure)
 
         def run():
             with open_beside() as session:
@@ -296,6 +299,24 @@ class _Beside:
         executor.shutdown(wait=False)
 
     def rows(self, session: Session) -> list:
+        """The rows (or the failure) of the read, the same every time it is asked: a
+        speculative poll asks once to confirm and again to redo (`Speculation`)."""
+        if self.outcome is None:
+            try:
+                self.outcome = (self._rows(session), None)
+            except Exception as failure:
+                self.outcome = (None, failure)
+        rows, failure = self.outcome
+        if failure is not None:
+            raise failure
+        return rows
+
+    def done(self) -> bool:
+        """Whether the read has ended (its rows can be had without waiting for the
+        server). A second session refused is read on the poll's own, when asked."""
+        return self.outcome is not None or self.future.done()
+
+    def _rows(self, session: Session) -> list:
         try:
             return self.future.result()
         except ConnectionFailure as failure:
@@ -484,6 +505,7 @@ def collect(
     memory: SourceMemory | None = None,
     last_poll: str | None = None,
     open_beside=None,
+    speculate: bool = False,
 ) -> Collection:
     """Read every source once; definitions only for tables whose signature changed.
     `stats_since` (the previous poll's statistics watermark) allows reading only the
@@ -493,20 +515,26 @@ def collect(
     changed (`partdash.collector.incremental`), `last_poll` being the server's last
     stored poll; `open_beside` opens a second session to the server (a context manager),
     on which the tablespace list is read beside file I/O when a data file was certainly
-    touched (the two are the longest reads of a poll after writes)."""
+    touched (the two are the longest reads of a poll after writes).
+
+    With `speculate`, a poll whose tablespace list is being read beside does not wait
+    for it: the collection is assembled as if the list had not changed, which is what
+    that read finds after most writes, and carries a `Speculation` that says, once the
+    read ends, whether it did not (the poll service stores meanwhile, and assembles the
+    collection again with the list read when it did)."""
     basis, kept = memory.begin(last_poll) if memory is not None else (None, None)
     facts = server_facts.read(session)
     if memory is not None and memory.restarted(facts):
         kept = None
     dialect = dialect_for(session.flavor, session.version)
-    collection = Collection(session.flavor, session.version, dialect, facts)
     ps_on = facts.is_on("performance_schema")
-    reuse = Reuse(kept if ps_on else None)
-    del kept  # `reuse` releases it once adopted or not: a build then needs the memory
+    kept = kept if ps_on else None
     # File I/O first (merged after the partitions are built): where it proves no data
     # file was touched, the tablespace list is not read (`files_untouched`). Where a file
     # certainly was, the list is read beside it, on a second session.
     beside = None
+    # The list as remembered, taken before a read beside replaces it.
+    remembered = memory.remembered(TABLESPACES) if memory is not None and kept else None
     if memory is not None and ps_on and open_beside is not None and memory.beside_allowed():
         if memory.files_touched(session, facts):
             read_beside = lambda on: memory.read(on, dialect, TABLESPACES)  # noqa: E731
@@ -522,44 +550,126 @@ def collect(
         read_files = lambda: memory.read(session, dialect, TABLESPACES, untouched)  # noqa: E731
     else:
         read_files = lambda: tablespaces.read(session, dialect)  # noqa: E731
+    reads = _Reads(session, dialect, facts, known, stats_since, frozenset(hidden_before))
+    reads.memory, reads.basis, reads.read_io, reads.kept = memory, basis, read_io, kept
+    del kept  # `assemble` releases it once adopted or not: a build then needs the memory
+    if speculate and beside is not None and remembered is not None:
+        collection = reads.assemble(lambda: remembered, assumed_unchanged=True)
+        redo = lambda: reads.assemble(read_files)  # noqa: E731
+        collection.speculation = Speculation(beside, session, memory, redo)
+        return collection
+    return reads.assemble(read_files)
 
-    def merge_files(collection: Collection, rows: list) -> None:
-        if not reuse.adopt(collection, memory.touched.get(TABLESPACES.key) if memory else None):
-            _merge_files(collection, rows)
 
-    _read(collection, "tablespaces", read_files, merge_files)
-    if stats_since is not None and _tables_changed(collection, known):
-        stats_since = None  # new or changed tables need every statistics row once
-    _read_statistics(session, collection, stats_since)
+@dataclass
+class _Reads:
+    """What one poll read before the tablespace list, and how to assemble a collection
+    from it with the list's rows (`assemble`): once, or twice when a speculation was
+    refuted (file I/O is not read again: its memory moved on with the first read)."""
 
-    def merge_io(collection: Collection, rows: list) -> None:
-        touched = memory.touched.get(FILE_IO.key) if memory else None
-        _merge_io(collection, rows, reuse.io_only(collection, touched))
+    session: Session
+    dialect: Dialect
+    facts: server_facts.ServerFacts
+    known: dict[TableKey, str]
+    stats_since: int | None
+    hidden_before: frozenset
+    memory: SourceMemory | None = None
+    basis: str | None = None
+    read_io: object = None
+    kept: "Kept | None" = None  # the previous poll's partitions, for the first assembly
 
-    _read(collection, "file_io", read_io, merge_io)
-    if settings.PARTDASH_READ_TABLESTATS:
-        _read(collection, "tablestats", lambda: tablestats.read(session, dialect), _merge_changes)
-    collection.innodb_cmp = _read(collection, "innodb_cmp", lambda: compression.read_cmp(session))
-    collection.innodb_cmp = collection.innodb_cmp or []
-    if facts.is_on("innodb_cmp_per_index_enabled") or _has_compressed(collection):
-        per_index_on = facts.is_on("innodb_cmp_per_index_enabled")
-        _read(
-            collection,
-            "cmp_per_index",
-            lambda: compression.read_per_index(session, per_index_on, collection.partitions),
-            _merge_compression,
+    def assemble(self, read_files, assumed_unchanged: bool = False) -> Collection:
+        """The collection, the tablespace list's rows being `read_files()`. The previous
+        poll's partitions (`kept`, released here) are reused if no tablespace row
+        changed, which `assumed_unchanged` takes for granted rather than asking the
+        memory."""
+        session, dialect, facts, memory = self.session, self.dialect, self.facts, self.memory
+        collection = Collection(session.flavor, session.version, dialect, facts)
+        reuse, self.kept = Reuse(self.kept), None
+        if memory is not None:
+            memory.pending = None  # (what a refuted assembly kept is not kept)
+
+        def files_touched() -> list | None:
+            if assumed_unchanged:
+                return []
+            return memory.touched.get(TABLESPACES.key) if memory is not None else None
+
+        def merge_files(collection: Collection, rows: list) -> None:
+            if not reuse.adopt(collection, files_touched()):
+                _merge_files(collection, rows)
+
+        _read(collection, "tablespaces", read_files, merge_files)
+        stats_since = self.stats_since
+        if stats_since is not None and _tables_changed(collection, self.known):
+            stats_since = None  # new or changed tables need every statistics row once
+        _read_statistics(session, collection, stats_since)
+
+        def merge_io(collection: Collection, rows: list) -> None:
+            touched = memory.touched.get(FILE_IO.key) if memory else None
+            _merge_io(collection, rows, reuse.io_only(collection, touched))
+
+        _read(collection, "file_io", self.read_io, merge_io)
+        if settings.PARTDASH_READ_TABLESTATS:
+            _read(
+                collection, "tablestats", lambda: tablestats.read(session, dialect), _merge_changes
+            )
+        collection.innodb_cmp = _read(
+            collection, "innodb_cmp", lambda: compression.read_cmp(session)
         )
-    _check_settings(collection)
-    _read_definitions(session, collection, known, set(hidden_before))
-    if basis is not None:
-        collection.basis, collection.dirty = basis, _dirty(collection, memory)
-    collection.finish()
-    # Kept only where every partition has a tablespace of its own: then an unchanged
-    # tablespace list proves the partitions unchanged (a partition in the system
-    # tablespace is listed by its statistics alone, and its table may be dropped).
-    if memory is not None and not collection.raced and collection.files_cover_partitions:
-        memory.pending = Kept.of(collection)
-    return collection
+        collection.innodb_cmp = collection.innodb_cmp or []
+        if facts.is_on("innodb_cmp_per_index_enabled") or _has_compressed(collection):
+            per_index_on = facts.is_on("innodb_cmp_per_index_enabled")
+            _read(
+                collection,
+                "cmp_per_index",
+                lambda: compression.read_per_index(session, per_index_on, collection.partitions),
+                _merge_compression,
+            )
+        _check_settings(collection)
+        _read_definitions(session, collection, self.known, set(self.hidden_before))
+        if self.basis is not None:
+            collection.basis = self.basis
+            collection.dirty = _dirty(collection, memory, files_touched())
+        collection.finish()
+        # Kept only where every partition has a tablespace of its own: then an unchanged
+        # tablespace list proves the partitions unchanged (a partition in the system
+        # tablespace is listed by its statistics alone, and its table may be dropped).
+        if memory is not None and not collection.raced and collection.files_cover_partitions:
+            memory.pending = Kept.of(collection)
+        return collection
+
+
+class Refuted(Exception):
+    """A speculation's tablespace list changed: what was stored on it is rolled back."""
+
+
+@dataclass
+class Speculation:
+    """A collection assembled as if the tablespace list, still being read beside, had not
+    changed (`collect`'s `speculate`). After writes, that read (the fill of 64,000
+    rows, about 0.25 s) is the longest of a poll, and it usually finds nothing changed:
+    files grow or appear far less often than they are written. The poll service stores,
+    analyses and evaluates meanwhile in its transaction and `confirm`s before
+    committing; when the list did change (or could not be read), the transaction is
+    rolled back and the collection assembled again from the list (`redo`), so what is
+    stored is what waiting for it would have stored."""
+
+    beside: _Beside
+    session: Session
+    memory: SourceMemory
+    redo: object  # () -> Collection
+
+    def confirm(self, wait: bool = True) -> None:
+        """Raise `Refuted` once the read beside is known to have found a change; return
+        while it is still under way (unless `wait`) or found none."""
+        if not wait and not self.beside.done():
+            return
+        try:
+            self.beside.rows(self.session)
+        except Exception as failure:  # the redo reads it again, and fails as usual
+            raise Refuted(str(failure)) from None
+        if self.memory.touched.get(TABLESPACES.key) != []:
+            raise Refuted("the tablespace list changed")
 
 
 @dataclass
@@ -611,20 +721,23 @@ class Reuse:
         return {row.path_key for row in touched}
 
 
-def _dirty(collection: Collection, memory: SourceMemory) -> set[PartitionKey] | None:
+def _dirty(
+    collection: Collection, memory: SourceMemory, files_touched: list | None
+) -> set[PartitionKey] | None:
     """The partitions whose figures may differ from the previous poll's: those of the
-    buckets read again and those with statistics or compression rows this poll. None
-    when every row of a source was read, or definitions were (the tables changed)."""
+    buckets read again (`files_touched`: the tablespace rows) and those with statistics
+    or compression rows this poll. None when every row of a source was read, or
+    definitions were (the tables changed)."""
     touched = memory.touched
     if (
         collection.definitions
         or not collection.stats_incremental
         or settings.PARTDASH_READ_TABLESTATS
-        or touched.get(TABLESPACES.key) is None
+        or files_touched is None
         or (FILE_IO.key in touched and touched[FILE_IO.key] is None)
     ):
         return None
-    dirty = {row.name.key for row in touched[TABLESPACES.key]}
+    dirty = {row.name.key for row in files_touched}
     for row in touched.get(FILE_IO.key, ()):
         figures = collection.by_path.get(row.path_key)
         if figures is not None:

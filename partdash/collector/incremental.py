@@ -168,6 +168,12 @@ class SourceMemory:
             self.touched[shape.key] = None
             return shape.read_all(session, dialect)
 
+    def remembered(self, source: Source) -> list | None:
+        """The source's rows as remembered, while they may still be trusted unread (what
+        `read` returns when no bucket changed); None otherwise."""
+        before = self.sources.get(SHAPES[source.key].key)
+        return _every_row(before.rows) if before is not None and self._fresh(before) else None
+
     @staticmethod
     def _fresh(before: Buckets) -> bool:
         """Whether remembered rows may still be trusted, rather than read in full."""

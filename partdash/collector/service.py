@@ -23,7 +23,7 @@ from django.utils import timezone
 
 from partdash.alerts.service import evaluate_after_failure, evaluate_after_poll
 from partdash.collector.catalogue import HIDDEN, Shortfall
-from partdash.collector.collect import Collection, collect, table_key
+from partdash.collector.collect import Collection, Refuted, collect, table_key
 from partdash.collector.incremental import SourceMemory
 from partdash.lib.commands import store_unavailable
 from partdash.lib.secrets import SecretError
@@ -265,14 +265,46 @@ def _store_analyse_evaluate(
 ) -> tuple[StoreResult, str | None]:
     """The stages after collecting, in one transaction. A retried task's poll was
     stored already (no snapshot): nothing to analyse or evaluate. Returns the store's
-    result and why the alert evaluation failed, if it did."""
+    result and why the alert evaluation failed, if it did.
+
+    A collection assembled on a `Speculation` (the tablespace list still being read) is
+    confirmed between the stages and before the commit: should the list have changed,
+    the transaction rolls back, the store's memory of the server is restored and
+    `Refuted` raised (the caller stores the collection assembled again)."""
     failed = None
-    with transaction.atomic():
-        result = PollStore(server, collection, poll_id, seconds).save()
-        if result.snapshot is not None:
-            analyse_server(server, result.snapshot, result.changed_tables, result.stored_figures)
-            failed = evaluate_alerts(evaluate_after_poll, server, result.snapshot)
+    speculation = collection.speculation
+    confirm = speculation.confirm if speculation is not None else lambda wait=True: None
+    store = PollStore(server, collection, poll_id, seconds)
+    try:
+        with transaction.atomic():
+            result = store.save()
+            if result.snapshot is not None:
+                confirm(wait=False)  # refuted already: no analysis to throw away
+                analyse_server(
+                    server, result.snapshot, result.changed_tables, result.stored_figures
+                )
+                confirm(wait=False)
+                failed = evaluate_alerts(evaluate_after_poll, server, result.snapshot)
+            confirm()
+    except Refuted:
+        store.restore()
+        raise
     return result, failed
+
+
+def _store(
+    server: Server, collection: Collection, poll_id: str, started: float
+) -> tuple[StoreResult, str | None]:
+    """`_store_analyse_evaluate`, once more on the collection assembled again with the
+    tablespace list read should a speculation be refuted (the poll's sessions still
+    open: definitions may have to be read)."""
+    speculation = collection.speculation
+    try:
+        return _store_analyse_evaluate(server, collection, poll_id, time.monotonic() - started)
+    except Refuted as refuted:
+        log.debug("poll of %s stored again: %s", server.name, refuted)
+        collection = speculation.redo()
+        return _store_analyse_evaluate(server, collection, poll_id, time.monotonic() - started)
 
 
 def _poll(server: Server, poll_id: str | None) -> PollReport:
@@ -293,7 +325,12 @@ def _poll(server: Server, poll_id: str | None) -> PollReport:
                 source_memory(server),
                 previous.poll_id,
                 (lambda: open_session(target)) if settings.PARTDASH_SECOND_SESSION else None,
+                speculate=settings.PARTDASH_STORE_WHILE_READING,
             )
+            stored = None
+            if collection.speculation is not None:  # stored while the session is open
+                set_stage("storing and analysing the snapshot")
+                stored = _store(server, collection, poll_id, started)
     except (ConnectionFailure, SecretError) as failure:
         message = str(failure)
         log.warning("poll of %s failed: %s", server.name, message)
@@ -302,9 +339,9 @@ def _poll(server: Server, poll_id: str | None) -> PollReport:
         return PollReport(server=server.name, ok=False, error=message)
     server.record_tls(session.tls_offered)
     set_stage("storing and analysing the snapshot")
-    result, evaluation_failed = _store_analyse_evaluate(
-        server, collection, poll_id, time.monotonic() - started
-    )
+    if stored is None:
+        stored = _store_analyse_evaluate(server, collection, poll_id, time.monotonic() - started)
+    result, evaluation_failed = stored
     if result.snapshot is not None:
         _record_success(server, collection, result.snapshot.taken_at)
         if (memory := source_memory(server)) is not None:

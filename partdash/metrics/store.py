@@ -241,6 +241,10 @@ class PollStore:
         self.stored_figures: StoredFigures | None = None
         # Partitions were added or dropped this poll: what is remembered is stale.
         self.reshaped = bool(collection.definitions)
+        # What this store took from the process's memory of the server, and the figures
+        # it replaced there: `restore` puts them back should its transaction roll back.
+        self._taken: _Remembered | None = None
+        self._replaced: dict[tuple[int, str], tuple] = {}
 
     # -- tables and definitions --------------------------------------------------------
 
@@ -345,6 +349,7 @@ class PollStore:
         those that may have changed (None: every one)."""
         remembered = _REMEMBERED.pop(self.server.pk, None)
         if remembered and last and remembered.snapshot_id == last.pk and not self.reshaped:
+            self._taken = remembered
             collection = self.collection
             if (
                 collection.dirty is not None
@@ -359,11 +364,26 @@ class PollStore:
         """Write the queued updates and make them the figures remembered for the next
         poll; empties both lists, returns how many there were."""
         self._write_updates(updates)
+        replaced = self._replaced
         for key, update in zip(keys, updates, strict=True):
+            replaced.setdefault(key, previous[key])
             previous[key] = (update[-1], *update[:-1])
         count = len(updates)
         keys.clear(), updates.clear()
         return count
+
+    def restore(self) -> None:
+        """After this store's transaction rolled back: the process remembers the server's
+        figures as it did before the store ran (they are the database's again), so the
+        next store of the same poll compares only what may have changed, as this one did."""
+        taken, self._taken = self._taken, None
+        if taken is None:
+            return
+        figures = taken.stored.figures
+        for key, before in self._replaced.items():
+            figures[key] = before
+        self._replaced = {}
+        _REMEMBERED.setdefault(self.server.pk, taken)
 
     def _remember(self, snapshot: ServerSnapshot, stored: StoredFigures, moving) -> None:
         if not self.reshaped:
