@@ -976,3 +976,38 @@ def test_a_speculation_is_refuted_by_a_changed_or_unreadable_list_and_waits_for_
         memory.touched[TABLESPACES.key] = []
         with pytest.raises(Refuted):
             Speculation(Beside(failing), "session", memory, None).confirm()
+
+
+def test_file_rows_read_again_name_only_the_files_whose_hashed_figures_moved(settings):
+    """A bucket of file I/O read again holds files whose reads moved below the quantum
+    beside the one that moved: only the latter (and files added or gone) are touched,
+    as the store keeps such reads unsampled; file I/O's buckets hold about 2 files, at
+    most FILE_IO_MAX_BUCKETS of them."""
+    from partdash.collector.incremental import (
+        FILE_IO_MAX_BUCKETS,
+        _differing,
+        _path_buckets,
+        file_io_same,
+    )
+    from partdash.collector.sources.file_io import PartitionIO
+
+    settings.PARTDASH_MIN_SAMPLED_READS = 16
+    before = {7: [PartitionIO("a", 17, 1, 100, 10), PartitionIO("b", 3, 0, 30, 0)]}
+    after = {
+        7: [
+            PartitionIO("a", 20, 1, 160, 10),  # 3 more reads, same quantum
+            PartitionIO("b", 16, 0, 260, 0),  # into the next quantum
+            PartitionIO("c", 0, 0, 0, 0),  # a new file
+        ]
+    }
+    same = file_io_same(FILE_IO_COLUMNS)
+    touched = _differing(before, after, [7], same)
+    assert sorted((row.path_key, row.read_ops) for row in touched) == [
+        ("b", 3),
+        ("b", 16),
+        ("c", 0),
+    ]
+    assert len(_differing(before, after, [7])) == 5  # whole rows: "a" counts as moved
+    assert file_io_same("FILE_NAME, COUNT_READ") is None  # a query not hashed by quantum
+    assert _path_buckets(64_000) == 32_768 and _path_buckets(3) == 1
+    assert _path_buckets(10**6) == FILE_IO_MAX_BUCKETS
