@@ -154,6 +154,38 @@ def _partition_names(states: list[PartitionState], labels: set[str]) -> list[str
     return list(dict.fromkeys(s.name for s in states if s.label in labels))
 
 
+# A partition's window as last summed: (its sums, when they change with nothing
+# written (`recent.window_ends`), the time they were summed at, the window's length).
+Window = tuple[dict, int | None, float, float]
+
+
+def _windows(
+    recents: list[str | None], at: float, seconds: float, memo: dict[str, Window] | None
+) -> tuple[dict[int, dict], list, dict[str, Window]]:
+    """The window sums (by partition index) and ends of the partitions with stored
+    activity. A partition whose activity (its text) is as when last summed keeps those
+    sums until its oldest slot leaves the window: slots only leave as time passes, and
+    a partition written since has new text. After writes that touch most of a server's
+    tables, most of their partitions are such (summing them all again was most of the
+    analysis, measured on 64,000 partitions). Returns the sums, the ends, and the memo
+    of the texts seen here."""
+    sums, ends, seen = {}, [], {}
+    for i, text in enumerate(recents):
+        if not text:
+            continue
+        known = memo.get(text) if memo else None
+        if known is None or not (
+            known[3] == seconds and known[2] <= at and (known[1] is None or at < known[1])
+        ):
+            entries = recent.loads(text)
+            summed = recent.window_sums(entries, at, seconds)
+            known = (summed, recent.window_ends(entries, at, seconds), at, seconds)
+        seen[text] = known
+        sums[i] = known[0]
+        ends.append(known[1])
+    return sums, ends, seen
+
+
 def table_health(
     table: PartitionedTable,
     states: list[PartitionState],
@@ -161,16 +193,21 @@ def table_health(
     now: datetime,
     page_size: int,
     buffer_pool,
+    windows: dict[str, Window] | None = None,
 ) -> dict:
     """Every health figure of one table, as stored in `PartitionedTable.health`.
-    `states` in definition order, `recents` their stored recent activity."""
+    `states` in definition order, `recents` their stored recent activity; `windows`: a
+    memo of their window sums (see `_windows`), updated in place when given."""
     if len(recents) != len(states):
         raise ValueError(f"{len(states)} partitions but {len(recents)} recent activities")
     seconds, at = window().total_seconds(), now.timestamp()
     # Only partitions with stored activity (a few per table) have window sums and ends;
     # the rest sum to None throughout, as `recent.window_sums([])` would say.
-    entries = {i: recent.loads(text) for i, text in enumerate(recents) if text}
-    sums = {i: recent.window_sums(e, at, seconds) for i, e in entries.items()}
+    sums, ends, seen = _windows(recents, at, seconds, windows)
+    if windows is not None:
+        windows.clear()
+        windows.update(seen)
+    entries = {i: recents[i] for i in sums}  # parsed only if the hotspot rules need slots
     hotspots, written_labels = None, set()
     if any(w[f] is not None for w in sums.values() for f in _ACTIVITY_FIGURES):
         # Without any, `find_hotspots` has no source (None) and nothing was written.
@@ -181,7 +218,9 @@ def table_health(
         ]
         hotspots = find_hotspots(
             activity,  # slots: the partitions without entries have none to add
-            lambda: slot_activity([labels[i] for i in entries], list(entries.values()), now),
+            lambda: slot_activity(
+                [labels[i] for i in entries], [recent.loads(t) for t in entries.values()], now
+            ),
         )
         written_labels = set(written_partitions(activity))
     rows_added = sum(w["rows_added"] or 0 for w in sums.values())
@@ -220,7 +259,6 @@ def table_health(
         stale=_partition_names(states, {s.name for s in stale}),
     )
     found = sorted((rules.with_fix(f, facts) for f in found if f), key=lambda f: -f.score)
-    ends = [recent.window_ends(e, at, seconds) for e in entries.values()]
     return {
         "skew": _skew(skew_rows),
         "skew_bytes": _skew(skew_bytes),
@@ -331,7 +369,8 @@ def _analyse(tables: list[PartitionedTable], now: datetime, variables: dict, sto
         members = by_table[table.pk]
         states = [state for state, _ in members]
         recents = [text for _, text in members]
-        table.health = table_health(table, states, recents, now, page_size, buffer_pool)
+        windows = stored.windows.setdefault(table.pk, {}) if stored else None
+        table.health = table_health(table, states, recents, now, page_size, buffer_pool, windows)
         table.activity = table.health.pop("activity")
         table.score = table.health["score"]
         table.total_rows = _total(states, "rows")

@@ -2,7 +2,7 @@
 partition, and a sample row only where a partition's figures changed. The poll service
 (`partdash.collector.service`) then analyses what changed, in the same transaction."""
 
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, field, fields
 from datetime import datetime
 from operator import attrgetter, itemgetter
 
@@ -200,6 +200,8 @@ class StoredFigures:
     # built from: a poll replaces the rows it updates, and only those are built again
     # (a changed table has a few changed partitions among many).
     built: dict[int, tuple[list[tuple], list[tuple]]]
+    # Each table's partitions' window sums as last analysed (`analysis._windows`).
+    windows: dict[int, dict] = field(default_factory=dict)
 
     def partitions_of(self, table_ids: list[int]) -> dict[int, list] | None:
         """As `analysis._partitions_of`: each table's live partitions in definition order

@@ -1,0 +1,65 @@
+"""The analysis keeps each partition's window sums between polls (`analysis._windows`):
+what it judges with them is what summing every partition's activity again says, as
+writes come and slots leave the window."""
+
+from datetime import UTC, datetime, timedelta
+
+from partdash.health import recent
+from partdash.health.partitions import PartitionState
+from partdash.metrics.analysis import table_health, window
+from partdash.metrics.models import PartitionedTable
+
+START = datetime(2026, 11, 26, 3, 0, tzinfo=UTC)
+
+
+def activity(writes: dict[int, int], now: datetime, before: list) -> list:
+    """Each partition's stored activity after a poll at `now` that saw `writes` (index ->
+    bytes written), as the store keeps it: a partition that did nothing keeps its text,
+    slots that left the window included (`store._recorded`)."""
+    seconds = window().total_seconds()
+    texts = []
+    for i, text in enumerate(before):
+        deltas = [writes.get(i, 0), 0, writes.get(i, 0) // 100, writes.get(i, 0) // 50]
+        if not any(deltas):
+            texts.append(text)
+            continue
+        texts.append(
+            recent.dumps(recent.record(recent.loads(text), deltas, now.timestamp(), seconds))
+        )
+    return texts
+
+
+def test_window_sums_kept_between_polls_judge_what_summing_them_again_judges():
+    table = PartitionedTable(schema="s", name="t", method="HASH", expression="`id`")
+    states = [PartitionState(f"p{i}", ordinal=i, rows=1000 + 40 * i) for i in range(16)]
+    texts: list = [None] * len(states)
+    memo: dict = {}
+    now = START
+    seconds = window().total_seconds()
+    # Polls every 7 minutes for three windows: a write burst, quiet, then one partition.
+    for poll in range(int(3 * seconds // 420)):
+        now = START + timedelta(seconds=420 * poll)
+        if poll < 4:
+            writes = {i: 4096 * (i + 1) for i in range(0, 16, 3)}
+        elif poll % 5 == 0 and poll > 12:
+            writes = {2: 1 << 20}
+        else:
+            writes = {}
+        texts = activity(writes, now, texts)
+        remembered = table_health(table, states, texts, now, 16384, 1 << 30, memo)
+        summed_again = table_health(table, states, texts, now, 16384, 1 << 30)
+        assert remembered == summed_again, poll
+    assert memo  # kept: partitions still had activity in the window at the end
+
+
+def test_a_memo_of_another_time_or_window_is_not_used():
+    """Sums kept at a later time, or for another window length, are summed again."""
+    table = PartitionedTable(schema="s", name="t", method="HASH", expression="`id`")
+    states = [PartitionState("p0"), PartitionState("p1", ordinal=1)]
+    texts = activity({0: 5000}, START, [None, None])
+    later = START + timedelta(seconds=window().total_seconds() + 600)
+    memo: dict = {}
+    table_health(table, states, texts, later, 16384, 1 << 30, memo)  # nothing in the window
+    earlier = table_health(table, states, texts, START, 16384, 1 << 30, memo)
+    assert earlier == table_health(table, states, texts, START, 16384, 1 << 30)
+    assert earlier["written"]["partitions"] == 1
