@@ -154,9 +154,11 @@ def _partition_names(states: list[PartitionState], labels: set[str]) -> list[str
     return list(dict.fromkeys(s.name for s in states if s.label in labels))
 
 
-# A partition's window as last summed: (its sums, when they change with nothing
-# written (`recent.window_ends`), the time they were summed at, the window's length).
-Window = tuple[dict, int | None, float, float]
+# A partition's window as last summed: (its sums in `recent.FIGURES` order, when they
+# change with nothing written (`recent.window_ends`), the time they were summed at, the
+# window's length). A tuple, not the sums' dict: on 64,000 partitions with activity, the
+# memo costs about 19 MB rather than 30 (traced).
+Window = tuple[tuple, int | None, float, float]
 
 
 def _windows(
@@ -178,10 +180,10 @@ def _windows(
             known[3] == seconds and known[2] <= at and (known[1] is None or at < known[1])
         ):
             entries = recent.loads(text)
-            summed = recent.window_sums(entries, at, seconds)
+            summed = tuple(recent.window_sums(entries, at, seconds).values())
             known = (summed, recent.window_ends(entries, at, seconds), at, seconds)
         seen[text] = known
-        sums[i] = known[0]
+        sums[i] = dict(zip(recent.FIGURES, known[0], strict=True))
         ends.append(known[1])
     return sums, ends, seen
 
