@@ -872,18 +872,27 @@ def samples_per_snapshot(server) -> dict:
 GROW = "INSERT INTO h SELECT 24 * seq + 24000, REPEAT('g', 180) FROM seq_1_to_3000"
 
 
+# The store's undo past which it confirms first: the default, and at once.
+UNDO_LIMITS = pytest.mark.parametrize("undo_limit", [None, 1])
+
+
+@UNDO_LIMITS
 def test_after_writes_a_poll_stores_while_the_tablespace_list_is_read_and_loses_nothing(
-    transactional_db, mariadb_ps, new_schema, monkeypatch, settings
+    transactional_db, mariadb_ps, new_schema, monkeypatch, settings, undo_limit
 ):
     """A poll after writes stores, analyses and evaluates while its second session still
     reads the tablespace list, as if the list had not changed. Where it had (a file grown,
     a partition truncated, added, dropped, coalesced, a table renamed or dropped), the
     transaction rolls back and the poll stores it again: one snapshot per poll, one
     sample per partition and poll, and what is stored is what a read of every row says.
-    A write that changes no tablespace row is confirmed and committed as it was stored."""
+    A write that changes no tablespace row is confirmed and committed as it was stored;
+    so too when the store, about to replace more figures than it keeps to put back,
+    waits for the list first."""
     from partdash.metrics.models import ServerSnapshot
 
-    schema, server = tables_and_server(mariadb_ps, new_schema, "speculate")
+    if undo_limit:
+        monkeypatch.setattr("partdash.metrics.store.UNDO_LIMIT", undo_limit)
+    schema, server = tables_and_server(mariadb_ps, new_schema, f"speculate-{undo_limit}")
     monkeypatch.setattr("partdash.collector.collect.STATS_MARGIN_SECONDS", 0)
     assert poll_server(server).ok and poll_server(server).ok
     outcomes = speculations_spied(monkeypatch)
@@ -905,15 +914,18 @@ def test_after_writes_a_poll_stores_while_the_tablespace_list_is_read_and_loses_
             assert outcomes[:1] == ["refuted"], what
 
 
+@UNDO_LIMITS
 def test_a_refuted_speculation_leaves_the_memory_of_the_figures_as_it_was(
-    transactional_db, mariadb_ps, new_schema, monkeypatch, settings
+    transactional_db, mariadb_ps, new_schema, monkeypatch, settings, undo_limit
 ):
     """The store rolled back puts back what it changed in the process's memory of the
     server's figures: the poll stored again, and the polls after it, still compare only
     the partitions that may have changed, and store the truth."""
     from partdash.metrics.models import PartitionSample, ServerSnapshot
 
-    schema, server = tables_and_server(mariadb_ps, new_schema, "refuted")
+    if undo_limit:
+        monkeypatch.setattr("partdash.metrics.store.UNDO_LIMIT", undo_limit)
+    schema, server = tables_and_server(mariadb_ps, new_schema, f"refuted-{undo_limit}")
     monkeypatch.setattr("partdash.collector.collect.STATS_MARGIN_SECONDS", 0)
     assert poll_server(server).ok and poll_server(server).ok
     outcomes = speculations_spied(monkeypatch)
