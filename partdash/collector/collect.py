@@ -5,6 +5,7 @@ import hashlib
 import logging
 import random
 from collections import defaultdict
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -550,9 +551,9 @@ def collect(
         read_files = lambda: memory.read(session, dialect, TABLESPACES, untouched)  # noqa: E731
     else:
         read_files = lambda: tablespaces.read(session, dialect)  # noqa: E731
-    reads = _Reads(session, dialect, facts, known, stats_since, frozenset(hidden_before))
-    reads.memory, reads.basis, reads.read_io, reads.kept = memory, basis, read_io, kept
-    del kept  # `assemble` releases it once adopted or not: a build then needs the memory
+    hidden = frozenset(hidden_before)
+    reads = _Reads(session, dialect, facts, known, stats_since, hidden, memory, basis, read_io)
+    reads.kept, kept = kept, None  # `assemble` releases it: a build then needs the memory
     if speculate and beside is not None and remembered is not None:
         collection = reads.assemble(lambda: remembered, assumed_unchanged=True)
         redo = lambda: reads.assemble(read_files)  # noqa: E731
@@ -573,9 +574,9 @@ class _Reads:
     known: dict[TableKey, str]
     stats_since: int | None
     hidden_before: frozenset
-    memory: SourceMemory | None = None
-    basis: str | None = None
-    read_io: object = None
+    memory: SourceMemory | None
+    basis: str | None  # the stored poll `memory` continues (None: none)
+    read_io: Callable[[], list]  # file I/O's rows, read already
     kept: "Kept | None" = None  # the previous poll's partitions, for the first assembly
 
     def assemble(self, read_files, assumed_unchanged: bool = False) -> Collection:
@@ -657,7 +658,7 @@ class Speculation:
     beside: _Beside
     session: Session
     memory: SourceMemory
-    redo: object  # () -> Collection
+    redo: Callable[[], Collection]
 
     def confirm(self, wait: bool = True) -> None:
         """Raise `Refuted` once the read beside is known to have found a change; return
