@@ -876,6 +876,18 @@ GROW = "INSERT INTO h SELECT 24 * seq + 24000, REPEAT('g', 180) FROM seq_1_to_30
 UNDO_LIMITS = pytest.mark.parametrize("undo_limit", [None, 1])
 
 
+def speculating_server(instance, new_schema, monkeypatch, name: str, undo_limit):
+    """A schema of TABLES and a server polled twice (its figures known), with the store's
+    undo limit set and every speculation's outcome spied from now on: (schema, server,
+    outcomes)."""
+    if undo_limit:
+        monkeypatch.setattr("partdash.metrics.store.UNDO_LIMIT", undo_limit)
+    schema, server = tables_and_server(instance, new_schema, f"{name}-{undo_limit}")
+    monkeypatch.setattr("partdash.collector.collect.STATS_MARGIN_SECONDS", 0)
+    assert poll_server(server).ok and poll_server(server).ok
+    return schema, server, speculations_spied(monkeypatch)
+
+
 @UNDO_LIMITS
 def test_after_writes_a_poll_stores_while_the_tablespace_list_is_read_and_loses_nothing(
     transactional_db, mariadb_ps, new_schema, monkeypatch, settings, undo_limit
@@ -890,12 +902,9 @@ def test_after_writes_a_poll_stores_while_the_tablespace_list_is_read_and_loses_
     waits for the list first."""
     from partdash.metrics.models import ServerSnapshot
 
-    if undo_limit:
-        monkeypatch.setattr("partdash.metrics.store.UNDO_LIMIT", undo_limit)
-    schema, server = tables_and_server(mariadb_ps, new_schema, f"speculate-{undo_limit}")
-    monkeypatch.setattr("partdash.collector.collect.STATS_MARGIN_SECONDS", 0)
-    assert poll_server(server).ok and poll_server(server).ok
-    outcomes = speculations_spied(monkeypatch)
+    schema, server, outcomes = speculating_server(
+        mariadb_ps, new_schema, monkeypatch, "speculate", undo_limit
+    )
     changes = [CHANGES[0], ("a file grown", [GROW], ["h"]), *CHANGES[1:-1]]
     for what, statements, touched in changes:
         outcomes.clear()
@@ -923,12 +932,9 @@ def test_a_refuted_speculation_leaves_the_memory_of_the_figures_as_it_was(
     the partitions that may have changed, and store the truth."""
     from partdash.metrics.models import PartitionSample, ServerSnapshot
 
-    if undo_limit:
-        monkeypatch.setattr("partdash.metrics.store.UNDO_LIMIT", undo_limit)
-    schema, server = tables_and_server(mariadb_ps, new_schema, f"refuted-{undo_limit}")
-    monkeypatch.setattr("partdash.collector.collect.STATS_MARGIN_SECONDS", 0)
-    assert poll_server(server).ok and poll_server(server).ok
-    outcomes = speculations_spied(monkeypatch)
+    schema, server, outcomes = speculating_server(
+        mariadb_ps, new_schema, monkeypatch, "refuted", undo_limit
+    )
     compared, members = [], PollStore._members
 
     def spy(self, visit):
