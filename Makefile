@@ -12,6 +12,8 @@ bench:
 
 lint:
 	.venv/bin/ruff check . && .venv/bin/ruff format --check .
+	cd frontend && npm run --silent lint
 
 format:
 	.venv/bin/ruff format . && .venv/bin/ruff check --fix .
+	cd frontend && npm run --silent format

@@ -14,9 +14,10 @@ ensure_postgres_packages  # the PostgreSQL pass, and the tests that start a Post
 ensure_venv requirements-dev.txt
 ensure_frontend
 
-say "ruff lint and format check; bash -n scripts/*.sh"
+say "ruff lint and format check; front-end lint (ESLint, Prettier); bash -n scripts/*.sh"
 "$VENV/bin/ruff" check .
 "$VENV/bin/ruff" format --check .
+(cd frontend && npm run --silent lint)
 for script in scripts/*.sh; do bash -n "$script"; done
 
 say "validating docker/compose.yml (docker-compose config; no engine runs here)"

@@ -4,7 +4,10 @@ export const API = "/api/v1";
 
 export async function getJSON(path) {
   const url = path.startsWith("/") ? path : `${API}/${path}`;
-  const response = await fetch(url, { credentials: "same-origin", headers: { Accept: "application/json" } });
+  const response = await fetch(url, {
+    credentials: "same-origin",
+    headers: { Accept: "application/json" },
+  });
   if (!response.ok) {
     throw new Error(`${url}: HTTP ${response.status}`);
   }

@@ -1,13 +1,34 @@
 // Chart.js with only the parts the pages use, and the dashboard's colours.
 import {
-  BarController, BarElement, CategoryScale, Chart, Filler, Legend, LinearScale, LineController,
-  LineElement, LogarithmicScale, PointElement, Tooltip,
+  BarController,
+  BarElement,
+  CategoryScale,
+  Chart,
+  Filler,
+  Legend,
+  LinearScale,
+  LineController,
+  LineElement,
+  LogarithmicScale,
+  PointElement,
+  Tooltip,
 } from "chart.js";
 import { MatrixController, MatrixElement } from "chartjs-chart-matrix";
 
 Chart.register(
-  BarController, BarElement, CategoryScale, Filler, Legend, LinearScale, LineController,
-  LineElement, LogarithmicScale, PointElement, Tooltip, MatrixController, MatrixElement,
+  BarController,
+  BarElement,
+  CategoryScale,
+  Filler,
+  Legend,
+  LinearScale,
+  LineController,
+  LineElement,
+  LogarithmicScale,
+  PointElement,
+  Tooltip,
+  MatrixController,
+  MatrixElement,
 );
 Chart.defaults.animation = false;
 Chart.defaults.maintainAspectRatio = false;

@@ -22,12 +22,36 @@ function ratioLabel(compression) {
 const num = (value) => el("td", { className: "num" }, value);
 
 function partitionTable(head, partitions, cells) {
-  const rows = partitions.filter((p) => p.compression).map((p) =>
-    el("tr", {}, el("td", {}, partitionLabel(p)), cells(p.compression), el("td", {}, p.compression.verdict ?? "")));
+  const rows = partitions
+    .filter((p) => p.compression)
+    .map((p) =>
+      el(
+        "tr",
+        {},
+        el("td", {}, partitionLabel(p)),
+        cells(p.compression),
+        el("td", {}, p.compression.verdict ?? ""),
+      ),
+    );
   if (!rows.length) return null;
-  return el("div", { className: "scroll" }, el("table", { className: "grid compact", id: "compression-partitions" },
-    el("thead", {}, el("tr", {}, ["Partition", ...head, "Verdict"].map((h) => el("th", {}, h)))),
-    el("tbody", {}, rows)));
+  return el(
+    "div",
+    { className: "scroll" },
+    el(
+      "table",
+      { className: "grid compact", id: "compression-partitions" },
+      el(
+        "thead",
+        {},
+        el(
+          "tr",
+          {},
+          ["Partition", ...head, "Verdict"].map((h) => el("th", {}, h)),
+        ),
+      ),
+      el("tbody", {}, rows),
+    ),
+  );
 }
 
 function splitsText(compression) {
@@ -36,43 +60,84 @@ function splitsText(compression) {
 }
 
 function rowPanel(compression, partitions) {
-  const ops = compression.compress_ops == null ? "" : ` of ${count(compression.compress_ops)} compressions`;
+  const ops =
+    compression.compress_ops == null ? "" : ` of ${count(compression.compress_ops)} compressions`;
   return [
-    el("dl", { className: "facts", id: "compression-facts" },
-      fact("Compression failures", el("span", { id: "compression-failure-rate" }, percent(compression.failure_rate)), ops),
+    el(
+      "dl",
+      { className: "facts", id: "compression-facts" },
+      fact(
+        "Compression failures",
+        el("span", { id: "compression-failure-rate" }, percent(compression.failure_rate)),
+        ops,
+      ),
       fact("Page splits", el("span", { id: "compression-splits" }, splitsText(compression))),
-      fact("Files on disk", el("span", { id: "compression-file-bytes" }, bytes(compression.file_bytes)),
-        " (measured; the uncompressed size is known nowhere)"),
-      fact("Ratio", el("span", { id: "compression-nominal" },
-        `${number(compression.ratio)}: ${ratioLabel(compression)}`)),
+      fact(
+        "Files on disk",
+        el("span", { id: "compression-file-bytes" }, bytes(compression.file_bytes)),
+        " (measured; the uncompressed size is known nowhere)",
+      ),
+      fact(
+        "Ratio",
+        el(
+          "span",
+          { id: "compression-nominal" },
+          `${number(compression.ratio)}: ${ratioLabel(compression)}`,
+        ),
+      ),
     ),
-    partitionTable(["Failure rate", "Page splits", "File"], partitions, (c) =>
-      [num(percent(c.failure_rate)), num(c.splits == null ? "—" : count(c.splits)), num(bytes(c.file_bytes))]),
+    partitionTable(["Failure rate", "Page splits", "File"], partitions, (c) => [
+      num(percent(c.failure_rate)),
+      num(c.splits == null ? "—" : count(c.splits)),
+      num(bytes(c.file_bytes)),
+    ]),
   ];
 }
 
 function pagePanel(compression, partitions) {
   return [
-    el("dl", { className: "facts", id: "compression-facts" },
-      fact("File size", el("span", { id: "compression-file-bytes" }, bytes(compression.file_bytes))),
-      fact("Allocated", el("span", { id: "compression-allocated-bytes" }, bytes(compression.allocated_bytes))),
-      fact("Saved", el("span", { id: "compression-saved" }, percent(compression.saved_ratio)),
-        ` (ratio ${number(compression.ratio)}: ${ratioLabel(compression)})`),
+    el(
+      "dl",
+      { className: "facts", id: "compression-facts" },
+      fact(
+        "File size",
+        el("span", { id: "compression-file-bytes" }, bytes(compression.file_bytes)),
+      ),
+      fact(
+        "Allocated",
+        el("span", { id: "compression-allocated-bytes" }, bytes(compression.allocated_bytes)),
+      ),
+      fact(
+        "Saved",
+        el("span", { id: "compression-saved" }, percent(compression.saved_ratio)),
+        ` (ratio ${number(compression.ratio)}: ${ratioLabel(compression)})`,
+      ),
     ),
-    partitionTable(["File", "Allocated", "Saved"], partitions, (c) =>
-      [num(bytes(c.file_bytes)), num(bytes(c.allocated_bytes)), num(percent(c.saved_ratio))]),
+    partitionTable(["File", "Allocated", "Saved"], partitions, (c) => [
+      num(bytes(c.file_bytes)),
+      num(bytes(c.allocated_bytes)),
+      num(percent(c.saved_ratio)),
+    ]),
   ];
 }
 
 export function showCompression(table, partitions) {
   const compression = table.compression;
-  if (!compression || !compression.kind || compression.kind === "none") return show("compression", "Not compressed.");
+  if (!compression || !compression.kind || compression.kind === "none")
+    return show("compression", "Not compressed.");
   document.getElementById("compression").className = "";
   const row = compression.kind === "row";
-  const zip = compression.zip_page_size ? `, KEY_BLOCK_SIZE=${compression.zip_page_size / KIB}` : "";
-  show("compression",
+  const zip = compression.zip_page_size
+    ? `, KEY_BLOCK_SIZE=${compression.zip_page_size / KIB}`
+    : "";
+  show(
+    "compression",
     el("p", {}, el("strong", {}, row ? `ROW_FORMAT=COMPRESSED${zip}` : "Page compression")),
-    el("p", { className: compression.is_finding ? "bad-text" : "ok-text", id: "compression-verdict" }, compression.verdict ?? ""),
+    el(
+      "p",
+      { className: compression.is_finding ? "bad-text" : "ok-text", id: "compression-verdict" },
+      compression.verdict ?? "",
+    ),
     row ? rowPanel(compression, partitions) : pagePanel(compression, partitions),
   );
 }

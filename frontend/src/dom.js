@@ -15,7 +15,10 @@ export function el(tag, props = {}, ...children) {
 
 // Children may be nested arrays with nulls (optional parts); flatten them to nodes.
 function nodes(children) {
-  return children.flat(Infinity).filter((child) => child != null && child !== false).map(asNode);
+  return children
+    .flat(Infinity)
+    .filter((child) => child != null && child !== false)
+    .map(asNode);
 }
 
 function asNode(child) {
@@ -54,6 +57,12 @@ export function estimate(text, asOf, { short = false } = {}) {
   const title = asOf
     ? `Estimate from InnoDB statistics as of ${localTime(asOf)} (${age(asOf)})`
     : "Estimate from InnoDB statistics";
-  const note = short ? `est., ${statisticsAge(asOf)}` : `(estimate, statistics ${statisticsAge(asOf)})`;
-  return [el("span", { className: "figure" }, text), " ", el("abbr", { className: "est", title }, note)];
+  const note = short
+    ? `est., ${statisticsAge(asOf)}`
+    : `(estimate, statistics ${statisticsAge(asOf)})`;
+  return [
+    el("span", { className: "figure" }, text),
+    " ",
+    el("abbr", { className: "est", title }, note),
+  ];
 }

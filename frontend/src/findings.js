@@ -26,9 +26,12 @@ export function findingLine(finding) {
 // A finding's or an alert's fix: the advice, and the statement to run where there is one.
 export function fixBlock(fix) {
   if (!fix) return null;
-  return el("div", { className: "fix" },
+  return el(
+    "div",
+    { className: "fix" },
     el("p", { className: "advice" }, fix.advice),
-    fix.sql ? el("pre", { className: "sql" }, el("code", {}, fix.sql)) : null);
+    fix.sql ? el("pre", { className: "sql" }, el("code", {}, fix.sql)) : null,
+  );
 }
 
 // `withFix`: each finding's fix under it (the table page); elsewhere the line alone.

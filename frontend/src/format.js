@@ -4,7 +4,13 @@ const counts = new Intl.NumberFormat();
 const decimals = new Intl.NumberFormat(undefined, { maximumFractionDigits: 2 });
 // dateStyle cannot be combined with timeZoneName: the same fields spelled out, with the
 // zone ("Nov 22, 2026, 7:36 PM CET"), since the admin shows UTC and the pages local time.
-const DATE_FIELDS = { year: "numeric", month: "short", day: "numeric", hour: "numeric", minute: "2-digit" };
+const DATE_FIELDS = {
+  year: "numeric",
+  month: "short",
+  day: "numeric",
+  hour: "numeric",
+  minute: "2-digit",
+};
 const dates = new Intl.DateTimeFormat(undefined, { ...DATE_FIELDS, timeZoneName: "short" });
 const zoneless = new Intl.DateTimeFormat(undefined, DATE_FIELDS);
 const polls = new Intl.DateTimeFormat(undefined, { dateStyle: "short", timeStyle: "medium" });
@@ -74,7 +80,12 @@ export function boundDay(date) {
 export function age(iso, now = Date.now()) {
   if (!iso) return "never";
   const seconds = (new Date(iso).getTime() - now) / 1000;
-  const steps = [[60, "second"], [60, "minute"], [24, "hour"], [365, "day"]];
+  const steps = [
+    [60, "second"],
+    [60, "minute"],
+    [24, "hour"],
+    [365, "day"],
+  ];
   let value = seconds;
   for (const [size, unit] of steps) {
     if (Math.abs(value) < size) return relative.format(Math.round(value), unit);

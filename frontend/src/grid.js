@@ -21,7 +21,15 @@ export class Grid {
 
   renderHeader() {
     const headers = this.columns.map((column) =>
-      el("th", { className: `sortable ${column.className || ""}`, dataset: { key: column.key }, onclick: () => this.sortBy(column.key) }, column.label),
+      el(
+        "th",
+        {
+          className: `sortable ${column.className || ""}`,
+          dataset: { key: column.key },
+          onclick: () => this.sortBy(column.key),
+        },
+        column.label,
+      ),
     );
     this.table.tHead.replaceChildren(el("tr", {}, headers));
   }
@@ -43,7 +51,10 @@ export class Grid {
     this.sort = { key, direction: direction ?? (same ? -this.sort.direction : 1) };
     for (const th of this.table.tHead.rows[0].cells) {
       const sorted = th.dataset.key === key;
-      th.setAttribute("aria-sort", sorted ? (this.sort.direction > 0 ? "ascending" : "descending") : "none");
+      th.setAttribute(
+        "aria-sort",
+        sorted ? (this.sort.direction > 0 ? "ascending" : "descending") : "none",
+      );
     }
     this.render();
   }
@@ -72,7 +83,9 @@ export class Grid {
   }
 
   renderRow(row) {
-    const cells = this.columns.map((c) => el("td", { className: c.className || "" }, c.render(row)));
+    const cells = this.columns.map((c) =>
+      el("td", { className: c.className || "" }, c.render(row)),
+    );
     return el("tr", { dataset: { id: row.id } }, cells);
   }
 
@@ -87,12 +100,20 @@ export class Grid {
       return;
     }
     const button = (label, page, disabled) =>
-      el("button", { type: "button", disabled, onclick: () => this.goTo(page), dataset: { page } }, label);
+      el(
+        "button",
+        { type: "button", disabled, onclick: () => this.goTo(page), dataset: { page } },
+        label,
+      );
     const numbers = Array.from({ length: pages }, (_, page) =>
-      page === this.page ? el("strong", { className: "current" }, String(page + 1)) : button(String(page + 1), page, false),
+      page === this.page
+        ? el("strong", { className: "current" }, String(page + 1))
+        : button(String(page + 1), page, false),
     );
     this.pager.replaceChildren(
-      el("nav", { className: "pages", ariaLabel: "pages" },
+      el(
+        "nav",
+        { className: "pages", ariaLabel: "pages" },
         button("‹ Previous", this.page - 1, this.page === 0),
         ...numbers,
         button("Next ›", this.page + 1, this.page === pages - 1),

@@ -9,7 +9,9 @@ const TICK_MS = 1000;
 function ago(since) {
   const seconds = Math.max(0, Math.round((Date.now() - since) / 1000));
   if (seconds < 120) return `${seconds} s ago`;
-  return seconds < 7200 ? `${Math.round(seconds / 60)} min ago` : `${Math.round(seconds / 3600)} h ago`;
+  return seconds < 7200
+    ? `${Math.round(seconds / 60)} min ago`
+    : `${Math.round(seconds / 3600)} h ago`;
 }
 
 // `reload()` redraws the page's data; `indicatorId` is an element for "updated 12 s ago".
@@ -21,8 +23,12 @@ export function watchPolls(serverId, reload, indicatorId, lastPollAt = undefined
   const render = () => {
     if (!indicator) return;
     indicator.dataset.state = failed ? "stale" : "live";
-    show(indicatorId, el("span", { className: "live-dot", ariaHidden: "true" }, "●"), " ",
-      failed ? `cannot reach partdash; updated ${ago(updated)}` : `live, updated ${ago(updated)}`);
+    show(
+      indicatorId,
+      el("span", { className: "live-dot", ariaHidden: "true" }, "●"),
+      " ",
+      failed ? `cannot reach partdash; updated ${ago(updated)}` : `live, updated ${ago(updated)}`,
+    );
   };
   const check = async () => {
     if (document.hidden) return; // a tab in the background asks again when shown
@@ -33,7 +39,8 @@ export function watchPolls(serverId, reload, indicatorId, lastPollAt = undefined
         lastPoll = server.last_poll_at;
         await reload();
         updated = Date.now();
-        if (indicator) indicator.dataset.refreshes = String(Number(indicator.dataset.refreshes || 0) + 1);
+        if (indicator)
+          indicator.dataset.refreshes = String(Number(indicator.dataset.refreshes || 0) + 1);
       }
       lastPoll = server.last_poll_at;
     } catch {
@@ -44,6 +51,8 @@ export function watchPolls(serverId, reload, indicatorId, lastPollAt = undefined
   render();
   if (lastPoll === undefined) check();
   setInterval(check, CHECK_MS);
-  document.addEventListener("visibilitychange", () => { if (!document.hidden) check(); });
+  document.addEventListener("visibilitychange", () => {
+    if (!document.hidden) check();
+  });
   setInterval(render, TICK_MS);
 }

@@ -12,35 +12,70 @@ const boundDate = (partition) => (partition.bound_date ? new Date(partition.boun
 function facts(runway, projected) {
   const fact = (term, ...value) => [el("dt", {}, term), el("dd", {}, value)];
   const left = runway.days_left == null ? "unknown" : `${number(runway.days_left)} days`;
-  return el("dl", { className: "facts", id: "runway-facts" },
+  return el(
+    "dl",
+    { className: "facts", id: "runway-facts" },
     fact("Days left", el("span", { id: "days-left" }, left)),
     fact("Projected fill", projected ? localDay(projected) : "—"),
-    fact("Rows in the catch-all", runway.catchall_rows == null ? "no MAXVALUE partition" : estimate(count(runway.catchall_rows), runway.as_of)),
+    fact(
+      "Rows in the catch-all",
+      runway.catchall_rows == null
+        ? "no MAXVALUE partition"
+        : estimate(count(runway.catchall_rows), runway.as_of),
+    ),
     fact("Empty future partitions", count(runway.empty_future_partitions)),
     fact("Last bound", runway.last_bound ?? "—"),
-    fact("Fill rate", runway.fill_rate_per_day == null ? "—" : `${number(runway.fill_rate_per_day)} ${runway.bound_kind === "id" ? "ids" : "rows"}/day`),
-    fact("Oldest rows", runway.oldest_partition_age_days == null ? "—" : `${count(runway.oldest_partition_age_days)} days old`),
+    fact(
+      "Fill rate",
+      runway.fill_rate_per_day == null
+        ? "—"
+        : `${number(runway.fill_rate_per_day)} ${runway.bound_kind === "id" ? "ids" : "rows"}/day`,
+    ),
+    fact(
+      "Oldest rows",
+      runway.oldest_partition_age_days == null
+        ? "—"
+        : `${count(runway.oldest_partition_age_days)} days old`,
+    ),
   );
 }
 
 function boundItem(partition, date) {
   const where = partition.catchall ? "catch-all (MAXVALUE)" : `less than ${partition.description}`;
-  return el("li", { dataset: { partition: partition.name } },
-    el("strong", {}, partition.name), ` ${where}`, date ? ` (${boundDay(date)})` : "", `: ${count(partition.rows)} rows`);
+  return el(
+    "li",
+    { dataset: { partition: partition.name } },
+    el("strong", {}, partition.name),
+    ` ${where}`,
+    date ? ` (${boundDay(date)})` : "",
+    `: ${count(partition.rows)} rows`,
+  );
 }
 
 // A vertical marker at `date`, as a two-point line from 0 to `top`.
 const marker = (label, date, top, colour, dash = []) => ({
-  label, data: [{ x: date.getTime(), y: 0 }, { x: date.getTime(), y: top }],
-  borderColor: colour, backgroundColor: colour, borderDash: dash, pointRadius: 0,
+  label,
+  data: [
+    { x: date.getTime(), y: 0 },
+    { x: date.getTime(), y: top },
+  ],
+  borderColor: colour,
+  backgroundColor: colour,
+  borderDash: dash,
+  pointRadius: 0,
 });
 
 function runwayChart(canvas, bounds, projected) {
   const top = Math.max(1, ...bounds.map((b) => b.partition.rows ?? 0));
   const today = new Date();
   const datasets = [
-    { label: "partition bound (rows)", data: bounds.map((b) => ({ x: b.date.getTime(), y: b.partition.rows ?? 0 })),
-      showLine: false, pointRadius: 6, backgroundColor: bounds.map((b) => (b.partition.rows ? COLOURS.base : COLOURS.unknown)) },
+    {
+      label: "partition bound (rows)",
+      data: bounds.map((b) => ({ x: b.date.getTime(), y: b.partition.rows ?? 0 })),
+      showLine: false,
+      pointRadius: 6,
+      backgroundColor: bounds.map((b) => (b.partition.rows ? COLOURS.base : COLOURS.unknown)),
+    },
     marker("today", today, top, COLOURS.ok),
     projected ? marker("projected fill", projected, top, COLOURS.critical, [6, 4]) : null,
   ].filter(Boolean);
@@ -48,7 +83,10 @@ function runwayChart(canvas, bounds, projected) {
     type: "line",
     data: { datasets },
     options: {
-      scales: { x: { type: "linear", ticks: { callback: (v) => localDay(new Date(v)), maxTicksLimit: 8 } }, y: { beginAtZero: true, ticks: { callback: (v) => count(v) } } },
+      scales: {
+        x: { type: "linear", ticks: { callback: (v) => localDay(new Date(v)), maxTicksLimit: 8 } },
+        y: { beginAtZero: true, ticks: { callback: (v) => count(v) } },
+      },
       plugins: { tooltip: { callbacks: { title: (items) => localDay(new Date(items[0].raw.x)) } } },
     },
   });
@@ -67,7 +105,10 @@ function byPartition(partitions) {
 
 export function showRunway(table, partitions) {
   if (!RANGE_METHODS.includes(table.method)) {
-    show("runway", `Runway does not apply: ${table.method || "this"} partitioning does not run out of partitions; only RANGE tables do.`);
+    show(
+      "runway",
+      `Runway does not apply: ${table.method || "this"} partitioning does not run out of partitions; only RANGE tables do.`,
+    );
     return;
   }
   const runway = table.runway;
@@ -75,11 +116,18 @@ export function showRunway(table, partitions) {
     show("runway", "Runway is not known yet: it needs a poll with partition statistics.");
     return;
   }
-  const projected = runway.days_left == null ? null : new Date(Date.now() + runway.days_left * DAY_MS);
+  const projected =
+    runway.days_left == null ? null : new Date(Date.now() + runway.days_left * DAY_MS);
   document.getElementById("runway").className = "";
   show("runway", facts(runway, projected));
-  const dated = byPartition(partitions).map((partition) => ({ partition, date: boundDate(partition) }));
-  show("runway-bounds", dated.map(({ partition, date }) => boundItem(partition, date)));
+  const dated = byPartition(partitions).map((partition) => ({
+    partition,
+    date: boundDate(partition),
+  }));
+  show(
+    "runway-bounds",
+    dated.map(({ partition, date }) => boundItem(partition, date)),
+  );
   const bounds = dated.filter((b) => b.date);
   if (bounds.length) {
     document.getElementById("runway-figure").hidden = false;

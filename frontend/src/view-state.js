@@ -3,7 +3,9 @@
 
 export function readView(defaults) {
   const query = new URLSearchParams(window.location.search);
-  return Object.fromEntries(Object.entries(defaults).map(([key, value]) => [key, query.get(key) ?? value]));
+  return Object.fromEntries(
+    Object.entries(defaults).map(([key, value]) => [key, query.get(key) ?? value]),
+  );
 }
 
 export function writeView(view, defaults) {
@@ -13,5 +15,9 @@ export function writeView(view, defaults) {
     else query.set(key, String(value));
   }
   const search = query.toString();
-  window.history.replaceState(null, "", `${window.location.pathname}${search ? `?${search}` : ""}${window.location.hash}`);
+  window.history.replaceState(
+    null,
+    "",
+    `${window.location.pathname}${search ? `?${search}` : ""}${window.location.hash}`,
+  );
 }

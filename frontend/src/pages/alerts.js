@@ -14,7 +14,9 @@ const FAILURES = 20; // failed emails shown
 const root = document.getElementById("alerts-page");
 const filters = { server: root.dataset.server, rule: root.dataset.rule, table: root.dataset.table };
 const serverNames = new Map(
-  [...document.querySelectorAll("#server-filter option")].filter((o) => o.value).map((o) => [Number(o.value), o.textContent]),
+  [...document.querySelectorAll("#server-filter option")]
+    .filter((o) => o.value)
+    .map((o) => [Number(o.value), o.textContent]),
 );
 
 // Values and thresholds in the rule's own unit.
@@ -28,7 +30,8 @@ const figure = (rule, value) => (UNITS[rule] ?? number)(value);
 
 function alertsQuery(extra) {
   const params = new URLSearchParams();
-  for (const [key, value] of Object.entries({ ...filters, ...extra })) if (value) params.set(key, value);
+  for (const [key, value] of Object.entries({ ...filters, ...extra }))
+    if (value) params.set(key, value);
   return `alerts/?${params}`;
 }
 
@@ -36,9 +39,10 @@ function where(alert) {
   const server = link(urls.serverPage(alert.server_id), alert.server, { className: "server-link" });
   if (alert.table == null) return ["server ", server];
   const name = `${alert.schema}.${alert.table}`;
-  const table = alert.table_id == null
-    ? el("span", { className: "table-name", title: "this table is no longer there" }, name)
-    : link(urls.tablePage(alert.table_id), name, { className: "table-link" });
+  const table =
+    alert.table_id == null
+      ? el("span", { className: "table-name", title: "this table is no longer there" }, name)
+      : link(urls.tablePage(alert.table_id), name, { className: "table-link" });
   return [table, alert.partition ? [" partition ", code(alert.partition)] : null, " on ", server];
 }
 
@@ -51,7 +55,8 @@ function silenceLink(alert) {
 
 function when(alert) {
   const since = `since ${localTime(alert.started_at)} (${age(alert.started_at)})`;
-  if (alert.state === "resolved") return `${since}, resolved ${localTime(alert.resolved_at)} (${age(alert.resolved_at)})`;
+  if (alert.state === "resolved")
+    return `${since}, resolved ${localTime(alert.resolved_at)} (${age(alert.resolved_at)})`;
   if (alert.state === "firing" && !alert.notified_at) return `${since}; not announced yet`;
   return since;
 }
@@ -64,10 +69,25 @@ function figures(alert) {
 function alertItem(alert) {
   return el(
     "li",
-    { className: `alert state-${alert.state}`, dataset: { id: alert.id, rule: alert.rule, serverId: alert.server_id, tableId: alert.table_id ?? "" } },
-    el("div", { className: "alert-head" },
-      severityBadge(alert.severity), " ", el("strong", {}, alert.rule), " ", where(alert),
-      alert.silenced ? [" ", el("span", { className: "badge silenced-badge" }, "silenced")] : null),
+    {
+      className: `alert state-${alert.state}`,
+      dataset: {
+        id: alert.id,
+        rule: alert.rule,
+        serverId: alert.server_id,
+        tableId: alert.table_id ?? "",
+      },
+    },
+    el(
+      "div",
+      { className: "alert-head" },
+      severityBadge(alert.severity),
+      " ",
+      el("strong", {}, alert.rule),
+      " ",
+      where(alert),
+      alert.silenced ? [" ", el("span", { className: "badge silenced-badge" }, "silenced")] : null,
+    ),
     el("div", { className: "alert-message" }, alert.message),
     el("div", { className: "alert-figures small" }, figures(alert), when(alert)),
     fixBlock(alert.fix),
@@ -80,12 +100,24 @@ function showAlerts(sectionId, alerts, emptyText) {
   section.querySelector(".count").textContent = alerts.length ? `(${count(alerts.length)})` : "";
   const list = section.querySelector(".alert-list");
   list.className = "alert-list";
-  list.replaceChildren(alerts.length ? el("ul", { className: "alerts" }, alerts.map(alertItem)) : el("p", { className: "empty" }, emptyText));
+  list.replaceChildren(
+    alerts.length
+      ? el("ul", { className: "alerts" }, alerts.map(alertItem))
+      : el("p", { className: "empty" }, emptyText),
+  );
 }
 
 function silenceScope(silence) {
   const parts = [
-    silence.server != null ? ["server ", link(urls.serverPage(silence.server), serverNames.get(silence.server) ?? `#${silence.server}`)] : null,
+    silence.server != null
+      ? [
+          "server ",
+          link(
+            urls.serverPage(silence.server),
+            serverNames.get(silence.server) ?? `#${silence.server}`,
+          ),
+        ]
+      : null,
     silence.schema != null ? ["schema ", code(silence.schema)] : null,
     silence.table != null ? ["table ", code(silence.table)] : null,
     silence.rule != null ? ["rule ", el("strong", {}, silence.rule)] : null,
@@ -95,39 +127,61 @@ function silenceScope(silence) {
 }
 
 function silenceItem(silence) {
-  return el("li", { className: "silence", dataset: { id: silence.id } },
+  return el(
+    "li",
+    { className: "silence", dataset: { id: silence.id } },
     silenceScope(silence),
     ` until ${localTime(silence.ends_at)} (${age(silence.ends_at)})`,
     silence.created_by ? `, by ${silence.created_by}` : "",
-    silence.comment ? [": ", el("em", {}, silence.comment)] : "");
+    silence.comment ? [": ", el("em", {}, silence.comment)] : "",
+  );
 }
 
 // A silence concerns this page unless it names another server.
-const concernsPage = (silence) => !filters.server || silence.server == null || String(silence.server) === filters.server;
+const concernsPage = (silence) =>
+  !filters.server || silence.server == null || String(silence.server) === filters.server;
 
 function showSilences(silences) {
   const shown = silences.filter(concernsPage);
   const box = document.querySelector("#silences .silence-list");
   box.className = "silence-list";
-  box.replaceChildren(shown.length ? el("ul", {}, shown.map(silenceItem)) : el("p", { className: "empty" }, "No silence in force."));
+  box.replaceChildren(
+    shown.length
+      ? el("ul", {}, shown.map(silenceItem))
+      : el("p", { className: "empty" }, "No silence in force."),
+  );
 }
 
 function failureItem(notification) {
   const outcome = notification.sent_at
     ? `sent ${localTime(notification.sent_at)} after ${count(notification.attempts)} attempts`
     : `not sent after ${count(notification.attempts)} attempt${notification.attempts === 1 ? "" : "s"}`;
-  return el("li", { className: "failure", dataset: { id: notification.id } },
-    el("div", {}, el("strong", {}, notification.subject || "(no subject)"), ` to ${notification.recipients.join(", ") || "ALERT_EMAILS"}`),
-    el("div", { className: "small" }, `${localTime(notification.created_at)} (${age(notification.created_at)}); ${outcome}`),
-    el("div", { className: "error last-error-text" }, notification.last_error));
+  return el(
+    "li",
+    { className: "failure", dataset: { id: notification.id } },
+    el(
+      "div",
+      {},
+      el("strong", {}, notification.subject || "(no subject)"),
+      ` to ${notification.recipients.join(", ") || "ALERT_EMAILS"}`,
+    ),
+    el(
+      "div",
+      { className: "small" },
+      `${localTime(notification.created_at)} (${age(notification.created_at)}); ${outcome}`,
+    ),
+    el("div", { className: "error last-error-text" }, notification.last_error),
+  );
 }
 
 function showFailures(notifications) {
   const box = document.querySelector("#delivery .failure-list");
   box.className = "failure-list";
-  box.replaceChildren(notifications.length
-    ? el("ul", {}, notifications.map(failureItem))
-    : el("p", { className: "empty" }, "Every alert email was accepted by the mail server."));
+  box.replaceChildren(
+    notifications.length
+      ? el("ul", {}, notifications.map(failureItem))
+      : el("p", { className: "empty" }, "Every alert email was accepted by the mail server."),
+  );
 }
 
 async function load() {
@@ -143,7 +197,11 @@ async function load() {
   const loud = (alerts) => alerts.filter((alert) => !alert.silenced);
   showAlerts("firing", loud(firing), "Nothing is firing.");
   showAlerts("pending", loud(pending), "Nothing is pending.");
-  showAlerts("silenced", [...firing, ...pending].filter((alert) => alert.silenced), "No open alert is silenced.");
+  showAlerts(
+    "silenced",
+    [...firing, ...pending].filter((alert) => alert.silenced),
+    "No open alert is silenced.",
+  );
   showAlerts("history", resolved, "Nothing resolved yet.");
   showSilences(silences);
   showFailures(failures);
@@ -158,10 +216,20 @@ function fail(error) {
 // Changing a filter reloads the page with it in the address, so the view can be linked.
 for (const select of root.querySelectorAll("#alert-filters select")) {
   select.addEventListener("change", () => {
-    window.location.assign(alertsPage({ server: root.querySelector("#server-filter").value, rule: root.querySelector("#rule-filter").value, table: filters.table }));
+    window.location.assign(
+      alertsPage({
+        server: root.querySelector("#server-filter").value,
+        rule: root.querySelector("#rule-filter").value,
+        table: filters.table,
+      }),
+    );
   });
 }
 
 setInterval(() => load().catch(fail), REFRESH_MS);
 // data-ready tells the browser tests (and anyone watching) that the first load is done.
-load().catch(fail).finally(() => { root.dataset.ready = "true"; });
+load()
+  .catch(fail)
+  .finally(() => {
+    root.dataset.ready = "true";
+  });

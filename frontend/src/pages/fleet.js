@@ -16,7 +16,8 @@ function reasonLine(className, prefix, text) {
 }
 
 function problems(server) {
-  if (!server.enabled && !server.last_poll_at) return el("span", { className: "empty" }, "Disabled: never polled.");
+  if (!server.enabled && !server.last_poll_at)
+    return el("span", { className: "empty" }, "Disabled: never polled.");
   if (!server.last_poll_at) {
     return el(
       "span",
@@ -28,10 +29,24 @@ function problems(server) {
   }
   // A server that cannot be polled has no findings to vouch for: say why, never "No findings".
   if (!server.last_success_at) {
-    return [reasonLine("last-error never-succeeded", `Never polled successfully; last tried ${age(server.last_poll_at)}: `, server.last_error), backoffLine(server)];
+    return [
+      reasonLine(
+        "last-error never-succeeded",
+        `Never polled successfully; last tried ${age(server.last_poll_at)}: `,
+        server.last_error,
+      ),
+      backoffLine(server),
+    ];
   }
   if (server.status === "unreachable") {
-    const failing = [reasonLine("last-error unreachable", `Last poll failed ${age(server.last_poll_at)}: `, server.last_error), backoffLine(server)];
+    const failing = [
+      reasonLine(
+        "last-error unreachable",
+        `Last poll failed ${age(server.last_poll_at)}: `,
+        server.last_error,
+      ),
+      backoffLine(server),
+    ];
     return server.findings?.length ? [failing, findingList(server.findings)] : failing;
   }
   const findings = findingList(server.findings, "No findings.");
@@ -41,11 +56,15 @@ function problems(server) {
 
 // Polled less often while its polls keep failing: the reason, shown under the error.
 function backoffLine(server) {
-  return server.backoff ? el("div", { className: "reason backoff" }, `Backing off: ${server.backoff}.`) : null;
+  return server.backoff
+    ? el("div", { className: "reason backoff" }, `Backing off: ${server.backoff}.`)
+    : null;
 }
 
 function lastPollTitle(server) {
-  const success = server.last_success_at ? `last success ${age(server.last_success_at)}` : "never succeeded";
+  const success = server.last_success_at
+    ? `last success ${age(server.last_success_at)}`
+    : "never succeeded";
   return `${age(server.last_poll_at)}; ${success}`;
 }
 
@@ -57,11 +76,17 @@ function address(server) {
 // is polled twice and would list its tables twice): server id to their names.
 function sameAddress(servers) {
   const names = new Map();
-  for (const server of servers) names.set(address(server), [...(names.get(address(server)) ?? []), server]);
-  return new Map(servers.map((server) => [
-    server.id,
-    names.get(address(server)).filter((other) => other.id !== server.id).map((other) => other.name),
-  ]));
+  for (const server of servers)
+    names.set(address(server), [...(names.get(address(server)) ?? []), server]);
+  return new Map(
+    servers.map((server) => [
+      server.id,
+      names
+        .get(address(server))
+        .filter((other) => other.id !== server.id)
+        .map((other) => other.name),
+    ]),
+  );
 }
 
 function serverRow(server, alertCounts, others) {
@@ -72,8 +97,14 @@ function serverRow(server, alertCounts, others) {
     " ",
     link(urls.serverAdmin(server.id), "admin", { className: "admin-link small" }),
     others.length
-      ? el("div", { className: "duplicate-note", title: "one server registered more than once is polled once per registration" },
-        `same address as ${others.join(", ")}`)
+      ? el(
+          "div",
+          {
+            className: "duplicate-note",
+            title: "one server registered more than once is polled once per registration",
+          },
+          `same address as ${others.join(", ")}`,
+        )
       : null,
   ];
   // data-label names each cell where a phone shows the row as a card (no header row).
@@ -88,7 +119,10 @@ function serverRow(server, alertCounts, others) {
     labelled("Address", cell(address(server))),
     labelled("Version", cell(server.version ? `${server.flavor} ${server.version}` : "—")),
     labelled("Status", cell(server.status, `status status-${server.status}`)),
-    labelled("Last poll", el("td", { title: lastPollTitle(server) }, localTime(server.last_poll_at))),
+    labelled(
+      "Last poll",
+      el("td", { title: lastPollTitle(server) }, localTime(server.last_poll_at)),
+    ),
     labelled("Partitioned tables", cell(count(server.partitioned_tables), "num")),
     labelled("Partitions", cell(count(server.partitions), "num")),
     el("td", {}, problems(server)),
@@ -97,13 +131,26 @@ function serverRow(server, alertCounts, others) {
 
 // A table's finding names the table; a server's own (pressure) names the server.
 function worstTable({ finding, also }) {
-  const where = finding.table_id == null
-    ? ["server ", link(urls.serverPage(finding.server_id), finding.server, { className: "server-finding-link" })]
-    : [link(urls.tablePage(finding.table_id), `${finding.schema}.${finding.table}`, { className: "table-link" }),
-      " on ", link(urls.serverPage(finding.server_id), finding.server)];
+  const where =
+    finding.table_id == null
+      ? [
+          "server ",
+          link(urls.serverPage(finding.server_id), finding.server, {
+            className: "server-finding-link",
+          }),
+        ]
+      : [
+          link(urls.tablePage(finding.table_id), `${finding.schema}.${finding.table}`, {
+            className: "table-link",
+          }),
+          " on ",
+          link(urls.serverPage(finding.server_id), finding.server),
+        ];
   return el(
     "li",
-    { dataset: { tableId: finding.table_id ?? "", serverId: finding.server_id, kind: finding.kind } },
+    {
+      dataset: { tableId: finding.table_id ?? "", serverId: finding.server_id, kind: finding.kind },
+    },
     severityBadge(finding.severity),
     " ",
     ...where,
@@ -112,7 +159,9 @@ function worstTable({ finding, also }) {
     el("span", { className: "score", title: "score" }, ` (${number(finding.score)})`),
     ": ",
     finding.message,
-    also.length ? el("span", { className: "also" }, ` (also registered as ${also.join(", ")})`) : null,
+    also.length
+      ? el("span", { className: "also" }, ` (also registered as ${also.join(", ")})`)
+      : null,
   );
 }
 
@@ -126,7 +175,8 @@ function distinctFindings(findings, servers) {
     const key = [where, finding.schema, finding.table, finding.kind].join("\u0000");
     const first = kept.get(key);
     if (!first) kept.set(key, { finding, also: [] });
-    else if (first.finding.server !== finding.server && !first.also.includes(finding.server)) first.also.push(finding.server);
+    else if (first.finding.server !== finding.server && !first.also.includes(finding.server))
+      first.also.push(finding.server);
   }
   return [...kept.values()];
 }
@@ -137,10 +187,16 @@ async function refreshFleet({ body, list }) {
   // Badges are extra: the servers are listed even when the alert counts cannot be read.
   const counts = getJSON("alerts/counts/").catch(() => []);
   // Three times the list's length, so duplicates folded away still leave WORST findings.
-  const [servers, alertCounts, findings] = await Promise.all([getJSON("servers/"), counts, getJSON(`findings/?limit=${3 * WORST}`)]);
+  const [servers, alertCounts, findings] = await Promise.all([
+    getJSON("servers/"),
+    counts,
+    getJSON(`findings/?limit=${3 * WORST}`),
+  ]);
   const byServer = new Map(alertCounts.map((counts) => [counts.server_id, counts]));
   const others = sameAddress(servers);
-  body.replaceChildren(...servers.map((server) => serverRow(server, byServer.get(server.id), others.get(server.id))));
+  body.replaceChildren(
+    ...servers.map((server) => serverRow(server, byServer.get(server.id), others.get(server.id))),
+  );
   const worst = distinctFindings(findings, servers).slice(0, WORST);
   const empty = el("li", { className: "empty" }, "No findings: every polled table looks healthy.");
   list.replaceChildren(...(worst.length ? worst.map(worstTable) : [empty]));
@@ -150,7 +206,8 @@ async function refreshFleet({ body, list }) {
 function keepFresh(nodes) {
   const load = () =>
     refreshFleet(nodes).catch((error) => {
-      const message = (what) => el("span", { className: "error" }, `Cannot load ${what}: ${error.message}`);
+      const message = (what) =>
+        el("span", { className: "error" }, `Cannot load ${what}: ${error.message}`);
       nodes.body.replaceChildren(el("tr", {}, el("td", { colSpan: 8 }, message("servers"))));
       nodes.list.replaceChildren(el("li", {}, message("findings")));
     });
@@ -160,6 +217,10 @@ function keepFresh(nodes) {
 
 const servers = document.getElementById("servers");
 if (servers) {
-  keepFresh({ body: servers.querySelector("tbody"), list: document.getElementById("worst-tables") })
-    .then(() => { servers.dataset.ready = "true"; });
+  keepFresh({
+    body: servers.querySelector("tbody"),
+    list: document.getElementById("worst-tables"),
+  }).then(() => {
+    servers.dataset.ready = "true";
+  });
 }

@@ -16,23 +16,82 @@ const VIEW_DEFAULTS = { q: "", method: "", findings: "", sort: "score", dir: "de
 // The statistics' age: the oldest InnoDB statistics the figures were read from.
 const asOf = (table) => table.skew?.as_of ?? table.runway?.as_of;
 // Where a table is subpartitioned its stored count is of subpartitions: say so.
-const partitionCount = (t) => (t.subpartition_method ? `${count(t.partition_count)} subpartitions` : count(t.partition_count));
+const partitionCount = (t) =>
+  t.subpartition_method ? `${count(t.partition_count)} subpartitions` : count(t.partition_count);
 const worst = (table) => table.findings?.[0];
 
 const COLUMNS = [
-  { key: "table", label: "Table", value: (t) => `${t.schema}.${t.name}`,
-    render: (t) => link(urls.tablePage(t.id), `${t.schema}.${t.name}`, { className: "table-link" }) },
+  {
+    key: "table",
+    label: "Table",
+    value: (t) => `${t.schema}.${t.name}`,
+    render: (t) => link(urls.tablePage(t.id), `${t.schema}.${t.name}`, { className: "table-link" }),
+  },
   { key: "method", label: "Method", value: (t) => t.method, render: (t) => t.method },
-  { key: "partitions", label: "Partitions", className: "num", value: (t) => t.partition_count, render: partitionCount },
-  { key: "rows", label: "Rows", className: "num", value: (t) => t.rows, render: (t) => estimate(count(t.rows), asOf(t), { short: true }) },
-  { key: "data", label: "Data", className: "num", value: (t) => t.data_bytes, render: (t) => bytes(t.data_bytes) },
-  { key: "index", label: "Index", className: "num", value: (t) => t.index_bytes, render: (t) => bytes(t.index_bytes) },
-  { key: "file", label: "On disk", className: "num", value: (t) => t.file_bytes, render: (t) => bytes(t.file_bytes) },
-  { key: "skew", label: "Skew (max/mean)", className: "num", value: (t) => t.skew?.max_mean_ratio, render: (t) => number(t.skew?.max_mean_ratio) },
-  { key: "hotspots", label: "Hot partitions", value: (t) => t.hotspots?.length ?? 0, render: (t) => t.hotspots?.map((label) => label.replace("#", " / ")).join(", ") || "—" },
-  { key: "runway", label: "Runway (days)", className: "num", value: (t) => t.runway?.days_left, render: (t) => number(t.runway?.days_left) },
-  { key: "score", label: "Findings", value: (t) => t.score ?? 0,
-    render: (t) => (worst(t) ? [severityBadge(worst(t).severity), " ", t.findings.map((f) => f.kind).join(", ")] : "") },
+  {
+    key: "partitions",
+    label: "Partitions",
+    className: "num",
+    value: (t) => t.partition_count,
+    render: partitionCount,
+  },
+  {
+    key: "rows",
+    label: "Rows",
+    className: "num",
+    value: (t) => t.rows,
+    render: (t) => estimate(count(t.rows), asOf(t), { short: true }),
+  },
+  {
+    key: "data",
+    label: "Data",
+    className: "num",
+    value: (t) => t.data_bytes,
+    render: (t) => bytes(t.data_bytes),
+  },
+  {
+    key: "index",
+    label: "Index",
+    className: "num",
+    value: (t) => t.index_bytes,
+    render: (t) => bytes(t.index_bytes),
+  },
+  {
+    key: "file",
+    label: "On disk",
+    className: "num",
+    value: (t) => t.file_bytes,
+    render: (t) => bytes(t.file_bytes),
+  },
+  {
+    key: "skew",
+    label: "Skew (max/mean)",
+    className: "num",
+    value: (t) => t.skew?.max_mean_ratio,
+    render: (t) => number(t.skew?.max_mean_ratio),
+  },
+  {
+    key: "hotspots",
+    label: "Hot partitions",
+    value: (t) => t.hotspots?.length ?? 0,
+    render: (t) => t.hotspots?.map((label) => label.replace("#", " / ")).join(", ") || "—",
+  },
+  {
+    key: "runway",
+    label: "Runway (days)",
+    className: "num",
+    value: (t) => t.runway?.days_left,
+    render: (t) => number(t.runway?.days_left),
+  },
+  {
+    key: "score",
+    label: "Findings",
+    value: (t) => t.score ?? 0,
+    render: (t) =>
+      worst(t)
+        ? [severityBadge(worst(t).severity), " ", t.findings.map((f) => f.kind).join(", ")]
+        : "",
+  },
 ];
 
 function renderHeader(server) {
@@ -40,13 +99,17 @@ function renderHeader(server) {
   status.textContent = server.status;
   status.className = `status status-${server.status}`;
   const fact = (term, value, title) => [el("dt", {}, term), el("dd", { title }, value)];
-  show("server-facts",
+  show(
+    "server-facts",
     ...fact("Address", `${server.host}:${server.port}`),
     ...fact("Flavour", server.flavor || "—"),
     ...fact("Version", server.version || "—"),
     ...fact("Last poll", localTime(server.last_poll_at), age(server.last_poll_at)),
     ...fact("Last success", localTime(server.last_success_at), age(server.last_success_at)),
-    ...fact("Poll interval", `${count(server.poll_interval)} s${server.enabled ? "" : " (disabled)"}`),
+    ...fact(
+      "Poll interval",
+      `${count(server.poll_interval)} s${server.enabled ? "" : " (disabled)"}`,
+    ),
   );
 }
 
@@ -55,19 +118,34 @@ const when = (iso) => `${localTime(iso)} (${age(iso)})`;
 // Why there is nothing (or nothing new) to show: never tried, never succeeded, failing now.
 function pollNotice(server) {
   if (!server.last_poll_at) {
-    return el("p", { className: "notice never-polled" },
+    return el(
+      "p",
+      { className: "notice never-polled" },
       "This server has not been polled yet, so there is nothing to show. It is polled within its interval; to poll now run ",
-      code(`manage.py poll ${server.name}`), " or use Poll now in the admin.");
+      code(`manage.py poll ${server.name}`),
+      " or use Poll now in the admin.",
+    );
   }
   if (server.status !== "unreachable") return null;
   const reason = el("span", { className: "reason" }, server.last_error || "no reason was recorded");
   if (!server.last_success_at) {
-    return el("p", { className: "notice last-error never-succeeded" },
-      `Never polled successfully. Last tried ${when(server.last_poll_at)}: `, reason, ".", backoffNote(server));
+    return el(
+      "p",
+      { className: "notice last-error never-succeeded" },
+      `Never polled successfully. Last tried ${when(server.last_poll_at)}: `,
+      reason,
+      ".",
+      backoffNote(server),
+    );
   }
-  return el("p", { className: "notice last-error" },
-    `The last poll failed ${when(server.last_poll_at)}: `, reason,
-    `. What follows is as of the last successful poll, ${when(server.last_success_at)}.`, backoffNote(server));
+  return el(
+    "p",
+    { className: "notice last-error" },
+    `The last poll failed ${when(server.last_poll_at)}: `,
+    reason,
+    `. What follows is as of the last successful poll, ${when(server.last_success_at)}.`,
+    backoffNote(server),
+  );
 }
 
 // A server whose polls keep failing is polled less often: say so, and when it is next tried.
@@ -80,37 +158,70 @@ function backoffNote(server) {
 function hiddenNotice(health) {
   if (!health?.hidden_tables) return null;
   const warning = health.warnings.find((item) => item.cause === "hidden");
-  return el("p", { className: "notice hidden-tables" },
+  return el(
+    "p",
+    { className: "notice hidden-tables" },
     `${count(health.hidden_tables)} of ${count(health.partitioned_tables)} partitioned tables are not visible to the account: `,
     "their partitions are counted, but they are not listed below.",
-    warning?.fixes?.length ? [" To see them: ", code(warning.fixes[0]),
-      warning.fixes.length > 1 ? ` and ${warning.fixes.length - 1} more (under Warnings).` : "."] : null);
+    warning?.fixes?.length
+      ? [
+          " To see them: ",
+          code(warning.fixes[0]),
+          warning.fixes.length > 1
+            ? ` and ${warning.fixes.length - 1} more (under Warnings).`
+            : ".",
+        ]
+      : null,
+  );
 }
 
 function notices(server, health) {
   const items = [pollNotice(server), hiddenNotice(health)];
   const io = health?.capabilities?.find((item) => item.source === FILE_IO);
   if (io && !io.ok) {
-    const why = io.causes?.includes("setting") ? "performance_schema is off" : "the account cannot read performance_schema";
-    items.push(el("div", { className: "notice ps-off" },
-      `${why}: per-partition read and write rates are not available, so hot partitions are `,
-      "found from row growth between polls instead. To measure I/O:",
-      el("div", { className: "fixes" }, io.fixes.map((fix) => el("div", {}, code(fix))))));
+    const why = io.causes?.includes("setting")
+      ? "performance_schema is off"
+      : "the account cannot read performance_schema";
+    items.push(
+      el(
+        "div",
+        { className: "notice ps-off" },
+        `${why}: per-partition read and write rates are not available, so hot partitions are `,
+        "found from row growth between polls instead. To measure I/O:",
+        el(
+          "div",
+          { className: "fixes" },
+          io.fixes.map((fix) => el("div", {}, code(fix))),
+        ),
+      ),
+    );
   }
   show("notices", ...items);
 }
 
 // The list's columns as the API's `ordering` names them.
 const API_ORDERING = {
-  table: "schema,name", method: "method", partitions: "partition_count", rows: "rows", data: "data_bytes",
-  index: "index_bytes", file: "file_bytes", skew: "skew", hotspots: "hot_partitions", runway: "runway_days", score: "score",
+  table: "schema,name",
+  method: "method",
+  partitions: "partition_count",
+  rows: "rows",
+  data: "data_bytes",
+  index: "index_bytes",
+  file: "file_bytes",
+  skew: "skew",
+  hotspots: "hot_partitions",
+  runway: "runway_days",
+  score: "score",
 };
 
 // "Download CSV" gives what the list shows: its filter and its order.
 function csvLink(q, method, findingsOnly, sort) {
   const link = document.getElementById("tables-csv");
   if (!link) return;
-  const ordering = (API_ORDERING[sort.key] || "score").split(",").map((key) => (sort.direction > 0 ? key : `-${key}`)).join(",");
+  const ordering = (API_ORDERING[sort.key] || "score")
+    .split(",")
+    .map((key) => (sort.direction > 0 ? key : `-${key}`))
+    .join(",");
   const params = new URLSearchParams({ format: "csv", ordering });
   if (q) params.set("q", q);
   if (method) params.set("method", method);
@@ -129,17 +240,26 @@ function setupFilters(grid, tables, view) {
   findingsOnly.checked = view.findings === "1";
   const apply = () => {
     const needle = text.value.trim().toLowerCase();
-    grid.filter((t) =>
-      `${t.schema}.${t.name}`.toLowerCase().includes(needle) &&
-      (!method.value || t.method === method.value) &&
-      (!findingsOnly.checked || t.findings?.length > 0));
+    grid.filter(
+      (t) =>
+        `${t.schema}.${t.name}`.toLowerCase().includes(needle) &&
+        (!method.value || t.method === method.value) &&
+        (!findingsOnly.checked || t.findings?.length > 0),
+    );
   };
   for (const input of [text, method, findingsOnly]) input.addEventListener("input", apply);
   grid.onRender = () => {
-    writeView({
-      q: text.value.trim(), method: method.value, findings: findingsOnly.checked ? "1" : "",
-      sort: grid.sort.key, dir: grid.sort.direction > 0 ? "asc" : "desc", page: String(grid.page + 1),
-    }, VIEW_DEFAULTS);
+    writeView(
+      {
+        q: text.value.trim(),
+        method: method.value,
+        findings: findingsOnly.checked ? "1" : "",
+        sort: grid.sort.key,
+        dir: grid.sort.direction > 0 ? "asc" : "desc",
+        page: String(grid.page + 1),
+      },
+      VIEW_DEFAULTS,
+    );
     csvLink(text.value.trim(), method.value, findingsOnly.checked, grid.sort);
   };
   apply();
@@ -147,7 +267,8 @@ function setupFilters(grid, tables, view) {
 
 function emptyTables(server, health) {
   let text = "No tables yet: the server has not been polled.";
-  if (health?.hidden_tables) text = `None of the ${count(health.hidden_tables)} partitioned tables is visible to the account (see above).`;
+  if (health?.hidden_tables)
+    text = `None of the ${count(health.hidden_tables)} partitioned tables is visible to the account (see above).`;
   else if (server.last_success_at) text = "No partitioned tables on this server.";
   else if (server.last_poll_at) text = "No tables yet: no poll has succeeded.";
   show("tables", el("tbody", {}, el("tr", {}, el("td", { className: "empty" }, text))));
@@ -177,7 +298,12 @@ async function loadFigures() {
   }
   const view = readView(VIEW_DEFAULTS);
   const table = document.getElementById("tables");
-  grid = new Grid(table, document.getElementById("pager"), COLUMNS, Number(root.dataset.pageSize) || 50);
+  grid = new Grid(
+    table,
+    document.getElementById("pager"),
+    COLUMNS,
+    Number(root.dataset.pageSize) || 50,
+  );
   grid.rows = tables;
   setupFilters(grid, tables, view);
   const sort = COLUMNS.some((c) => c.key === view.sort) ? view.sort : VIEW_DEFAULTS.sort;
@@ -193,5 +319,9 @@ async function load() {
 
 // data-ready tells the browser tests (and anyone watching) that the first load is done.
 load()
-  .catch((error) => show("notices", el("p", { className: "error" }, `Cannot load this server: ${error.message}`)))
-  .finally(() => { root.dataset.ready = "true"; });
+  .catch((error) =>
+    show("notices", el("p", { className: "error" }, `Cannot load this server: ${error.message}`)),
+  )
+  .finally(() => {
+    root.dataset.ready = "true";
+  });

@@ -28,31 +28,55 @@ function partitionCount(table, partitions) {
 
 function showFacts(table, partitions) {
   const asOf = table.skew?.as_of ?? table.runway?.as_of;
-  show("table-facts",
-    fact("Partitioning", `${table.method} (${table.expression || "—"})`,
-      table.subpartition_method ? `, subpartitioned by ${table.subpartition_method}` : ""),
+  show(
+    "table-facts",
+    fact(
+      "Partitioning",
+      `${table.method} (${table.expression || "—"})`,
+      table.subpartition_method ? `, subpartitioned by ${table.subpartition_method}` : "",
+    ),
     fact("Partitions", el("span", { id: "partition-count" }, partitionCount(table, partitions))),
     fact("Rows", el("span", { id: "rows-fact" }, estimate(count(table.rows), asOf))),
-    fact("Data / index", estimate(`${bytes(table.data_bytes)} / ${bytes(table.index_bytes)}`, asOf)),
+    fact(
+      "Data / index",
+      estimate(`${bytes(table.data_bytes)} / ${bytes(table.index_bytes)}`, asOf),
+    ),
     fact("On disk", bytes(table.file_bytes)),
-    fact("Analysed by partdash", el("span", { title: age(table.analysed_at) }, localTime(table.analysed_at))),
+    fact(
+      "Analysed by partdash",
+      el("span", { title: age(table.analysed_at) }, localTime(table.analysed_at)),
+    ),
   );
-  show("table-findings", findingList(table.findings, "No findings: this table looks healthy.", { withFix: true }));
+  show(
+    "table-findings",
+    findingList(table.findings, "No findings: this table looks healthy.", { withFix: true }),
+  );
 }
 
 function showSkew(skew) {
   const box = document.getElementById("skew");
-  if (!skew) return show("skew", "No skew figures yet: they need partition row counts from a poll.");
+  if (!skew)
+    return show("skew", "No skew figures yet: they need partition row counts from a poll.");
   box.className = "";
-  show("skew",
-    el("dl", { className: "facts", id: "skew-facts" },
-      fact("Largest / mean", el("span", { id: "skew-ratio" }, number(skew.max_mean_ratio)),
-        skew.threshold == null ? "" : ` (finding above ${number(skew.threshold)})`),
+  show(
+    "skew",
+    el(
+      "dl",
+      { className: "facts", id: "skew-facts" },
+      fact(
+        "Largest / mean",
+        el("span", { id: "skew-ratio" }, number(skew.max_mean_ratio)),
+        skew.threshold == null ? "" : ` (finding above ${number(skew.threshold)})`,
+      ),
       fact("Coefficient of variation", number(skew.cv)),
       fact("Gini", number(skew.gini)),
       fact("Largest partition", skew.largest ?? "—"),
     ),
-    el("p", { className: skew.is_finding ? "bad-text" : "ok-text" }, skew.reason || (skew.is_finding ? "Skewed." : "Even enough.")),
+    el(
+      "p",
+      { className: skew.is_finding ? "bad-text" : "ok-text" },
+      skew.reason || (skew.is_finding ? "Skewed." : "Even enough."),
+    ),
   );
 }
 
@@ -81,7 +105,8 @@ function chosenWindow() {
   if (view.range === "custom") {
     const start = Date.parse(view.from);
     const end = view.until ? Date.parse(view.until) : now;
-    if (Number.isFinite(start) && Number.isFinite(end) && start < end) return { start, end: Math.min(end, now) };
+    if (Number.isFinite(start) && Number.isFinite(end) && start < end)
+      return { start, end: Math.min(end, now) };
   }
   return { start: now - (RANGE_HOURS[view.range] ?? 24) * HOUR_MS, end: now };
 }
@@ -99,31 +124,55 @@ function axisWindow(history, window) {
 function toLatestPoll(history, rates) {
   const last = history.points.at(-1);
   const polled = rates.points.at(-1)?.[0];
-  if (!last || !polled || history.metric in RATE_METRICS || Date.parse(polled) <= Date.parse(last[0])) return history;
+  if (
+    !last ||
+    !polled ||
+    history.metric in RATE_METRICS ||
+    Date.parse(polled) <= Date.parse(last[0])
+  )
+    return history;
   return { ...history, points: [...history.points, [polled, ...last.slice(1)]] };
 }
 
 async function drawActivity() {
   const window = chosenWindow();
-  const query = `since=${encodeURIComponent(new Date(window.start).toISOString())}` +
-    (view.range === "custom" ? `&until=${encodeURIComponent(new Date(window.end).toISOString())}` : "");
+  const query =
+    `since=${encodeURIComponent(new Date(window.start).toISOString())}` +
+    (view.range === "custom"
+      ? `&until=${encodeURIComponent(new Date(window.end).toISOString())}`
+      : "");
   const [writes, reads, history] = await Promise.all(
-    ["write_bytes_per_s", "read_bytes_per_s", view.metric].map((m) => getJSON(`${tableUrl}history/?metric=${m}&${query}`)),
+    ["write_bytes_per_s", "read_bytes_per_s", view.metric].map((m) =>
+      getJSON(`${tableUrl}history/?metric=${m}&${query}`),
+    ),
   );
   const noRates = "No rates in this window yet: a rate needs two polls.";
-  for (const [name, rates] of [["write", writes], ["read", reads]]) {
+  for (const [name, rates] of [
+    ["write", writes],
+    ["read", reads],
+  ]) {
     const drawn = drawOrExplain(`${name}-box`, rates, heatmap, noRates);
     show(`${name}-legend`, drawn ? heatLegend(rates) : null);
   }
   const levels = toLatestPoll(history, writes);
   const axis = axisWindow(levels, window);
-  drawOrExplain("history-box", levels, (canvas, h) => historyChart(canvas, h, axis), "No history in this window yet.");
+  drawOrExplain(
+    "history-box",
+    levels,
+    (canvas, h) => historyChart(canvas, h, axis),
+    "No history in this window yet.",
+  );
 }
 
 function showActivitySource(activity) {
   if (!activity) return show("activity-source", "Activity source: not known yet.");
-  const window = activity.window_seconds ? ` over ${count(Math.round(activity.window_seconds / 60))} minutes` : "";
-  show("activity-source", `Hot partitions from ${activity.source}${window}${activity.estimated ? " (estimated)" : ""}.`);
+  const window = activity.window_seconds
+    ? ` over ${count(Math.round(activity.window_seconds / 60))} minutes`
+    : "";
+  show(
+    "activity-source",
+    `Hot partitions from ${activity.source}${window}${activity.estimated ? " (estimated)" : ""}.`,
+  );
 }
 
 // datetime-local inputs hold local wall time without a zone; the URL holds ISO (UTC).
@@ -146,7 +195,8 @@ const controls = {
 // Put the URL's view into the controls (unknown values fall back to the defaults).
 function restoreControls() {
   if (!(view.range in RANGE_HOURS) && view.range !== "custom") view.range = VIEW_DEFAULTS.range;
-  if (![...controls.metric.options].some((o) => o.value === view.metric)) view.metric = VIEW_DEFAULTS.metric;
+  if (![...controls.metric.options].some((o) => o.value === view.metric))
+    view.metric = VIEW_DEFAULTS.metric;
   controls.range.value = view.range;
   controls.metric.value = view.metric;
   controls.log.checked = view.log === "1";
@@ -186,7 +236,10 @@ async function load() {
   restoreControls();
   const table = await loadFigures();
   const redraw = () => drawActivity().catch(fail);
-  controls.log.addEventListener("change", () => { readControls(); drawSizes(partitions); });
+  controls.log.addEventListener("change", () => {
+    readControls();
+    drawSizes(partitions);
+  });
   controls.range.addEventListener("change", () => {
     if (controls.range.value === "custom" && !controls.from.value) {
       const { start, end } = chosenWindow();
@@ -197,14 +250,24 @@ async function load() {
     redraw();
   });
   for (const input of [controls.metric, controls.from, controls.until]) {
-    input.addEventListener("change", () => { readControls(); redraw(); });
+    input.addEventListener("change", () => {
+      readControls();
+      redraw();
+    });
   }
   watchPolls(table.server_id, () => loadFigures().catch(fail), "live");
 }
 
 function fail(error) {
-  show("table-findings", el("p", { className: "error" }, `Cannot load this table: ${error.message}`));
+  show(
+    "table-findings",
+    el("p", { className: "error" }, `Cannot load this table: ${error.message}`),
+  );
 }
 
 // data-ready tells the browser tests (and anyone watching) that the first load is done.
-load().catch(fail).finally(() => { root.dataset.ready = "true"; });
+load()
+  .catch(fail)
+  .finally(() => {
+    root.dataset.ready = "true";
+  });
