@@ -6,8 +6,8 @@ those that use the Django test database). `tests/settings.py` picks the store; t
 module, loaded as a pytest plugin, keeps the second pass to the store-facing tests, and
 gives the URL that worker processes spawned by a test use to reach the same database.
 
-For tests that run partdash on a store of their own (tests/test_store_faults.py,
-tests/test_scale_out.py): `store_env`, `manage` and `Fleet` (named workers and beat).
+For tests that run partdash on a store of their own (tests/operations/test_store_faults.py,
+tests/operations/test_scale_out.py): `store_env`, `manage` and `Fleet` (named workers and beat).
 """
 
 import os
@@ -32,11 +32,11 @@ NOT_STORE_FACING = ("browser",)
 """Markers of tests that are about something else (Chromium) and run on SQLite only."""
 
 SQLITE_ONLY = (
-    "tests/test_faults.py",  # monitored servers frozen and killed: minutes of waiting
-    "tests/test_backoff.py",  # black-hole servers and lateness: 85 s of scheduling
-    "tests/test_poll_limits.py",  # time limits and a killed worker child: Redis's lock
-    "tests/test_make_up.py",  # `make up` runs on SQLite, as a laptop does
-    "tests/test_supervise.py",
+    "tests/collector/test_faults.py",  # monitored servers frozen and killed: minutes of waiting
+    "tests/collector/test_backoff.py",  # black-hole servers and lateness: 85 s of scheduling
+    "tests/collector/test_poll_limits.py",  # time limits and a killed worker child: Redis's lock
+    "tests/operations/test_make_up.py",  # `make up` runs on SQLite, as a laptop does
+    "tests/operations/test_supervise.py",
 )
 """Modules whose subject is not the store, and whose run time would double on it."""
 

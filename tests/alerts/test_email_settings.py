@@ -1,7 +1,7 @@
 """The email settings as a user sets them: `manage.py sendtestemail` sends through the
 SMTP server the environment names, the same settings the worker's alert emails use."""
 
-from tests.test_settings import run
+from tests.operations.test_settings import run
 
 
 def test_sendtestemail_sends_through_the_smtp_server_of_the_environment(tmp_path, mailbox):

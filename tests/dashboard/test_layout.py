@@ -11,7 +11,7 @@ from django.utils import timezone
 
 from tests import alert_rows as rows
 from tests.conftest import ARTIFACTS, log_in
-from tests.test_pages import (  # noqa: F401 (fixtures)
+from tests.dashboard.test_pages_browser import (  # noqa: F401 (fixtures)
     assert_every_chart_draws,
     built_frontend,
     fleet,

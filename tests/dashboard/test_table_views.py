@@ -12,7 +12,7 @@ import pytest
 from partdash.collector.service import poll_server
 from partdash.metrics.models import PartitionedTable
 from tests.conftest import log_in
-from tests.test_pages import (
+from tests.dashboard.test_pages_browser import (
     Fleet,
     analyse,
     api,

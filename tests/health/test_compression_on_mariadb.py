@@ -9,9 +9,7 @@ import subprocess
 import pytest
 
 from partdash.collector.service import poll_server
-from tests.conftest import ARTIFACTS, ROOT, log_in
-from tests.sql import run
-from tests.test_health_api import (
+from tests.api.test_health_ground_truth import (
     COMPRESSED,
     INCOMPRESSIBLE,
     api_partitions,
@@ -21,6 +19,8 @@ from tests.test_health_api import (
     partition_names,
     polled,
 )
+from tests.conftest import ARTIFACTS, ROOT, log_in
+from tests.sql import run
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 

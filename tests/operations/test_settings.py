@@ -9,7 +9,7 @@ from pathlib import Path
 
 from cryptography.fernet import Fernet
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 REAL_SECRET_KEY = "k3Y-" + "x8Qz!p2Lm#v9Rt$w4Nb&c7Hd" * 3
 OUR_VARIABLES = ("DEBUG", "SECRET_KEY", "DATABASE_URL", "ALLOWED_HOSTS", "CSRF_TRUSTED_ORIGINS")
 

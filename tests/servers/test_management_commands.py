@@ -17,10 +17,10 @@ import pytest
 from cryptography.fernet import Fernet
 from django.core.management import call_command
 
-from tests.certificates import write_certificates
+from tests.servers.certificates import write_certificates
 from tests.services import MariaDB, free_port
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 OUR_VARIABLES = ("DEBUG", "SECRET_KEY", "DATABASE_URL", "CELERY_BROKER_URL")
 PASSWORD = "cli-Pw-5521-distinct"
 

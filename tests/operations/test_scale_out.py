@@ -16,7 +16,7 @@ import psycopg
 import pytest
 from celery import Celery
 
-from tests.pgserver import dedicated_database
+from tests.operations.pgserver import dedicated_database
 from tests.pgstore import Fleet, manage, store_env
 from tests.services import MariaDB, RedisServer
 

@@ -13,7 +13,7 @@ import psycopg
 import pytest
 
 from tests.conftest import wait_until
-from tests.pgserver import PostgresServer
+from tests.operations.pgserver import PostgresServer
 from tests.pgstore import Fleet, manage, store_env
 from tests.services import RedisServer
 

@@ -18,8 +18,8 @@ from partdash.collector.service import poll_server
 from partdash.servers import connection
 from partdash.servers.connection import ConnectionFailure, Target, open_session
 from partdash.servers.models import Server
-from tests.certificates import CertificateFiles, write_certificates
 from tests.fake_mysql import FakeMySQL
+from tests.servers.certificates import CertificateFiles, write_certificates
 from tests.services import MariaDB, MariaDBFactory
 
 pytestmark = pytest.mark.django_db

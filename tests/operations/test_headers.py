@@ -5,9 +5,9 @@ from pathlib import Path
 
 from django.test import Client
 
-from tests.test_settings import REAL_SECRET_KEY, run
+from tests.operations.test_settings import REAL_SECRET_KEY, run
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 SHOW_PROXY_HEADER = (
     "import django; django.setup(); from django.conf import settings; "
     "print(settings.SECURE_PROXY_SSL_HEADER)"

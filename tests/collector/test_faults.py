@@ -30,8 +30,7 @@ from partdash.metrics.models import Partition, PartitionedTable, ServerSnapshot
 from partdash.servers.models import Server
 from tests.alerts import conftest as alert_fixtures
 from tests.alerts.test_alerts_end_to_end import polled_on_request, skewed_hash_table
-from tests.conftest import CeleryProcesses, wait_until
-from tests.fault_helpers import (
+from tests.collector.fault_helpers import (
     LIST_TABLE,
     DdlRacer,
     dropped_tables,
@@ -42,9 +41,10 @@ from tests.fault_helpers import (
     stopping_after,
     stored_definitions,
 )
+from tests.collector.test_poll_limits import poll_child
+from tests.conftest import CeleryProcesses, wait_until
 from tests.services import MariaDB
 from tests.sql import run
-from tests.test_poll_limits import poll_child
 
 pytestmark = pytest.mark.django_db
 # The alerts' real SMTP server and the worker and beat that send to it.

@@ -23,8 +23,8 @@ from partdash.collector.sources import file_io, tablespaces
 from partdash.metrics.models import Partition
 from partdash.metrics.store import PollStore
 from partdash.servers.connection import open_session, target_for
+from tests.collector.test_ground_truth import flush_to_disk
 from tests.sql import run
-from tests.test_collector import flush_to_disk
 
 TABLES = [
     "CREATE TABLE h (id INT PRIMARY KEY, v VARCHAR(200)) PARTITION BY HASH(id) PARTITIONS 24",

@@ -11,8 +11,8 @@ from cryptography.hazmat.primitives.asymmetric import rsa
 from partdash.collector.service import poll_server
 from partdash.servers.connection import ConnectionFailure, Target, open_session
 from partdash.servers.models import Server
-from tests.certificates import CertificateFiles, write_certificates
 from tests.fake_mysql import FakeMySQL, server_tls_context
+from tests.servers.certificates import CertificateFiles, write_certificates
 
 pytestmark = pytest.mark.django_db
 

@@ -1,0 +1,290 @@
+"""Hot partitions: shares of a table's activity, the fallbacks without
+performance_schema, and persistence over the window's slots (the pure
+`partdash.health.hotspots`)."""
+
+import random
+from dataclasses import fields
+
+import pytest
+
+from partdash.health import hotspots
+from partdash.health.hotspots import PartitionActivity, find_hotspots, hot_share_threshold
+from tests.health.builders import MiB
+
+
+@pytest.mark.parametrize(
+    ("partitions", "threshold"),
+    [(2, 0.75), (3, 0.5), (8, 0.5), (16, 0.5), (32, 0.25), (128, 0.0625), (1024, 8 / 1024)],
+)
+def test_the_hot_share_threshold_by_partition_count(partitions, threshold):
+    assert hot_share_threshold(partitions) == pytest.approx(threshold)
+
+
+def io(writes: list[int], reads: list[int] | None = None) -> list[PartitionActivity]:
+    reads = reads or [0] * len(writes)
+    return [
+        PartitionActivity(f"p{i}", write_bytes=w, read_bytes=r)
+        for i, (w, r) in enumerate(zip(writes, reads, strict=True))
+    ]
+
+
+SLOTS = 4  # slots of the window in which a steady workload was seen
+
+
+def _scaled(activity: PartitionActivity, slots: int) -> PartitionActivity:
+    figures = {
+        f.name: (v // slots if isinstance(v, int) else v)
+        for f in fields(PartitionActivity)
+        if (v := getattr(activity, f.name)) is not None
+    }
+    return PartitionActivity(**figures)
+
+
+def steadily(activity: list[PartitionActivity], slots: int = SLOTS) -> hotspots.Hotspots:
+    """`find_hotspots` of a workload with the same proportions in each of `slots` slots
+    (the window's sums are `activity`)."""
+    per_slot = [_scaled(a, slots) for a in activity]
+    return find_hotspots(activity, [per_slot] * slots)
+
+
+def test_all_writes_into_the_newest_range_partition_make_it_hot():
+    result = steadily(io([0] * 12 + [200 * MiB, 0]))
+    assert result.source == "io"
+    assert result.hot == ["p12"]
+    assert result.shares["p12"] == 1.0
+    assert result.shares["p0"] == 0.0
+    assert not result.estimated
+
+
+@pytest.mark.parametrize("count", [2, 8, 128])
+def test_a_uniformly_written_hash_table_has_no_hotspot(count):
+    assert steadily(io([64 * MiB] * count)).hot == []
+
+
+@pytest.mark.parametrize("count", [2, 8, 128])
+def test_uneven_flushing_in_a_uniform_hash_table_is_not_a_hotspot(count):
+    noise = random.Random(count)
+    writes = [int(64 * MiB * noise.uniform(0.6, 1.4)) for _ in range(count)]
+    reads = [int(8 * MiB * noise.uniform(0.6, 1.4)) for _ in range(count)]
+    assert steadily(io(writes, reads)).hot == []
+
+
+def test_a_lightly_written_hash_table_with_a_chance_cluster_has_no_hotspot():
+    # 40 pages over 128 partitions: 3 in one is over 1/16 of the writes, by chance
+    pages = [3] + [1] * 37 + [0] * 90
+    result = steadily(io([p * hotspots.PAGE_BYTES for p in pages]))
+    assert result.shares["p0"] == 3 / 40
+    assert result.shares["p0"] > hot_share_threshold(128)
+    assert result.hot == []
+
+
+@pytest.mark.parametrize(
+    ("writes", "hot"),
+    [
+        ([55, 45], []),  # the busier half of two is not hot
+        ([90, 10], ["p0"]),
+        ([60, 20, 20], ["p0"]),
+        ([40, 30, 30], []),
+        ([50, 0, 0, 0, 0, 0, 0, 50], ["p0", "p7"]),  # two halves of an 8-partition table
+        ([10] + [1] * 127, ["p0"]),  # 10/137 of 128: over 8x the even share
+        ([5] + [1] * 127, []),
+    ],
+)
+def test_hot_partitions_by_share(writes, hot):
+    result = steadily(io([w * 100 * hotspots.PAGE_BYTES for w in writes]))
+    assert result.hot == hot
+
+
+def test_a_few_writes_are_too_little_activity_to_call_a_hotspot():
+    few = steadily(io([10 * hotspots.PAGE_BYTES, 0, 0, 0]))
+    assert few.shares["p0"] == 1.0
+    assert few.hot == []
+    enough = steadily(io([hotspots.MIN_HOT_EVENTS * hotspots.PAGE_BYTES, 0, 0, 0]))
+    assert enough.hot == ["p0"]
+
+
+def test_a_partition_taking_most_reads_is_hot_even_when_writes_are_even():
+    result = steadily(io([64 * MiB] * 4, reads=[900 * MiB, 10 * MiB, 10 * MiB, 10 * MiB]))
+    assert result.hot == ["p0"]
+    assert result.read_shares["p0"] == pytest.approx(0.9677, abs=1e-4)
+    assert result.shares["p0"] == 0.25
+
+
+def test_a_single_partition_is_never_hot():
+    assert steadily(io([500 * MiB])).hot == []
+
+
+def test_an_idle_table_has_zero_shares_and_no_hotspot():
+    result = find_hotspots(io([0, 0, 0]))
+    assert result.source == "io"
+    assert result.shares == {"p0": 0.0, "p1": 0.0, "p2": 0.0}
+    assert result.hot == []
+
+
+@pytest.mark.parametrize(
+    ("activity", "source"),
+    [
+        (
+            [PartitionActivity("p0", write_bytes=0, modified=5000, rows_added=10)],
+            "io",
+        ),
+        ([PartitionActivity("p0", read_bytes=0, modified=5)], "io"),
+        ([PartitionActivity("p0", modified=5, rows_added=10, bytes_added=1)], "modified"),
+        ([PartitionActivity("p0", rows_added=10, bytes_added=1)], "rows"),
+        ([PartitionActivity("p0", bytes_added=1)], "size"),
+    ],
+)
+def test_without_performance_schema_hotspots_fall_back_in_order(activity, source):
+    result = find_hotspots(activity)
+    assert result.source == source
+    assert result.estimated is (source != "io")
+    assert (result.read_shares == {}) is (source != "io")
+
+
+def test_without_any_source_there_are_no_hotspots():
+    assert find_hotspots([PartitionActivity("p0"), PartitionActivity("p1")]) is None
+    assert find_hotspots([]) is None
+
+
+def test_modified_counter_deltas_find_the_newest_range_partition():
+    activity = [PartitionActivity(f"p{i}", modified=0) for i in range(12)]
+    activity.append(PartitionActivity("p12", modified=40_000))
+    activity.append(PartitionActivity("pmax", modified=0))
+    result = steadily(activity)
+    assert (result.source, result.hot) == ("modified", ["p12"])
+
+
+def test_shrinking_partitions_count_as_no_growth():
+    activity = [
+        PartitionActivity("p0", rows_added=-5000),
+        PartitionActivity("p1", rows_added=3000),
+        PartitionActivity("p2", rows_added=1000),
+    ]
+    result = steadily(activity)
+    assert result.shares == {"p0": 0.0, "p1": 0.75, "p2": 0.25}
+    assert result.hot == ["p1"]
+
+
+def test_written_partitions_are_those_with_any_sign_of_writes():
+    activity = [
+        PartitionActivity("p0", write_bytes=0, modified=0),
+        PartitionActivity("p1", write_bytes=16384),
+        PartitionActivity("p2", modified=3),
+        PartitionActivity("p3", rows_added=-10, bytes_added=0),
+        PartitionActivity("p4"),
+    ]
+    assert hotspots.written_partitions(activity) == ["p1", "p2"]
+
+
+# -- hotspots: persistence over the window's slots ---------------------------------------
+
+
+def slot(writes: dict[str, int] | None = None, reads: dict[str, int] | None = None):
+    """One slot's activity: only the partitions named did something."""
+    writes, reads = writes or {}, reads or {}
+    return [
+        PartitionActivity(name, write_bytes=writes.get(name, 0), read_bytes=reads.get(name, 0))
+        for name in dict.fromkeys([*writes, *reads])
+    ]
+
+
+def window_of(names: list[str], slots: list[list[PartitionActivity]]):
+    """Every partition's sums over the slots, as the analysis passes them."""
+    return [
+        PartitionActivity(
+            name,
+            write_bytes=sum(a.write_bytes or 0 for s in slots for a in s if a.name == name),
+            read_bytes=sum(a.read_bytes or 0 for s in slots for a in s if a.name == name),
+        )
+        for name in names
+    ]
+
+
+def judged(names: list[str], slots: list[list[PartitionActivity]]) -> hotspots.Hotspots:
+    return find_hotspots(window_of(names, slots), slots)
+
+
+HASH4 = ["p0", "p1", "p2", "p3"]
+
+
+@pytest.mark.parametrize(
+    ("active", "needed"), [(0, 3), (1, 3), (3, 3), (6, 3), (7, 4), (12, 6), (13, 7)]
+)
+def test_a_hot_partition_must_be_hot_in_half_the_active_slots_and_at_least_three(active, needed):
+    assert hotspots.slots_needed(active) == needed
+
+
+def test_one_burst_shows_in_the_shares_and_is_not_a_hotspot():
+    burst = [slot({"p1": 500 * MiB})]
+    result = judged(HASH4, burst)
+    assert result.shares["p1"] == 1.0
+    assert result.hot == [] and result.detail == ()
+
+
+def test_two_slots_of_writes_are_not_yet_persistent_and_three_are():
+    two = [slot({"p1": 50 * MiB})] * 2
+    assert judged(HASH4, two).hot == []
+    three = [slot({"p1": 50 * MiB})] * 3
+    result = judged(HASH4, three)
+    assert result.hot == ["p1"]
+    assert result.detail == (hotspots.HotPartition("p1", "write", 1.0, 3, 3),)
+
+
+def test_hot_in_half_the_active_slots_is_enough_and_fewer_is_not():
+    even = slot({name: 10 * MiB for name in HASH4})
+    hot = slot({"p1": 100 * MiB, "p0": 1 * MiB})
+    half = [hot] * 5 + [even] * 5
+    result = judged(HASH4, half)
+    assert [(d.partition, d.slots_hot, d.slots_active) for d in result.detail] == [("p1", 5, 10)]
+    assert judged(HASH4, [hot] * 4 + [even] * 6).hot == []
+
+
+def test_slots_without_activity_of_a_kind_are_not_active_for_it():
+    """Reads in three slots out of twelve with writes: the three are all the read slots."""
+    writes = [slot({name: 10 * MiB for name in HASH4})] * 9
+    reads = [slot(reads={"p2": 80 * MiB, "p3": 2 * MiB})] * 3
+    result = judged(HASH4, writes + reads)
+    assert result.detail == (hotspots.HotPartition("p2", "read", pytest.approx(80 / 82), 3, 3),)
+
+
+def test_one_count_star_over_a_skewed_table_shows_its_reads_and_flags_nothing():
+    """The diagnostic scan read every partition once, most of it the big one."""
+    writes = [slot({name: 10 * MiB for name in HASH4})] * 6
+    scan = slot(reads={"p0": 80 * MiB, "p1": 7 * MiB, "p2": 7 * MiB, "p3": 6 * MiB})
+    result = judged(HASH4, [*writes[:3], scan, *writes[3:]])
+    assert result.read_shares["p0"] == pytest.approx(0.8)
+    assert result.hot == [] and result.detail == ()
+
+
+def test_writes_and_reads_are_judged_and_reported_separately():
+    steady = slot({"p0": 90 * MiB, "p1": 10 * MiB}, reads={"p3": 40 * MiB, "p2": 10 * MiB})
+    result = judged(HASH4, [steady] * 4)
+    assert result.hot == ["p0", "p3"]
+    assert [(d.partition, d.kind, round(d.share, 2)) for d in result.detail] == [
+        ("p0", "write", 0.9),
+        ("p3", "read", 0.8),
+    ]
+
+
+def test_the_slots_are_built_only_when_a_partition_passes_the_share_rule():
+    """Building them for a busy HASH table costs more than the rest of its analysis."""
+    built = []
+
+    def slots_of(slots):
+        return lambda: built.append(1) or slots
+
+    even = [slot({name: 10 * MiB for name in HASH4})] * 4
+    assert find_hotspots(window_of(HASH4, even), slots_of(even)).hot == []
+    assert built == []
+    hot = [slot({"p1": 10 * MiB})] * 4
+    assert find_hotspots(window_of(HASH4, hot), slots_of(hot)).hot == ["p1"]
+    assert built == [1]
+
+
+def test_a_partition_hot_in_many_slots_but_not_over_the_window_is_not_hot():
+    """Hot in the quiet slots only: a trickle, while the big writes went elsewhere."""
+    trickle = slot({"p0": 1 * MiB})
+    flood = slot({name: 100 * MiB for name in HASH4})
+    result = judged(HASH4, [trickle] * 6 + [flood] * 2)
+    assert result.shares["p0"] < hot_share_threshold(4)
+    assert result.hot == []
