@@ -17,11 +17,8 @@ for the notification meanwhile, and after PARTDASH_ALERT_MAX_ATTEMPTS it is give
 """
 
 import logging
-import os
-import time
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from pathlib import Path
 from uuid import uuid4
 
 from django.conf import settings
@@ -134,7 +131,6 @@ def send_notification(notification_id: int) -> Outcome:
     claimed_at = claim(notification_id)
     if claimed_at is None:
         return NOT_CLAIMED
-    pause_for_tests("claimed")
     notification = Notification.objects.select_related("server").get(pk=notification_id)
     try:
         message = emails.build_message(notification)
@@ -142,7 +138,6 @@ def send_notification(notification_id: int) -> Outcome:
             connection.send_messages([message])
     except Exception as error:  # SMTP, network, TLS, templates: all recorded and retried
         return record_failure(notification, claimed_at, error)
-    pause_for_tests("accepted")
     record_sent(notification)
     return Outcome(sent=True)
 
@@ -188,9 +183,12 @@ def record_sent(notification: Notification) -> None:
 
 def deliver_evaluation(server_id: int, evaluation: str) -> list[tuple[int, Outcome]]:
     """Group the evaluation's transitions, then send each of its unsent notifications."""
-    pause_for_tests("grouping")
     group_evaluation(server_id, evaluation)
-    pause_for_tests("grouped")
+    return send_unsent(server_id, evaluation)
+
+
+def send_unsent(server_id: int, evaluation: str) -> list[tuple[int, Outcome]]:
+    """Attempt each of the evaluation's notifications not sent yet that has recipients."""
     pending = Notification.objects.filter(
         server_id=server_id, evaluation=evaluation, sent_at=None
     ).exclude(recipients="")
@@ -271,16 +269,3 @@ def reminder(alert: Alert, evaluation: str, now: datetime) -> Transition:
         message=alert.message,
         created_at=now,
     )
-
-
-# --- crash tests --------------------------------------------------------------------------
-
-
-def pause_for_tests(step: str) -> None:
-    """The crash tests stop a worker at a named step of delivery (`grouping`, `grouped`,
-    `claimed`, `accepted`) and SIGKILL it there: with PARTDASH_TEST_DELIVERY_PAUSE_AT
-    naming the step, the task writes PARTDASH_TEST_DELIVERY_PAUSE_FILE and sleeps."""
-    if os.environ.get("PARTDASH_TEST_DELIVERY_PAUSE_AT") != step:
-        return
-    Path(os.environ["PARTDASH_TEST_DELIVERY_PAUSE_FILE"]).write_text(str(os.getpid()))
-    time.sleep(3600)

@@ -64,8 +64,12 @@ class DeliveryProcesses(CeleryProcesses):
         return self.start_worker(**worker_env)
 
     def start_worker(self, **worker_env: str) -> "DeliveryProcesses":
+        """A worker; one whose `worker_env` names a step of delivery to pause at imports
+        `tests.alerts.crashing_worker`, which stops it there."""
         base = self.env
         self.env = {**base, **worker_env}
+        pausing = "PARTDASH_TEST_DELIVERY_PAUSE_AT" in worker_env
+        crashing = ["--include=tests.alerts.crashing_worker"] if pausing else []
         try:
             self.workers += 1
             self._spawn(
@@ -75,6 +79,7 @@ class DeliveryProcesses(CeleryProcesses):
                 "--pool=prefork",
                 "-n",
                 f"test{self.workers}@%h",
+                *crashing,
             )
         finally:
             self.env = base
