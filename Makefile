@@ -1,5 +1,5 @@
 # partdash: `make up` runs the product, `make test` runs every test, `make bench` the benchmarks.
-.PHONY: up test bench lint format
+.PHONY: up test bench lint format docs
 
 up:
 	@scripts/up.sh
@@ -17,3 +17,7 @@ lint:
 format:
 	.venv/bin/ruff format . && .venv/bin/ruff check --fix .
 	cd frontend && npm run --silent format
+
+# The manual (docs/, mkdocs.yml) into var/site/; make test builds it the same way.
+docs:
+	NO_MKDOCS_2_WARNING=1 .venv/bin/mkdocs build --strict

@@ -20,6 +20,11 @@ say "ruff lint and format check; front-end lint (ESLint, Prettier); bash -n scri
 (cd frontend && npm run --silent lint)
 for script in scripts/*.sh; do bash -n "$script"; done
 
+# Not -q: it hides the warnings that --strict turns into a failure (a broken link or
+# anchor, a page missing from the nav).
+say "building the docs (mkdocs build --strict)"
+NO_MKDOCS_2_WARNING=1 "$VENV/bin/mkdocs" build --strict
+
 say "validating docker/compose.yml (docker-compose config; no engine runs here)"
 SECRET_KEY=ci PARTDASH_ENCRYPTION_KEYS=ci POSTGRES_PASSWORD=ci docker-compose -f docker/compose.yml config -q
 
