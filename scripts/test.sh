@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
-# `make test`: install what the tests need, lint, validate docker/, run every test on
-# SQLite, then the store-facing tests (those using the Django test database, see
-# tests/pgstore.py) on PostgreSQL: $PARTDASH_TEST_POSTGRES, else the one at
-# 127.0.0.1:5432, else a private one started here and stopped at the end. Extra
-# arguments go to both pytest runs (scripts/test.sh -k api); PARTDASH_TEST_STORES=sqlite
-# (or postgres) runs one pass only. Exits with the first failing pass's pytest status,
-# 0 when both pass.
+# `make test`: install what the tests need, lint, build the docs, validate docker/, then
+# run every test on SQLite and, at the same time, the store-facing tests (those using the
+# Django test database, see tests/pgstore.py) on PostgreSQL: $PARTDASH_TEST_POSTGRES, else
+# the one at 127.0.0.1:5432, else a private one started here and stopped at the end. Each
+# pass runs on PARTDASH_TEST_WORKERS pytest-xdist workers (default 4; 0 runs in one
+# process). Extra arguments go to both pytest runs (scripts/test.sh -k api);
+# PARTDASH_TEST_STORES=sqlite (or postgres) runs one pass only. Ends by printing the 25
+# slowest tests; exits with the first failing pass's pytest status, 0 when both pass.
 source "$(dirname "$0")/lib.sh"
 
 ensure_packages /usr/sbin/mariadbd mariadb-server /usr/bin/mariadb-install-db mariadb-server \
@@ -28,25 +29,54 @@ NO_MKDOCS_2_WARNING=1 "$VENV/bin/mkdocs" build --strict
 say "validating docker/compose.yml (docker-compose config; no engine runs here)"
 SECRET_KEY=ci PARTDASH_ENCRYPTION_KEYS=ci POSTGRES_PASSWORD=ci docker-compose -f docker/compose.yml config -q
 
+# The two passes share nothing (each has its own test databases, MariaDB, Redis and Celery
+# processes), so they run at the same time, each on pytest-xdist workers that take the
+# longest tests first (tests/timing.py). Their output is prefixed with the pass's name.
 stores=${PARTDASH_TEST_STORES:-sqlite postgres}
-status=0
-if [[ " $stores " == *" sqlite "* ]]; then
-  say "running the test suite (metadata store: SQLite)"
-  set +e
-  "$VENV/bin/python" -m pytest -p tests.pgstore "$@"
-  status=$?
-  set -e
-fi
+workers=${PARTDASH_TEST_WORKERS:-4}
+artifacts="$ROOT/test-artifacts"
+mkdir -p "$artifacts"
+rm -f "$artifacts"/times-*.json
 if [[ " $stores " == *" postgres "* ]]; then
   ensure_postgres_for_tests
   trap stop_private_postgres EXIT
-  say "running the store-facing tests (metadata store: PostgreSQL at ${PARTDASH_TEST_POSTGRES#*@})"
-  set +e
-  PARTDASH_TEST_STORE=postgres "$VENV/bin/python" -m pytest -p tests.pgstore "$@"
-  pg_status=$?
-  set -e
-  # 5: the arguments selected no store-facing test; the SQLite pass said whether any ran.
-  [ "$pg_status" = 5 ] && [[ " $stores " == *" sqlite "* ]] && pg_status=0
-  [ "$status" = 0 ] && status=$pg_status
 fi
+
+# run_pass STORE [PYTEST ARGS]: one pass; exits with pytest's status.
+run_pass() {
+  local store=$1
+  shift
+  set +e
+  PARTDASH_TEST_STORE=$store PARTDASH_TEST_TIMES="$artifacts/times-$store.json" \
+    "$VENV/bin/python" -m pytest -p tests.pgstore -p tests.timing -n "$workers" --dist loadgroup \
+    "$@" 2>&1 | sed -u "s/^/[$store] /"
+  local pytest_status=${PIPESTATUS[0]}
+  # 5 on PostgreSQL: the arguments selected no store-facing test; the SQLite pass said
+  # whether any ran.
+  [ "$store" = postgres ] && [ "$pytest_status" = 5 ] && [[ " $stores " == *" sqlite "* ]] &&
+    pytest_status=0
+  return "$pytest_status"
+}
+
+declare -A pids
+for store in $stores; do
+  case $store in
+    sqlite) say "running the test suite (metadata store: SQLite), $workers workers" ;;
+    postgres) say "running the store-facing tests (metadata store: PostgreSQL at ${PARTDASH_TEST_POSTGRES#*@}), $workers workers" ;;
+    *) die "PARTDASH_TEST_STORES: unknown store '$store' (sqlite, postgres)" ;;
+  esac
+  run_pass "$store" "$@" &
+  pids[$store]=$!
+done
+
+status=0
+for store in $stores; do
+  set +e
+  wait "${pids[$store]}"
+  pass_status=$?
+  set -e
+  say "the $store pass ended with status $pass_status"
+  [ "$status" = 0 ] && status=$pass_status
+done
+"$PY" scripts/slowest.py "$artifacts"/times-*.json || true
 exit $status

@@ -2,6 +2,7 @@
 lock, real Celery worker and beat processes, and registered servers."""
 
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -13,7 +14,7 @@ from django.conf import settings
 from rest_framework.test import APIClient
 
 from tests.pgstore import database_url
-from tests.services import MariaDB, MariaDBFactory, RedisServer, log_tail
+from tests.services import MariaDB, MariaDBFactory, RedisServer, log_tail, stop_processes
 from tests.sql import new_schema_on
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -119,13 +120,10 @@ class CeleryProcesses:
         return "\n".join(log_tail(self.log_dir / f"{n}.log") for n in ("worker", "beat"))
 
     def stop(self) -> None:
-        for process in self.processes:
-            process.terminate()
-        for process in self.processes:
-            try:
-                process.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                process.kill()
+        """A cold shutdown (SIGQUIT): no test here is about a warm one, which waits for the
+        tasks under way and took 2-4.7 s of each test (tests/operations/test_scale_out.py
+        tests the warm shutdown)."""
+        stop_processes(self.processes, signal.SIGQUIT)
 
 
 @pytest.fixture

@@ -11,6 +11,7 @@ tests/operations/test_scale_out.py): `store_env`, `manage` and `Fleet` (named wo
 """
 
 import os
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -18,7 +19,7 @@ from urllib.parse import quote
 
 import pytest
 
-from tests.services import log_tail
+from tests.services import log_tail, stop_processes
 
 STORE = os.environ.get("PARTDASH_TEST_STORE", "sqlite")
 POSTGRES_URL = os.environ.get(
@@ -130,15 +131,11 @@ class Fleet:
         self.spawn("beat", "beat", f"--schedule={self.log_dir / 'beat-schedule'}")
         return self
 
-    def stop(self, *names: str) -> None:
-        """SIGTERM: a worker's warm shutdown lets the polls it runs finish."""
-        for name in names or list(self.processes):
-            self.processes[name].terminate()
-        for name in names or list(self.processes):
-            try:
-                self.processes[name].wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                self.processes[name].kill()
+    def stop(self, *names: str, cold: bool = False) -> None:
+        """SIGTERM: a worker's warm shutdown lets the polls it runs finish; `cold` (SIGQUIT)
+        stops at once, for a test whose subject is not the shutdown."""
+        how = signal.SIGQUIT if cold else signal.SIGTERM
+        stop_processes([self.processes[name] for name in names or list(self.processes)], how)
 
     def log(self, name: str) -> str:
         return (self.log_dir / f"{name}.log").read_text(errors="replace")

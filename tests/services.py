@@ -103,6 +103,19 @@ def free_port(host: str = LOCALHOST) -> int:
         return int(sock.getsockname()[1])
 
 
+def stop_processes(processes: list[subprocess.Popen], how: signal.Signals) -> None:
+    """Send `how` to each process (a Celery worker: SIGTERM warm shutdown, SIGQUIT cold;
+    beat stops on either), wait for each, kill what is still there after 20 s."""
+    for process in processes:
+        process.send_signal(how)
+    for process in processes:
+        try:
+            process.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+
+
 def normalize_options(options: Options | None) -> dict[str, str | None]:
     """Normalise server options: ``--table-open-cache`` -> ``table_open_cache``, values to str."""
     normalized: dict[str, str | None] = {}

@@ -18,13 +18,10 @@ from pathlib import Path
 
 from celery.signals import worker_process_init
 
-PAUSE_AT = "PARTDASH_TEST_DELIVERY_PAUSE_AT"
-PAUSE_FILE = "PARTDASH_TEST_DELIVERY_PAUSE_FILE"
-
 
 def pause() -> None:
     """Tell the test where this process is, then wait for its SIGKILL."""
-    Path(os.environ[PAUSE_FILE]).write_text(str(os.getpid()))
+    Path(os.environ["PARTDASH_TEST_DELIVERY_PAUSE_FILE"]).write_text(str(os.getpid()))
     time.sleep(3600)
 
 
@@ -62,7 +59,7 @@ def stop_at_step(**kwargs) -> None:
     """In each pool process, once forked: wrap the step's function. `delivery` calls its
     own functions through its module globals, and `tasks` through `delivery.`, so both
     meet the wrapper."""
-    step = os.environ.get(PAUSE_AT)
+    step = os.environ.get("PARTDASH_TEST_DELIVERY_PAUSE_AT")
     if not step:
         return
     from partdash.alerts import delivery

@@ -96,7 +96,7 @@ def test_worker_and_beat_poll_again_by_themselves_once_a_restarted_postgresql_st
             wait_until(lambda: snapshots(store) > before, 40, "a poll after", fleet.tails)
             assert all(process.poll() is None for process in fleet.processes.values())
         finally:
-            fleet.stop()
+            fleet.stop(cold=True)
     log = fleet.log("w1")
     # It met the store down, and dispatching said so in one line a tick.
     assert "no polls dispatched: metadata store unavailable: " in log, log[-3000:]

@@ -1,0 +1,77 @@
+"""Longest tests first, and what each test took (a pytest plugin: `-p tests.timing`).
+
+`make test` runs each pass on several pytest-xdist workers with `--dist loadgroup`: the
+scheduler hands out one test (or one `xdist_group`, whole) at a time, in collection order,
+to whichever worker is free. Collected longest first, by the seconds each test took in an
+earlier run (`tests/durations.json`), the minutes-long tests start at once instead of
+last, so no worker is left with one of them when the rest are done (longest processing
+time first). A group counts as the sum of its tests; a test not in the file counts as
+`UNKNOWN_SECONDS`.
+
+With PARTDASH_TEST_TIMES naming a file, the run writes each test's seconds (setup, call
+and teardown) there as JSON; `scripts/slowest.py` prints the slowest and, with `--save`,
+folds them into `tests/durations.json`.
+"""
+
+import json
+import os
+from collections import defaultdict
+from pathlib import Path
+
+import pytest
+
+DURATIONS = Path(__file__).with_name("durations.json")
+UNKNOWN_SECONDS = 1.0
+
+
+def plain_nodeid(nodeid: str) -> str:
+    """The test's id without the `@group` pytest-xdist's loadgroup appends to it."""
+    return nodeid.split("@")[0] if nodeid.rfind("@") > nodeid.rfind("]") else nodeid
+
+
+def group_of(item: pytest.Item) -> str | None:
+    marker = item.get_closest_marker("xdist_group")
+    if marker is None:
+        return None
+    return marker.kwargs.get("name") or (marker.args[0] if marker.args else "default")
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    known = json.loads(DURATIONS.read_text()) if DURATIONS.exists() else {}
+
+    def seconds(item: pytest.Item) -> float:
+        return known.get(plain_nodeid(item.nodeid), UNKNOWN_SECONDS)
+
+    group_seconds: dict[str, float] = defaultdict(float)
+    for item in items:
+        if group := group_of(item):
+            group_seconds[group] += seconds(item)
+
+    def longest_first(item: pytest.Item) -> tuple[float, str]:
+        group = group_of(item)
+        return (-(group_seconds[group] if group else seconds(item)), group or "")
+
+    items.sort(key=longest_first)  # stable: a group's tests keep their file order
+
+
+class Stopwatch:
+    """Each test's seconds, summed over its phases, as the reports arrive (in the
+    controller under pytest-xdist: the reports of every worker)."""
+
+    def __init__(self, path: Path):
+        self.path = path
+        self.seconds: dict[str, float] = defaultdict(float)
+
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        self.seconds[plain_nodeid(report.nodeid)] += report.duration
+
+    def pytest_sessionfinish(self) -> None:
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        rounded = {nodeid: round(s, 2) for nodeid, s in sorted(self.seconds.items())}
+        self.path.write_text(json.dumps(rounded, indent=0) + "\n")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    path = os.environ.get("PARTDASH_TEST_TIMES")
+    if path and not hasattr(config, "workerinput"):  # the controller, or a run without xdist
+        config.pluginmanager.register(Stopwatch(Path(path)), "partdash-stopwatch")
