@@ -1,6 +1,7 @@
 """Shared fixtures: private MariaDB servers, a private Redis wired into Celery and the poll
 lock, real Celery worker and beat processes, and registered servers."""
 
+import fcntl
 import os
 import signal
 import subprocess
@@ -167,8 +168,36 @@ def browser():
         browser.close()
 
 
+FRONTEND = ROOT / "frontend"
+
+
+def frontend_is_stale() -> bool:
+    """Is a bundle in frontend/dist/ missing, or older than a source it is built from?"""
+    bundles = list((FRONTEND / "dist").rglob("*.js"))
+    sources = [*(FRONTEND / "src").rglob("*"), FRONTEND / "build.mjs"]
+    if not bundles:
+        return True
+    return max(p.stat().st_mtime for p in sources) > min(p.stat().st_mtime for p in bundles)
+
+
+@pytest.fixture(scope="session")
+def built_frontend() -> None:
+    """The pages load their bundles from frontend/dist/, which `make test` builds before
+    any test starts. pytest run alone builds them here when a source is newer: once, under
+    a lock, since pytest-xdist's workers would otherwise rewrite the bundles while another
+    worker's browser loads them."""
+    lock_path = ROOT / "var" / "frontend-build.lock"
+    lock_path.parent.mkdir(exist_ok=True)
+    with open(lock_path, "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if frontend_is_stale():
+            subprocess.run(["node", "build.mjs"], cwd=FRONTEND, check=True, capture_output=True)
+            for bundle in (FRONTEND / "dist").rglob("*.js"):
+                bundle.touch()  # esbuild leaves an unchanged bundle's file as it was
+
+
 @pytest.fixture
-def page(browser):
+def page(browser, built_frontend):
     context = browser.new_context()
     page = context.new_page()
     errors: list[str] = []

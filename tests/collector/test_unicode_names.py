@@ -10,7 +10,6 @@ paths and INNODB_SYS_TABLESTATS spell names in the filename encoding (`#` as `@0
 only the separators are `#`); mysql.innodb_table_stats and INNODB_CMP_PER_INDEX spell
 them decoded, `#` and all."""
 
-import subprocess
 from collections.abc import Iterator
 from contextlib import closing
 from dataclasses import dataclass
@@ -24,7 +23,7 @@ from partdash.collector.service import poll_server
 from partdash.lib.quoting import identifier, qualified, string_literal
 from partdash.metrics.models import Partition, PartitionedTable
 from partdash.servers.choices import ServerStatus
-from tests.conftest import ROOT, log_in
+from tests.conftest import log_in
 from tests.services import MariaDB
 
 pytestmark = pytest.mark.django_db
@@ -308,12 +307,6 @@ def test_the_least_privilege_account_sees_every_named_table_as_root_does(
     assert report.ok and report.warnings == []
     assert monitor.status == ServerStatus.OK
     assert figures(monitor) == figures(root)
-
-
-@pytest.fixture(scope="module")
-def built_frontend():
-    """The pages load their bundles from frontend/dist/: build them from the sources."""
-    subprocess.run(["node", "build.mjs"], cwd=ROOT / "frontend", check=True, capture_output=True)
 
 
 @pytest.mark.browser

@@ -2,22 +2,18 @@
 through Playwright), on alerts, silences and notifications built directly in the
 database: what a DBA sees, follows and clicks."""
 
-import subprocess
-
 import pytest
 
 from tests import alert_rows as rows
-from tests.conftest import ARTIFACTS, ROOT, log_in
+from tests.conftest import ARTIFACTS, log_in
 
-pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
+pytestmark = [
+    pytest.mark.browser,
+    pytest.mark.django_db(transaction=True),
+    pytest.mark.usefixtures("built_frontend"),
+]
 
 SMTP_ERROR = "SMTPRecipientsRefused: {'dba@example.com': (550, b'5.1.1 no such user')}"
-
-
-@pytest.fixture(scope="session", autouse=True)
-def built_frontend():
-    """The pages load the bundles from frontend/dist/: build them from the sources."""
-    subprocess.run(["node", "build.mjs"], cwd=ROOT / "frontend", check=True, capture_output=True)
 
 
 @pytest.fixture

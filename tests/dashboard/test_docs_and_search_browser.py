@@ -2,21 +2,18 @@
 real browser (Debian's Chromium through Playwright): they load from partdash alone, with
 no request to any other host and no console error."""
 
-import subprocess
 from urllib.parse import urlsplit
 
 import pytest
 
 from tests import alert_rows as rows
-from tests.conftest import ARTIFACTS, ROOT, log_in
+from tests.conftest import ARTIFACTS, log_in
 
-pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
-
-
-@pytest.fixture(scope="session", autouse=True)
-def built_frontend():
-    """The pages load the bundles from frontend/dist/: build them from the sources."""
-    subprocess.run(["node", "build.mjs"], cwd=ROOT / "frontend", check=True, capture_output=True)
+pytestmark = [
+    pytest.mark.browser,
+    pytest.mark.django_db(transaction=True),
+    pytest.mark.usefixtures("built_frontend"),
+]
 
 
 def recorded_hosts(page) -> set[str]:

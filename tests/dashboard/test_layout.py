@@ -13,7 +13,6 @@ from tests import alert_rows as rows
 from tests.conftest import ARTIFACTS, log_in
 from tests.dashboard.test_pages_browser import (  # noqa: F401 (fixtures)
     assert_every_chart_draws,
-    built_frontend,
     fleet,
     open_page,
 )

@@ -6,7 +6,6 @@ Each page must load without console errors, draw every chart it shows, and show 
 figures the API serves (which the API's own tests hold to the server's)."""
 
 import re
-import subprocess
 from contextlib import closing
 from dataclasses import dataclass
 from datetime import date, timedelta
@@ -17,10 +16,14 @@ import pytest
 from partdash.collector.service import poll_server
 from partdash.metrics.models import PartitionedTable
 from partdash.servers.models import Server
-from tests.conftest import ARTIFACTS, ROOT, log_in
+from tests.conftest import ARTIFACTS, log_in
 from tests.services import MariaDB, free_port
 
-pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
+pytestmark = [
+    pytest.mark.browser,
+    pytest.mark.django_db(transaction=True),
+    pytest.mark.usefixtures("built_frontend"),
+]
 
 HASH_PARTITIONS = 4
 # Skew is judged from 1,000 rows per partition on average; short rows keep every
@@ -28,13 +31,6 @@ HASH_PARTITIONS = 4
 SKEWED_ROWS = 4000  # all in p0: ids that are multiples of 4
 OTHER_ROWS = 20  # in each of p1..p3
 SMALL_TABLES = 3  # KEY tables with 5, 10 and 15 rows, so sorting and paging have rows
-
-
-@pytest.fixture(scope="session", autouse=True)
-def built_frontend():
-    """The pages load the bundles from frontend/dist/: build them from the sources under
-    test."""
-    subprocess.run(["node", "build.mjs"], cwd=ROOT / "frontend", check=True, capture_output=True)
 
 
 def run(instance: MariaDB, schema: str, *statements: str) -> tuple:

@@ -4,7 +4,6 @@ page label as nominal, while what partdash measures tells them apart: the files 
 the failure rate and the page splits its failures imply (INNODB_CMP_PER_INDEX deltas)."""
 
 import os
-import subprocess
 
 import pytest
 
@@ -19,21 +18,19 @@ from tests.api.test_health_ground_truth import (
     partition_names,
     polled,
 )
-from tests.conftest import ARTIFACTS, ROOT, log_in
+from tests.conftest import ARTIFACTS, log_in
 from tests.sql import run
 
-pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
+pytestmark = [
+    pytest.mark.browser,
+    pytest.mark.django_db(transaction=True),
+    pytest.mark.usefixtures("built_frontend"),
+]
 
 NOMINAL = "nominal page ratio 16 KiB / KEY_BLOCK_SIZE 4 KiB, not the achieved compression"
 ROW_BYTES = 3000
 ROWS = 1500
 TEXT = f"REPEAT('a', {ROW_BYTES})"
-
-
-@pytest.fixture(scope="module", autouse=True)
-def built_frontend():
-    """The pages load the bundles from frontend/dist/: build them from the sources."""
-    subprocess.run(["node", "build.mjs"], cwd=ROOT / "frontend", check=True, capture_output=True)
 
 
 def file_sizes(instance, schema: str, table: str) -> dict[str, int]:
