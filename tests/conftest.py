@@ -151,6 +151,10 @@ def wait_until(predicate: Callable[[], object], timeout: float, what: str, logs=
 # --- the browser (Debian's Chromium through Playwright), one per session ----------------
 
 CHROMIUM = "/usr/bin/chromium"
+PAGE_READY_MS = 60_000
+"""How long a page may take to fetch its figures and draw: a wait for a condition, so a
+generous bound costs a passing test nothing; on a machine running both passes of
+`make test` at once, 15 s was seen to run out."""
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking"]
 
 
@@ -199,6 +203,7 @@ def built_frontend() -> None:
 @pytest.fixture
 def page(browser, built_frontend):
     context = browser.new_context()
+    context.set_default_timeout(PAGE_READY_MS)
     page = context.new_page()
     errors: list[str] = []
     page.on("console", lambda message: message.type == "error" and errors.append(message.text))

@@ -23,7 +23,7 @@ from partdash.collector.service import poll_server
 from partdash.lib.quoting import identifier, qualified, string_literal
 from partdash.metrics.models import Partition, PartitionedTable
 from partdash.servers.choices import ServerStatus
-from tests.conftest import log_in
+from tests.conftest import PAGE_READY_MS, log_in
 from tests.services import MariaDB
 
 pytestmark = pytest.mark.django_db
@@ -318,7 +318,7 @@ def test_the_server_page_links_every_named_table_to_its_page(
     assert poll_server(server).ok
     log_in(page, live_server)
     page.goto(f"{live_server.url}/servers/{server.pk}/?page_size=100")
-    page.wait_for_selector("#server-page[data-ready]", state="attached", timeout=15000)
+    page.wait_for_selector("#server-page[data-ready]", state="attached", timeout=PAGE_READY_MS)
 
     for table in named_tables:
         pk = stored(server, table).pk
@@ -330,10 +330,10 @@ def test_the_server_page_links_every_named_table_to_its_page(
     for table in named_tables:
         pk = stored(server, table).pk
         page.goto(f"{live_server.url}/servers/{server.pk}/?page_size=100")
-        page.wait_for_selector("#server-page[data-ready]", state="attached", timeout=15000)
+        page.wait_for_selector("#server-page[data-ready]", state="attached", timeout=PAGE_READY_MS)
         page.locator(f"#tables tbody tr[data-id='{pk}'] a.table-link").click()
         page.wait_for_url(f"{live_server.url}/tables/{pk}/")
-        page.wait_for_selector("#table-page[data-ready]", state="attached", timeout=15000)
+        page.wait_for_selector("#table-page[data-ready]", state="attached", timeout=PAGE_READY_MS)
         assert page.locator("#table-name").inner_text() == f"{table.schema}.{table.name}"
         assert page.title().startswith(f"{table.schema}.{table.name} ")
     assert page.console_errors == []

@@ -5,7 +5,7 @@ database: what a DBA sees, follows and clicks."""
 import pytest
 
 from tests import alert_rows as rows
-from tests.conftest import ARTIFACTS, log_in
+from tests.conftest import ARTIFACTS, PAGE_READY_MS, log_in
 
 pytestmark = [
     pytest.mark.browser,
@@ -44,7 +44,7 @@ def fleet():
 
 def open_page(page, live_server, path: str, ready: str):
     page.goto(f"{live_server.url}{path}")
-    page.wait_for_selector(f"{ready}[data-ready]", state="attached", timeout=15000)
+    page.wait_for_selector(f"{ready}[data-ready]", state="attached", timeout=PAGE_READY_MS)
 
 
 def listed(page, section: str) -> list[int]:

@@ -16,7 +16,7 @@ import pytest
 from partdash.collector.service import poll_server
 from partdash.metrics.models import PartitionedTable
 from partdash.servers.models import Server
-from tests.conftest import ARTIFACTS, log_in
+from tests.conftest import ARTIFACTS, PAGE_READY_MS, log_in
 from tests.services import MariaDB, free_port
 
 pytestmark = [
@@ -128,7 +128,7 @@ def api(page, path: str):
 
 def open_page(page, live_server, path: str, ready: str):
     page.goto(f"{live_server.url}{path}")
-    page.wait_for_selector(f"{ready}[data-ready]", state="attached", timeout=15000)
+    page.wait_for_selector(f"{ready}[data-ready]", state="attached", timeout=PAGE_READY_MS)
 
 
 COLOURED_PIXELS = """(canvas) => {

@@ -18,7 +18,7 @@ from tests.api.test_health_ground_truth import (
     partition_names,
     polled,
 )
-from tests.conftest import ARTIFACTS, log_in
+from tests.conftest import ARTIFACTS, PAGE_READY_MS, log_in
 from tests.sql import run
 
 pytestmark = [
@@ -105,7 +105,7 @@ def test_random_and_text_rows_share_the_nominal_ratio_but_not_the_measured_figur
     shown = {}
     for name in contents:
         page.goto(f"{live_server.url}/tables/{tables[(schema, name)]['id']}/")
-        page.wait_for_selector("#compression-nominal", timeout=15000)
+        page.wait_for_selector("#compression-nominal", timeout=PAGE_READY_MS)
         assert NOMINAL in page.inner_text("#compression-nominal")
         panel = page.inner_text("#compression")
         assert "achieved" not in panel.replace(NOMINAL, "")  # 4 is never called achieved
@@ -148,7 +148,7 @@ def test_page_compression_shows_the_bytes_saved_and_the_server_page_the_splits(
     log_in(page, live_server)
     tables = api_tables(admin_client, server)
     page.goto(f"{live_server.url}/tables/{tables[(schema, 'paged')]['id']}/")
-    page.wait_for_selector("#compression-saved", timeout=15000)
+    page.wait_for_selector("#compression-saved", timeout=PAGE_READY_MS)
     saved = float(page.inner_text("#compression-saved").rstrip(" %").replace(",", ""))
     assert saved == pytest.approx(100 * paged["saved_ratio"], abs=0.01)
     assert "nominal" not in page.inner_text("#compression")
@@ -156,7 +156,7 @@ def test_page_compression_shows_the_bytes_saved_and_the_server_page_the_splits(
     cmp_rows = admin_client.get(f"/api/v1/servers/{server.pk}/health/").json()["innodb_cmp"]
     failing = next(r for r in cmp_rows if r["compress_ops"] > r["compress_ops_ok"])
     page.goto(f"{live_server.url}/servers/{server.pk}/")
-    page.wait_for_selector("#innodb-cmp", timeout=15000)
+    page.wait_for_selector("#innodb-cmp", timeout=PAGE_READY_MS)
     headers = page.locator("#innodb-cmp th").all_inner_texts()
     row = page.locator("#innodb-cmp tbody tr").nth(cmp_rows.index(failing))
     cells = dict(zip(headers, row.locator("td").all_inner_texts(), strict=True))

@@ -54,6 +54,17 @@ class Cli:
             timeout=120,
         )
 
+    def start(self, *args: str) -> subprocess.Popen:
+        """`manage.py ARGS` running, its stdout and stderr to read as it goes."""
+        return subprocess.Popen(
+            [sys.executable, "manage.py", *args],
+            cwd=ROOT,
+            env=self.env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+
     def server(self, name: str) -> dict | None:
         with sqlite3.connect(self.database) as conn:
             conn.row_factory = sqlite3.Row
@@ -327,7 +338,6 @@ def test_poll_waits_for_a_running_poll_of_the_server_then_polls(cli, target, bro
     key = f"partdash:poll:{cli.server('pd1')['id']}"
     held = redis.Redis.from_url(broker)
     assert held.set(key, "a-worker-poll", ex=60)
-    threading.Timer(2.0, held.delete, (key,)).start()
     seen, done = set(), threading.Event()
 
     def watch():  # who holds the lock while the command runs
@@ -336,13 +346,21 @@ def test_poll_waits_for_a_running_poll_of_the_server_then_polls(cli, target, bro
             time.sleep(0.02)
 
     threading.Thread(target=watch, daemon=True).start()
-    result = cli.run("poll", "pd1")
+    command = cli.start("poll", "pd1")
+    said = []
+    for line in command.stderr:  # the worker's poll ends once the command says it waits
+        said.append(line)
+        if "waiting for it to end" in line:
+            held.delete(key)
+    stdout = command.stdout.read()
+    command.wait(timeout=120)
     done.set()
 
-    assert result.returncode == 0, result.stderr
+    stderr = "".join(said)
+    assert command.returncode == 0, stderr
     assert any(value and value.startswith(b"manage.py-") for value in seen), seen
-    assert "pd1: another poll is running; waiting for it to end (at most " in result.stderr
-    assert one_line(result.stdout).startswith("pd1: 5 partitions seen")
+    assert "pd1: another poll is running; waiting for it to end (at most " in stderr
+    assert one_line(stdout).startswith("pd1: 5 partitions seen")
     assert held.get(key) is None  # released after the poll
 
 
