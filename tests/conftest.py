@@ -58,6 +58,18 @@ def private_broker(redis_server: RedisServer) -> Iterator[str]:
     yield redis_server.url
 
 
+def reset_broker_pools(app) -> None:
+    """Fresh broker connections for this test process: after the broker moved or restarted,
+    kombu's pools (kept per broker URL, process-wide) hold dead or closed connections that
+    a later test in the same pytest-xdist worker would be handed ("Acquire on closed
+    pool")."""
+    from kombu import pools
+
+    pools.reset()
+    app._pool = None
+    app.amqp._producer_pool = None
+
+
 @pytest.fixture
 def new_schema():
     """`new_schema(instance)` creates a uniquely named schema, dropped after the test."""

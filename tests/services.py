@@ -506,11 +506,17 @@ def _install_db(datadir: Path, init_options: Mapping[str, str | None]) -> Path:
         "innodb_log_file_size": DEFAULT_MARIADB_OPTIONS["innodb_log_file_size"],
         **init_options,
     }
+    # A temporary directory of its own: with the default (/tmp), a bootstrap running beside
+    # another test process's was seen to lose its temporary table ("Unknown table
+    # 'mysql.tmp_user_sys'").
+    tmpdir = datadir.parent / "bootstrap-tmp"
+    tmpdir.mkdir(parents=True, exist_ok=True)
     argv = [
         MARIADB_INSTALL_DB,
         "--no-defaults",
         "--user=root",
         f"--datadir={datadir}",
+        f"--tmpdir={tmpdir}",
         "--auth-root-authentication-method=normal",
         "--skip-test-db",
         "--skip-name-resolve",

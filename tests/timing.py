@@ -10,7 +10,10 @@ time first). A group counts as the sum of its tests; a test not in the file coun
 
 With PARTDASH_TEST_TIMES naming a file, the run writes each test's seconds (setup, call
 and teardown) there as JSON; `scripts/slowest.py` prints the slowest and, with `--save`,
-folds them into `tests/durations.json`.
+folds them into `tests/durations.json`. With PARTDASH_TEST_CPU=1 as well, it writes
+beside it (`cpu-STORE.json`) the CPU seconds each test cost its worker's process tree
+(the worker, and the servers, Celery processes and browser it started), which is what
+bounds a run on two cores; `scripts/slowest.py --cpu` prints the costliest.
 """
 
 import json
@@ -18,6 +21,7 @@ import os
 from collections import defaultdict
 from pathlib import Path
 
+import psutil
 import pytest
 
 DURATIONS = Path(__file__).with_name("durations.json")
@@ -54,6 +58,37 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     items.sort(key=longest_first)  # stable: a group's tests keep their file order
 
 
+def tree_cpu() -> float:
+    """CPU seconds of this process, its descendants, and the children it reaped."""
+    me = psutil.Process()
+    total = sum(me.cpu_times()[:4])  # user, system, children's user and system
+    for child in me.children(recursive=True):
+        try:
+            total += sum(child.cpu_times()[:4])
+        except psutil.Error:
+            pass  # gone meanwhile: its parent's children's times have it
+    return total
+
+
+class CpuMeter:
+    """In the process that runs the tests: each test's CPU seconds, on its teardown
+    report (`user_properties`, which pytest-xdist carries to the controller)."""
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_runtest_setup(self, item: pytest.Item) -> None:
+        item.stash[CPU_AT_START] = tree_cpu()
+
+    @pytest.hookimpl(hookwrapper=True)
+    def pytest_runtest_makereport(self, item: pytest.Item, call: pytest.CallInfo):
+        outcome = yield
+        if call.when == "teardown" and CPU_AT_START in item.stash:
+            cpu = tree_cpu() - item.stash[CPU_AT_START]
+            outcome.get_result().user_properties.append(("cpu_seconds", cpu))
+
+
+CPU_AT_START = pytest.StashKey[float]()
+
+
 class Stopwatch:
     """Each test's seconds, summed over its phases, as the reports arrive (in the
     controller under pytest-xdist: the reports of every worker)."""
@@ -61,17 +96,32 @@ class Stopwatch:
     def __init__(self, path: Path):
         self.path = path
         self.seconds: dict[str, float] = defaultdict(float)
+        self.cpu: dict[str, float] = {}
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
-        self.seconds[plain_nodeid(report.nodeid)] += report.duration
+        nodeid = plain_nodeid(report.nodeid)
+        self.seconds[nodeid] += report.duration
+        for name, value in report.user_properties:
+            if name == "cpu_seconds":
+                self.cpu[nodeid] = value
 
     def pytest_sessionfinish(self) -> None:
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        rounded = {nodeid: round(s, 2) for nodeid, s in sorted(self.seconds.items())}
-        self.path.write_text(json.dumps(rounded, indent=0) + "\n")
+        write(self.path, self.seconds)
+        if self.cpu:
+            write(self.path.with_name(self.path.name.replace("times-", "cpu-")), self.cpu)
+
+
+def write(path: Path, seconds: dict[str, float]) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    rounded = {nodeid: round(s, 2) for nodeid, s in sorted(seconds.items())}
+    path.write_text(json.dumps(rounded, indent=0) + "\n")
 
 
 def pytest_configure(config: pytest.Config) -> None:
     path = os.environ.get("PARTDASH_TEST_TIMES")
-    if path and not hasattr(config, "workerinput"):  # the controller, or a run without xdist
+    if not path:
+        return
+    if os.environ.get("PARTDASH_TEST_CPU") == "1":
+        config.pluginmanager.register(CpuMeter(), "partdash-cpu-meter")
+    if not hasattr(config, "workerinput"):  # the controller, or a run without xdist
         config.pluginmanager.register(Stopwatch(Path(path)), "partdash-stopwatch")

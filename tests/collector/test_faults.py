@@ -42,7 +42,7 @@ from tests.collector.fault_helpers import (
     stored_definitions,
 )
 from tests.collector.test_poll_limits import poll_child
-from tests.conftest import CeleryProcesses, wait_until
+from tests.conftest import CeleryProcesses, reset_broker_pools, wait_until
 from tests.services import MariaDB
 from tests.sql import run
 
@@ -433,9 +433,10 @@ def polls_of(server: Server) -> list:
 @pytest.mark.django_db(transaction=True)
 @pytest.mark.timeout(240)
 def test_polling_resumes_by_itself_after_redis_restarts_with_no_duplicate_poll_or_email(
-    victim, new_schema, redis_server, delivery_processes, mailbox, client, admin_user
+    victim, new_schema, redis_server, delivery_processes, mailbox, client, admin_user, request
 ):
     from partdash.alerts.models import Alert, Transition
+    from partdash.celery import app as celery_app
 
     schema = new_schema(victim)
     skewed_hash_table(victim, schema)  # a skew alert fires on the second poll
@@ -447,6 +448,7 @@ def test_polling_resumes_by_itself_after_redis_restarts_with_no_duplicate_poll_o
 
     port = redis_server.port
     redis_server.restart()  # no persistence: queues, locks and beat's messages are gone
+    request.addfinalizer(lambda: reset_broker_pools(celery_app))  # for the tests after it
     restarted = time.monotonic()
     restarted_at = polls_of(server)[-1]
     assert redis_server.port == port

@@ -108,16 +108,9 @@ def test_time_limits_stay_below_the_poll_interval():
     assert scheduling.time_limits(3600)[1] <= 300
 
 
-def reset_broker_pools(app) -> None:
-    from kombu import pools
-
-    pools.reset()  # kombu keeps producer pools per broker URL, process-wide
-    app._pool = None
-    app.amqp._producer_pool = None
-
-
 def test_a_broker_outage_leaves_the_server_due(settings):
     from partdash.celery import app
+    from tests.conftest import reset_broker_pools
     from tests.services import free_port
 
     server = make("a")

@@ -28,7 +28,9 @@ import pytest
 from tests.conftest import ROOT, wait_until
 from tests.services import free_port
 
-pytestmark = [pytest.mark.e2e, pytest.mark.timeout(600)]
+# One xdist group: the tests share one clone and its virtualenv (the module's `clone`),
+# which a worker of their own each would build again (about 100 s of pip and npm).
+pytestmark = [pytest.mark.e2e, pytest.mark.timeout(600), pytest.mark.xdist_group("make_up")]
 
 ADMIN_PASSWORD = "make-up-admin-pw"
 ALARMS = ("SIGKILL", "Error", "Traceback")
