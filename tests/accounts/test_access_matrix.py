@@ -1,5 +1,5 @@
 """Who may do what (README, "Access"): every endpoint and page, for each role, with each
-method. Rows are built straight in the database (tests/alert_rows.py).
+method. Rows are built straight in the database (tests/builders.py).
 
 Outcomes: `ok` (served or done), `denied` (401/403 from the API, 403 from a page or the
 admin), `login` (a page sends the browser to a login page), `405` (nobody may: the
@@ -16,7 +16,7 @@ from rest_framework.test import APIClient
 from partdash.alerts.models import AlertRule
 from partdash.servers.admin import ServerAdmin
 from partdash.servers.models import Server
-from tests import alert_rows as rows
+from tests import builders
 from tests.conftest import recreate_roles, token_client, user_in
 
 ROLES = ["anonymous", "viewer", "viewers_group", "operator", "bare_staff", "admin"]
@@ -37,11 +37,11 @@ def nobody() -> dict[str, str]:
 @pytest.fixture
 def world(db):
     """One of everything, for paths to name."""
-    server = rows.server("db-matrix", port=1)  # nothing listens on port 1: probes fail fast
-    table = rows.table(server)
-    alert = rows.alert(server, "unreachable")
+    server = builders.server("db-matrix", port=1)  # nothing listens on port 1: probes fail fast
+    table = builders.table(server)
+    alert = builders.alert(server, "unreachable")
     rule = AlertRule.objects.create(rule="skew", threshold=5)
-    silence = rows.silence(comment="matrix")
+    silence = builders.silence(comment="matrix")
     return {
         "server": server.pk,
         "table": table.pk,

@@ -9,7 +9,7 @@ import pytest
 from django.utils import timezone
 
 from partdash.alerts.models import Alert, AlertRule, Silence
-from tests import alert_rows as rows
+from tests import builders
 
 pytestmark = pytest.mark.django_db
 
@@ -58,7 +58,7 @@ def silence_form(**overrides) -> dict:
 
 
 def test_an_admin_switches_a_rule_off_for_one_table(admin_client):
-    db1 = rows.server()
+    db1 = builders.server()
 
     response = admin_client.post(
         f"{RULES}add/",
@@ -99,7 +99,7 @@ def test_a_second_override_for_one_scope_is_refused(admin_client):
 
 
 def test_a_silence_added_in_the_admin_is_the_admins(admin_client, admin_user):
-    db1 = rows.server()
+    db1 = builders.server()
 
     response = admin_client.post(
         f"{SILENCES}add/", silence_form(server=db1.pk, rule="runway", comment="maintenance")
@@ -122,7 +122,7 @@ def test_a_silence_must_end_after_it_starts_and_within_the_limit(admin_client):
 
 
 def test_the_silence_add_form_takes_its_fields_from_the_link(admin_client):
-    db1 = rows.server()
+    db1 = builders.server()
 
     page = text(admin_client.get(f"{SILENCES}add/?server={db1.pk}&schema=shop&rule=runway"))
 
@@ -132,7 +132,7 @@ def test_the_silence_add_form_takes_its_fields_from_the_link(admin_client):
 
 
 def test_end_now_ends_the_selected_silences(admin_client):
-    silence = rows.silence(hours=8)
+    silence = builders.silence(hours=8)
 
     admin_client.post(SILENCES, {"action": "end_now", "_selected_action": [silence.pk]})
 
@@ -141,10 +141,10 @@ def test_end_now_ends_the_selected_silences(admin_client):
 
 
 def test_alerts_are_listed_read_only_and_filtered_by_state_rule_and_server(admin_client):
-    db1, db2 = rows.server("db1"), rows.server("db2")
-    firing = rows.alert(db1, "runway", of=rows.table(db1))
-    resolved = rows.alert(db1, "skew", "resolved", of=rows.table(db1, name="events"))
-    down = rows.alert(db2, "unreachable")
+    db1, db2 = builders.server("db1"), builders.server("db2")
+    firing = builders.alert(db1, "runway", of=builders.table(db1))
+    resolved = builders.alert(db1, "skew", "resolved", of=builders.table(db1, name="events"))
+    down = builders.alert(db2, "unreachable")
 
     def listed(query: str) -> set[int]:
         response = admin_client.get(f"{ALERTS}?{query}")
@@ -163,9 +163,11 @@ def test_alerts_are_listed_read_only_and_filtered_by_state_rule_and_server(admin
 
 
 def test_notifications_show_their_smtp_failures(admin_client):
-    db1 = rows.server("db1")
-    refused = rows.notification(db1, error="SMTPRecipientsRefused: 550 no such user", attempts=3)
-    sent = rows.notification(db1)
+    db1 = builders.server("db1")
+    refused = builders.notification(
+        db1, error="SMTPRecipientsRefused: 550 no such user", attempts=3
+    )
+    sent = builders.notification(db1)
 
     page = text(admin_client.get(NOTIFICATIONS))
     failed = admin_client.get(f"{NOTIFICATIONS}?delivery=failed")

@@ -9,7 +9,7 @@ from django.utils import timezone
 
 from partdash.alerts import delivery
 from partdash.alerts.models import Alert, Notification, Transition
-from tests import alert_rows
+from tests import builders
 from tests.alerts.mailbox import transition
 
 pytestmark = pytest.mark.django_db
@@ -21,7 +21,7 @@ def _smtp(smtp_settings):
 
 
 def firing(on, of=None, rule="runway", **fields):
-    return alert_rows.alert(on, rule=rule, of=of, **{"notified_at": None, **fields})
+    return builders.alert(on, rule=rule, of=of, **{"notified_at": None, **fields})
 
 
 def lease_ended(notification: Notification) -> None:
@@ -32,15 +32,13 @@ def lease_ended(notification: Notification) -> None:
 
 
 def test_two_sets_of_recipients_get_two_emails_each_with_its_own_transitions(mailbox):
-    db1 = alert_rows.server("db1")
-    orders, events = alert_rows.table(db1, "shop", "orders"), alert_rows.table(db1, "log", "ev")
+    db1 = builders.server("db1")
+    orders, events = builders.table(db1, "shop", "orders"), builders.table(db1, "log", "ev")
     transition(firing(db1, orders), recipients="")  # ALERT_EMAILS
     transition(firing(db1, events, "skew"), recipients="Team@example.com, dba@example.com")
     # The same people written another way, and ALERT_EMAILS spelled out: same emails.
     transition(firing(db1, None, "unreachable"), recipients="dba@example.com,team@example.com")
-    transition(
-        firing(db1, alert_rows.table(db1, "a", "b"), "hotspot"), recipients="ops@example.com"
-    )
+    transition(firing(db1, builders.table(db1, "a", "b"), "hotspot"), recipients="ops@example.com")
 
     delivery.deliver_evaluation(db1.pk, "eval-1")
 
@@ -63,11 +61,11 @@ def test_two_sets_of_recipients_get_two_emails_each_with_its_own_transitions(mai
 
 
 def test_silenced_transitions_are_never_sent(mailbox):
-    db1 = alert_rows.server("db1")
-    transition(firing(db1, alert_rows.table(db1, "s", "loud")))
-    hushed = transition(firing(db1, alert_rows.table(db1, "s", "quiet")), silenced=True)
+    db1 = builders.server("db1")
+    transition(firing(db1, builders.table(db1, "s", "loud")))
+    hushed = transition(firing(db1, builders.table(db1, "s", "quiet")), silenced=True)
     only_hushed = transition(
-        firing(db1, alert_rows.table(db1, "s", "q2")), "firing", "eval-2", silenced=True
+        firing(db1, builders.table(db1, "s", "q2")), "firing", "eval-2", silenced=True
     )
     Transition.objects.filter(pk__in=[hushed.pk, only_hushed.pk]).update(
         created_at=timezone.now() - timedelta(days=1)
@@ -84,8 +82,8 @@ def test_silenced_transitions_are_never_sent(mailbox):
 
 
 def test_a_transition_is_grouped_once_and_a_notification_claimed_by_one_worker():
-    db1 = alert_rows.server("db1")
-    transition(firing(db1, alert_rows.table(db1)))
+    db1 = builders.server("db1")
+    transition(firing(db1, builders.table(db1)))
 
     (made,) = delivery.group_evaluation(db1.pk, "eval-1")
     assert delivery.group_evaluation(db1.pk, "eval-1") == []
@@ -100,9 +98,9 @@ def test_a_transition_is_grouped_once_and_a_notification_claimed_by_one_worker()
 
 
 def test_a_sent_email_is_never_claimed_again_and_marks_its_firings_announced(mailbox):
-    db1 = alert_rows.server("db1")
-    alert = firing(db1, alert_rows.table(db1))
-    resolved = alert_rows.alert(db1, "skew", Alert.State.RESOLVED, notified_at=None)
+    db1 = builders.server("db1")
+    alert = firing(db1, builders.table(db1))
+    resolved = builders.alert(db1, "skew", Alert.State.RESOLVED, notified_at=None)
     transition(alert)
     transition(resolved, Transition.Kind.RESOLVED)
 
@@ -121,8 +119,8 @@ def test_a_sent_email_is_never_claimed_again_and_marks_its_firings_announced(mai
 
 def test_an_smtp_failure_is_recorded_and_the_email_sent_once_the_server_is_back(mailbox, settings):
     settings.PARTDASH_ALERT_RETRY_SECONDS = 60
-    db1 = alert_rows.server("db1")
-    transition(firing(db1, alert_rows.table(db1)))
+    db1 = builders.server("db1")
+    transition(firing(db1, builders.table(db1)))
     mailbox.stop()
 
     ((notification_id, outcome),) = delivery.deliver_evaluation(db1.pk, "eval-1")
@@ -154,8 +152,8 @@ def test_an_smtp_failure_is_recorded_and_the_email_sent_once_the_server_is_back(
 
 def test_an_email_is_given_up_after_the_last_attempt(mailbox, settings):
     settings.PARTDASH_ALERT_MAX_ATTEMPTS = 2
-    db1 = alert_rows.server("db1")
-    transition(firing(db1, alert_rows.table(db1)))
+    db1 = builders.server("db1")
+    transition(firing(db1, builders.table(db1)))
     mailbox.stop()
     ((notification_id, _),) = delivery.deliver_evaluation(db1.pk, "eval-1")
     notification = Notification.objects.get(pk=notification_id)
@@ -171,8 +169,8 @@ def test_an_email_is_given_up_after_the_last_attempt(mailbox, settings):
 
 def test_without_recipients_nothing_is_sent_and_the_reason_is_recorded(mailbox, settings):
     settings.ALERT_EMAILS = []
-    db1 = alert_rows.server("db1")
-    transition(firing(db1, alert_rows.table(db1)))
+    db1 = builders.server("db1")
+    transition(firing(db1, builders.table(db1)))
 
     assert delivery.deliver_evaluation(db1.pk, "eval-1") == []
 
@@ -182,9 +180,9 @@ def test_without_recipients_nothing_is_sent_and_the_reason_is_recorded(mailbox, 
 
 
 def test_the_sweeper_groups_what_a_worker_left_and_sends_it(mailbox):
-    db1 = alert_rows.server("db1")
-    fresh = transition(firing(db1, alert_rows.table(db1, "s", "fresh")), evaluation="eval-new")
-    old = transition(firing(db1, alert_rows.table(db1, "s", "old")), evaluation="eval-old")
+    db1 = builders.server("db1")
+    fresh = transition(firing(db1, builders.table(db1, "s", "fresh")), evaluation="eval-new")
+    old = transition(firing(db1, builders.table(db1, "s", "old")), evaluation="eval-old")
     Transition.objects.filter(pk=old.pk).update(created_at=timezone.now() - timedelta(hours=1))
 
     due = delivery.sweep()
@@ -199,28 +197,28 @@ def test_the_sweeper_groups_what_a_worker_left_and_sends_it(mailbox):
 
 def test_alerts_still_firing_get_one_reminder_digest_per_server(mailbox, settings):
     settings.PARTDASH_ALERT_REPEAT_HOURS = 24
-    db1, db2 = alert_rows.server("db1"), alert_rows.server("db2")
+    db1, db2 = builders.server("db1"), builders.server("db2")
     long_ago = timedelta(hours=30)
     due = [
-        alert_rows.alert(db1, "runway", of=alert_rows.table(db1, "s", "a"), ago=long_ago),
-        alert_rows.alert(db1, "skew", of=alert_rows.table(db1, "s", "b"), ago=long_ago),
-        alert_rows.alert(db2, "unreachable", ago=long_ago),
+        builders.alert(db1, "runway", of=builders.table(db1, "s", "a"), ago=long_ago),
+        builders.alert(db1, "skew", of=builders.table(db1, "s", "b"), ago=long_ago),
+        builders.alert(db2, "unreachable", ago=long_ago),
     ]
     for alert in due:
         transition(alert, evaluation=f"old-{alert.pk}", recipients="dba@example.com")
-    alert_rows.alert(db1, "hotspot", of=alert_rows.table(db1, "s", "recent"))  # 1 h ago
-    alert_rows.alert(
-        db1, "skew", of=alert_rows.table(db1, "s", "pending"), state="pending", ago=long_ago
+    builders.alert(db1, "hotspot", of=builders.table(db1, "s", "recent"))  # 1 h ago
+    builders.alert(
+        db1, "skew", of=builders.table(db1, "s", "pending"), state="pending", ago=long_ago
     )
-    alert_rows.alert(
-        db1, "skew", Alert.State.RESOLVED, of=alert_rows.table(db1, "s", "r"), ago=long_ago
+    builders.alert(
+        db1, "skew", Alert.State.RESOLVED, of=builders.table(db1, "s", "r"), ago=long_ago
     )
-    alert_rows.alert(
-        db1, "runway", of=alert_rows.table(db1, "s", "unannounced"), ago=long_ago, notified_at=None
+    builders.alert(
+        db1, "runway", of=builders.table(db1, "s", "unannounced"), ago=long_ago, notified_at=None
     )
-    alert_rows.alert(db1, "runway", of=alert_rows.table(db1, "s", "hushed"), ago=long_ago)
-    alert_rows.silence(server=db1, schema="s", table="hushed")
-    reminded = alert_rows.alert(db2, "skew", of=alert_rows.table(db2), ago=long_ago)
+    builders.alert(db1, "runway", of=builders.table(db1, "s", "hushed"), ago=long_ago)
+    builders.silence(server=db1, schema="s", table="hushed")
+    reminded = builders.alert(db2, "skew", of=builders.table(db2), ago=long_ago)
     Alert.objects.filter(pk=reminded.pk).update(reminded_at=timezone.now() - timedelta(hours=2))
 
     queued = delivery.queue_reminders()

@@ -10,7 +10,7 @@ from datetime import timedelta
 import pytest
 
 from partdash.alerts.models import Alert, Notification, Transition
-from tests import alert_rows
+from tests import builders
 from tests.alerts.conftest import DELIVERY_ENV
 from tests.alerts.mailbox import transition
 from tests.conftest import wait_until
@@ -28,7 +28,7 @@ def queue(server, evaluation: str) -> None:
 
 
 def firing(on, of=None, rule="runway", **fields):
-    return alert_rows.alert(on, rule=rule, of=of, **{"notified_at": None, **fields})
+    return builders.alert(on, rule=rule, of=of, **{"notified_at": None, **fields})
 
 
 def settle(mailbox, seconds: float) -> None:
@@ -37,12 +37,12 @@ def settle(mailbox, seconds: float) -> None:
 
 
 def test_one_evaluation_is_one_email_per_set_of_recipients(delivery_processes, mailbox):
-    db1 = alert_rows.server("db1")
-    orders = alert_rows.table(db1, "shop", "orders")
+    db1 = builders.server("db1")
+    orders = builders.table(db1, "shop", "orders")
     transition(firing(db1, orders, fix={"advice": "Add partitions.", "sql": "ALTER TABLE x"}))
-    transition(alert_rows.alert(db1, "skew", Alert.State.RESOLVED), Transition.Kind.RESOLVED)
+    transition(builders.alert(db1, "skew", Alert.State.RESOLVED), Transition.Kind.RESOLVED)
     transition(firing(db1, None, "unreachable"), recipients="dba@example.com")
-    transition(firing(db1, alert_rows.table(db1, "s", "quiet")), silenced=True)
+    transition(firing(db1, builders.table(db1, "s", "quiet")), silenced=True)
     processes = delivery_processes()
 
     queue(db1, "eval-1")
@@ -64,9 +64,9 @@ def test_one_evaluation_is_one_email_per_set_of_recipients(delivery_processes, m
 
 
 def test_a_storm_of_500_tables_is_one_email_worst_first(delivery_processes, mailbox):
-    db1 = alert_rows.server("db1")
+    db1 = builders.server("db1")
     for n in range(500):
-        table = alert_rows.table(db1, "shop", f"t{n:03}")
+        table = builders.table(db1, "shop", f"t{n:03}")
         severity = "critical" if n == 250 else "warning"
         transition(firing(db1, table, "skew", severity=severity, value=2 + n / 100, threshold=2))
     processes = delivery_processes()
@@ -89,8 +89,8 @@ def test_a_storm_of_500_tables_is_one_email_worst_first(delivery_processes, mail
 def test_an_smtp_outage_is_recorded_then_the_email_delivered_once_it_is_back(
     delivery_processes, mailbox
 ):
-    db1 = alert_rows.server("db1")
-    transition(firing(db1, alert_rows.table(db1)))
+    db1 = builders.server("db1")
+    transition(firing(db1, builders.table(db1)))
     mailbox.stop()
     processes = delivery_processes()
 
@@ -116,12 +116,12 @@ def test_an_smtp_outage_is_recorded_then_the_email_delivered_once_it_is_back(
 
 
 def test_beat_sends_one_reminder_digest_for_alerts_still_firing(delivery_processes, mailbox):
-    db1 = alert_rows.server("db1")
+    db1 = builders.server("db1")
     for name in ("a", "b"):
-        alert = alert_rows.alert(
-            db1, "runway", of=alert_rows.table(db1, "s", name), ago=timedelta(hours=25)
+        alert = builders.alert(
+            db1, "runway", of=builders.table(db1, "s", name), ago=timedelta(hours=25)
         )
-        transition(alert, evaluation=f"fired-{name}", notification=alert_rows.notification(db1))
+        transition(alert, evaluation=f"fired-{name}", notification=builders.notification(db1))
     processes = delivery_processes()
 
     wait_until(lambda: mailbox.count(), 60, "the reminder", processes.logs)
@@ -144,9 +144,9 @@ def test_a_worker_killed_at_each_step_loses_nothing(step, delivery_processes, ma
         PARTDASH_TEST_DELIVERY_PAUSE_AT=step, PARTDASH_TEST_DELIVERY_PAUSE_FILE=str(paused)
     )
     processes.wait_ready()
-    db1 = alert_rows.server("db1")
+    db1 = builders.server("db1")
     for name in ("a", "b", "c"):
-        transition(firing(db1, alert_rows.table(db1, "s", name)))
+        transition(firing(db1, builders.table(db1, "s", name)))
 
     queue(db1, "eval-1")
     wait_until(paused.exists, 60, f"the worker to stop at {step!r}", processes.logs)

@@ -10,7 +10,7 @@ from django.core import mail
 
 from partdash.alerts import delivery
 from partdash.alerts.models import Alert, Transition
-from tests import alert_rows
+from tests import builders
 from tests.alerts.mailbox import transition
 
 pytestmark = pytest.mark.django_db
@@ -33,7 +33,7 @@ def email_settings(settings):
 
 def firing(on, of=None, rule="runway", **fields):
     fields = {"notified_at": None, **fields}
-    return alert_rows.alert(on, rule=rule, of=of, **fields)
+    return builders.alert(on, rule=rule, of=of, **fields)
 
 
 def deliver(server, evaluation="eval-1"):
@@ -52,11 +52,11 @@ def html_of(message):
 
 
 def test_one_evaluation_is_one_email_firing_first_then_resolved():
-    db1 = alert_rows.server("db1")
-    orders, events = alert_rows.table(db1, "shop", "orders"), alert_rows.table(db1, "log", "events")
+    db1 = builders.server("db1")
+    orders, events = builders.table(db1, "shop", "orders"), builders.table(db1, "log", "events")
     transition(firing(db1, orders, value=3, threshold=14), evaluation="eval-1")
     transition(
-        alert_rows.alert(db1, "skew", Alert.State.RESOLVED, of=events, value=1.5, threshold=2.0),
+        builders.alert(db1, "skew", Alert.State.RESOLVED, of=events, value=1.5, threshold=2.0),
         Transition.Kind.RESOLVED,
         evaluation="eval-1",
     )
@@ -84,8 +84,8 @@ def test_one_evaluation_is_one_email_firing_first_then_resolved():
     ],
 )
 def test_a_single_transition_is_named_in_the_subject(rule, kind, on_table, subject):
-    db1 = alert_rows.server("db1")
-    orders = alert_rows.table(db1) if on_table else None
+    db1 = builders.server("db1")
+    orders = builders.table(db1) if on_table else None
     transition(firing(db1, orders, rule), kind)
 
     (sent,) = deliver(db1)
@@ -96,8 +96,8 @@ def test_a_single_transition_is_named_in_the_subject(rule, kind, on_table, subje
 
 
 def test_each_line_carries_the_fix_the_table_page_since_partitions_and_a_silence_link():
-    db1 = alert_rows.server("db1")
-    orders = alert_rows.table(db1)
+    db1 = builders.server("db1")
+    orders = builders.table(db1)
     alert = firing(db1, orders, fix=RUNWAY_FIX, partition="pmax", ago=timedelta(hours=5))
     started = alert.started_at
     transition(alert)
@@ -123,8 +123,8 @@ def test_each_line_carries_the_fix_the_table_page_since_partitions_and_a_silence
 
 
 def test_a_server_rule_links_the_server_page_and_a_resolved_one_says_when():
-    db1 = alert_rows.server("db1")
-    alert = alert_rows.alert(db1, "unreachable", Alert.State.RESOLVED, value=0, threshold=2)
+    db1 = builders.server("db1")
+    alert = builders.alert(db1, "unreachable", Alert.State.RESOLVED, value=0, threshold=2)
     transition(alert, Transition.Kind.RESOLVED)
 
     (sent,) = deliver(db1)
@@ -135,8 +135,8 @@ def test_a_server_rule_links_the_server_page_and_a_resolved_one_says_when():
 
 
 def test_byte_rules_show_the_number_and_its_size():
-    db1 = alert_rows.server("db1")
-    alert = firing(db1, alert_rows.table(db1), "partition_size", value=12 * 2**30, threshold=2**33)
+    db1 = builders.server("db1")
+    alert = firing(db1, builders.table(db1), "partition_size", value=12 * 2**30, threshold=2**33)
     transition(alert)
 
     (sent,) = deliver(db1)
@@ -149,8 +149,8 @@ def test_byte_rules_show_the_number_and_its_size():
 
 
 def test_hostile_names_are_escaped_in_html_and_cannot_break_a_line():
-    db1 = alert_rows.server("db1")
-    table = alert_rows.table(db1, "<script>alert(1)</script>", 'x"\nFIRING fake\u202e')
+    db1 = builders.server("db1")
+    table = builders.table(db1, "<script>alert(1)</script>", 'x"\nFIRING fake\u202e')
     alert = firing(db1, table, "skew", partition="<b>p0</b>", message="<img src=x onerror=1>")
     Alert.objects.filter(pk=alert.pk).update(
         fix={"advice": 'Rebuild x"\nFIRING fake.', "sql": "ALTER TABLE t\nFIRING x"}
@@ -173,8 +173,8 @@ def test_hostile_names_are_escaped_in_html_and_cannot_break_a_line():
 
 
 def test_worst_first_severity_then_how_far_past_the_threshold():
-    db1 = alert_rows.server("db1")
-    tables = {name: alert_rows.table(db1, "s", name) for name in "abcde"}
+    db1 = builders.server("db1")
+    tables = {name: builders.table(db1, "s", name) for name in "abcde"}
     transition(firing(db1, tables["a"], "skew", severity="warning", value=2.5, threshold=2))
     transition(firing(db1, tables["b"], "skew", severity="critical", value=4.1, threshold=2))
     transition(firing(db1, tables["c"], "skew", severity="warning", value=9, threshold=2))
@@ -194,16 +194,16 @@ def test_worst_first_severity_then_how_far_past_the_threshold():
 
 
 def test_a_storm_is_one_bounded_email_worst_first_with_a_count(settings):
-    db1 = alert_rows.server("db1")
+    db1 = builders.server("db1")
     for n in range(500):
-        table = alert_rows.table(db1, "shop", f"t{n:03}")
+        table = builders.table(db1, "shop", f"t{n:03}")
         severity = "critical" if n in (137, 421) else "warning"
         transition(
             firing(db1, table, "table_size", severity=severity, value=1000 + n, threshold=1000)
         )
     for n in range(3):
-        resolved = alert_rows.alert(
-            db1, "skew", Alert.State.RESOLVED, of=alert_rows.table(db1, "r", f"r{n}")
+        resolved = builders.alert(
+            db1, "skew", Alert.State.RESOLVED, of=builders.table(db1, "r", f"r{n}")
         )
         transition(resolved, Transition.Kind.RESOLVED)
 
@@ -226,8 +226,8 @@ def test_a_storm_is_one_bounded_email_worst_first_with_a_count(settings):
 
 
 def test_every_transition_of_the_evaluation_is_in_exactly_one_email():
-    db1 = alert_rows.server("db1")
-    made = [transition(firing(db1, alert_rows.table(db1, "s", f"t{n}"))) for n in range(5)]
+    db1 = builders.server("db1")
+    made = [transition(firing(db1, builders.table(db1, "s", f"t{n}"))) for n in range(5)]
 
     deliver(db1)
     deliver(db1)  # again: nothing left to group, the email is sent

@@ -16,7 +16,7 @@ from partdash.alerts.service import (
 )
 from partdash.metrics.models import Partition, PartitionedTable, PartitionSample, ServerSnapshot
 from partdash.servers.choices import ServerStatus
-from tests import alert_rows
+from tests import builders
 
 pytestmark = pytest.mark.django_db
 
@@ -51,7 +51,7 @@ class Fleet:
     work (queued deliveries) run as if committed."""
 
     def __init__(self, django_capture_on_commit_callbacks, monkeypatch):
-        self.server = alert_rows.server("db1")
+        self.server = builders.server("db1")
         self.at = timezone.now() - timedelta(days=3)
         self.capture = django_capture_on_commit_callbacks
         self.queued: list[tuple[int, str]] = []
@@ -60,7 +60,7 @@ class Fleet:
 
     def table(self, name: str = "orders", health: dict | None = None, **fields):
         fields = {"method": "HASH", "first_seen_at": self.at, "health": health or {}, **fields}
-        return alert_rows.table(self.server, name=name, **fields)
+        return builders.table(self.server, name=name, **fields)
 
     def set_health(self, table: PartitionedTable, health: dict) -> None:
         PartitionedTable.objects.filter(pk=table.pk).update(health=health)
@@ -315,7 +315,7 @@ def test_a_dropped_table_resolves_its_alerts_once_saying_so(fleet):
 
 
 def test_a_silence_marks_the_transitions_it_covers(fleet):
-    silence = alert_rows.silence(hours=1, server=fleet.server, table="orders")
+    silence = builders.silence(hours=1, server=fleet.server, table="orders")
     orders = fleet.table(health=skewed(2.4))
     users = fleet.table("users", health=skewed(2.4))
     fleet.poll(orders, users)
@@ -335,7 +335,7 @@ def test_a_silence_marks_the_transitions_it_covers(fleet):
 
 
 def test_an_evaluation_of_silenced_transitions_only_queues_nothing(fleet):
-    alert_rows.silence(hours=1, rule="skew")
+    builders.silence(hours=1, rule="skew")
     orders = fleet.table(health=skewed(2.4))
     fleet.poll(orders), fleet.poll()
     assert kinds() == [("skew", "firing", True)] and fleet.queued == []

@@ -13,26 +13,26 @@ from partdash.alerts.models import Alert
 from partdash.alerts.silences import active_silences, matching
 from partdash.health.alert_rules import SilenceScope
 from partdash.health.alerting import Key
-from tests import alert_rows
+from tests import builders
 
 pytestmark = pytest.mark.django_db
 
 
 def test_sql_and_evaluation_match_the_same_alerts():
-    db1, db2 = alert_rows.server("db1"), alert_rows.server("db2")
-    orders, events = alert_rows.table(db1, "shop", "orders"), alert_rows.table(db1, "log", "events")
+    db1, db2 = builders.server("db1"), builders.server("db2")
+    orders, events = builders.table(db1, "shop", "orders"), builders.table(db1, "log", "events")
     alerts = [
-        alert_rows.alert(db1, "runway", of=orders),
-        alert_rows.alert(db1, "skew", of=orders),
-        alert_rows.alert(db1, "skew", of=events),
-        alert_rows.alert(db1, "unreachable"),
-        alert_rows.alert(db2, "unreachable"),
+        builders.alert(db1, "runway", of=orders),
+        builders.alert(db1, "skew", of=orders),
+        builders.alert(db1, "skew", of=events),
+        builders.alert(db1, "unreachable"),
+        builders.alert(db2, "unreachable"),
     ]
     scopes = product(
         (None, db1.pk), (None, "shop", ""), (None, "orders"), (None, "skew", "unreachable")
     )
     for server, schema, table, rule in scopes:
-        silence = alert_rows.silence(server_id=server, schema=schema, table=table, rule=rule)
+        silence = builders.silence(server_id=server, schema=schema, table=table, rule=rule)
         scope = SilenceScope(silence.starts_at, silence.ends_at, server, schema, table, rule)
         in_sql = {a.pk for a in alerts if _sql_matches(a, silence.pk)}
         now = timezone.now()

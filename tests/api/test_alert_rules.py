@@ -5,7 +5,7 @@ import pytest
 from rest_framework.test import APIClient
 
 from partdash.alerts.models import AlertRule
-from tests import alert_rows as rows
+from tests import builders
 
 pytestmark = pytest.mark.django_db
 
@@ -27,7 +27,7 @@ CONTRACT_FIELDS = [
 
 
 def test_an_override_has_exactly_the_contract_fields(staff_api, viewer_api):
-    db1 = rows.server()
+    db1 = builders.server()
     body = {
         "rule": "skew",
         "threshold": 3.0,
@@ -63,7 +63,7 @@ def test_null_scope_means_everywhere_and_blank_is_null(staff_api):
 
 
 def test_switching_a_rule_off_for_one_table(staff_api):
-    db1 = rows.server()
+    db1 = builders.server()
     body = {"rule": "skew", "enabled": False, "server": db1.pk, "schema": "s", "table": "t"}
 
     created = staff_api.post(RULES, body, format="json")
@@ -165,7 +165,7 @@ def test_clear_threshold_must_be_below_a_threshold_that_fires_above(staff_api):
     wrong = staff_api.post(
         RULES, {"rule": "skew", "threshold": 3, "clear_threshold": 4}, format="json"
     )
-    rule = AlertRule.objects.create(rule="skew", server=rows.server(), threshold=3)
+    rule = AlertRule.objects.create(rule="skew", server=builders.server(), threshold=3)
     patched = staff_api.patch(f"{RULES}{rule.pk}/", {"clear_threshold": 3}, format="json")
     right = staff_api.patch(f"{RULES}{rule.pk}/", {"clear_threshold": 2.5}, format="json")
 

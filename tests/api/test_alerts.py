@@ -5,7 +5,7 @@ import pytest
 from rest_framework.test import APIClient
 
 from partdash.alerts.models import Alert
-from tests import alert_rows as rows
+from tests import builders
 
 pytestmark = pytest.mark.django_db
 
@@ -38,9 +38,9 @@ def ids(response) -> list[int]:
 
 
 def test_an_alert_has_exactly_the_contract_fields_with_its_fix(viewer_api):
-    db1 = rows.server("db1")
-    orders = rows.table(db1)
-    firing = rows.alert(db1, "runway", of=orders, fix=rows.RUNWAY_FIX, partition="p_max")
+    db1 = builders.server("db1")
+    orders = builders.table(db1)
+    firing = builders.alert(db1, "runway", of=orders, fix=builders.RUNWAY_FIX, partition="p_max")
 
     (shown,) = viewer_api.get(ALERTS).json()
 
@@ -51,14 +51,14 @@ def test_an_alert_has_exactly_the_contract_fields_with_its_fix(viewer_api):
     assert (shown["table_id"], shown["schema"], shown["table"]) == (orders.pk, "shop", "orders")
     assert shown["partition"] == "p_max"
     assert (shown["value"], shown["threshold"]) == (3.0, 14.0)
-    assert shown["fix"] == rows.RUNWAY_FIX
+    assert shown["fix"] == builders.RUNWAY_FIX
     assert shown["notified_at"] is not None and shown["resolved_at"] is None
     assert shown["silenced"] is False
 
 
 def test_a_servers_own_alert_has_no_table_schema_or_partition(viewer_api):
-    db1 = rows.server("db1")
-    rows.alert(db1, "unreachable", fix=None)
+    db1 = builders.server("db1")
+    builders.alert(db1, "unreachable", fix=None)
 
     (shown,) = viewer_api.get(ALERTS).json()
 
@@ -68,8 +68,8 @@ def test_a_servers_own_alert_has_no_table_schema_or_partition(viewer_api):
 
 
 def test_a_fix_without_sql_shows_sql_null(viewer_api):
-    db1 = rows.server()
-    rows.alert(db1, "skew", of=rows.table(db1), fix={"advice": "Choose another key."})
+    db1 = builders.server()
+    builders.alert(db1, "skew", of=builders.table(db1), fix={"advice": "Choose another key."})
 
     (shown,) = viewer_api.get(ALERTS).json()
 
@@ -77,10 +77,10 @@ def test_a_fix_without_sql_shows_sql_null(viewer_api):
 
 
 def test_state_filters_firing_pending_and_resolved(viewer_api):
-    db1 = rows.server()
-    firing = rows.alert(db1, "skew", of=rows.table(db1, name="a"))
-    pending = rows.alert(db1, "skew", "pending", of=rows.table(db1, name="b"))
-    resolved = rows.alert(db1, "skew", "resolved", of=rows.table(db1, name="c"))
+    db1 = builders.server()
+    firing = builders.alert(db1, "skew", of=builders.table(db1, name="a"))
+    pending = builders.alert(db1, "skew", "pending", of=builders.table(db1, name="b"))
+    resolved = builders.alert(db1, "skew", "resolved", of=builders.table(db1, name="c"))
 
     assert ids(viewer_api.get(ALERTS, {"state": "firing"})) == [firing.pk]
     assert ids(viewer_api.get(ALERTS, {"state": "pending"})) == [pending.pk]
@@ -89,11 +89,11 @@ def test_state_filters_firing_pending_and_resolved(viewer_api):
 
 
 def test_server_table_and_rule_filters(viewer_api):
-    db1, db2 = rows.server("db1"), rows.server("db2")
-    orders, events = rows.table(db1), rows.table(db1, name="events")
-    on_orders = rows.alert(db1, "runway", of=orders)
-    on_events = rows.alert(db1, "skew", of=events)
-    on_db2 = rows.alert(db2, "unreachable")
+    db1, db2 = builders.server("db1"), builders.server("db2")
+    orders, events = builders.table(db1), builders.table(db1, name="events")
+    on_orders = builders.alert(db1, "runway", of=orders)
+    on_events = builders.alert(db1, "skew", of=events)
+    on_db2 = builders.alert(db2, "unreachable")
 
     assert set(ids(viewer_api.get(ALERTS, {"server": db1.pk}))) == {on_orders.pk, on_events.pk}
     assert ids(viewer_api.get(ALERTS, {"server": db2.pk})) == [on_db2.pk]
@@ -105,13 +105,13 @@ def test_server_table_and_rule_filters(viewer_api):
 def test_open_alerts_list_critical_first_and_history_newest_first(viewer_api):
     from datetime import timedelta
 
-    db1 = rows.server()
-    warning = rows.alert(db1, "skew", of=rows.table(db1, name="a"), severity="warning")
-    critical = rows.alert(db1, "skew", of=rows.table(db1, name="b"), severity="critical")
-    older = rows.alert(db1, "skew", "resolved", of=rows.table(db1, name="c"))
+    db1 = builders.server()
+    warning = builders.alert(db1, "skew", of=builders.table(db1, name="a"), severity="warning")
+    critical = builders.alert(db1, "skew", of=builders.table(db1, name="b"), severity="critical")
+    older = builders.alert(db1, "skew", "resolved", of=builders.table(db1, name="c"))
     older.resolved_at -= timedelta(hours=2)
     older.save()
-    newer = rows.alert(db1, "skew", "resolved", of=rows.table(db1, name="d"))
+    newer = builders.alert(db1, "skew", "resolved", of=builders.table(db1, name="d"))
 
     assert ids(viewer_api.get(ALERTS, {"state": "firing"})) == [critical.pk, warning.pk]
     assert ids(viewer_api.get(ALERTS, {"state": "resolved"})) == [newer.pk, older.pk]
@@ -119,19 +119,19 @@ def test_open_alerts_list_critical_first_and_history_newest_first(viewer_api):
 
 
 def test_silenced_is_true_while_a_matching_silence_is_in_force(viewer_api):
-    db1, db2 = rows.server("db1"), rows.server("db2")
-    orders = rows.alert(db1, "runway", of=rows.table(db1))
-    events = rows.alert(db1, "skew", of=rows.table(db1, name="events"))
-    down = rows.alert(db2, "unreachable")
-    rows.silence(server=db1, schema="shop", table="orders")  # orders only, every rule
-    rows.silence(schema="shop")  # a schema never matches a server's own alert
-    rows.silence(hours=1, starts_ago=2, server=db1)  # ended an hour ago
-    rows.silence(hours=1, starts_ago=-1, rule="skew")  # starts in an hour
+    db1, db2 = builders.server("db1"), builders.server("db2")
+    orders = builders.alert(db1, "runway", of=builders.table(db1))
+    events = builders.alert(db1, "skew", of=builders.table(db1, name="events"))
+    down = builders.alert(db2, "unreachable")
+    builders.silence(server=db1, schema="shop", table="orders")  # orders only, every rule
+    builders.silence(schema="shop")  # a schema never matches a server's own alert
+    builders.silence(hours=1, starts_ago=2, server=db1)  # ended an hour ago
+    builders.silence(hours=1, starts_ago=-1, rule="skew")  # starts in an hour
 
     silenced = {a["id"]: a["silenced"] for a in viewer_api.get(ALERTS).json()}
 
     assert silenced == {orders.pk: True, events.pk: True, down.pk: False}
-    rows.silence(rule="unreachable")
+    builders.silence(rule="unreachable")
     assert ids(viewer_api.get(ALERTS, {"silenced": "false"})) == []
     assert set(ids(viewer_api.get(ALERTS, {"silenced": "true"}))) == {
         orders.pk,
@@ -141,11 +141,11 @@ def test_silenced_is_true_while_a_matching_silence_is_in_force(viewer_api):
 
 
 def test_a_silence_on_another_table_or_rule_does_not_match(viewer_api):
-    db1 = rows.server("db1")
-    orders = rows.alert(db1, "runway", of=rows.table(db1))
-    rows.silence(server=db1, table="events")
-    rows.silence(server=db1, rule="skew")
-    rows.silence(server=rows.server("db2"))
+    db1 = builders.server("db1")
+    orders = builders.alert(db1, "runway", of=builders.table(db1))
+    builders.silence(server=db1, table="events")
+    builders.silence(server=db1, rule="skew")
+    builders.silence(server=builders.server("db2"))
 
     assert ids(viewer_api.get(ALERTS, {"silenced": "false"})) == [orders.pk]
 
@@ -172,14 +172,14 @@ def test_a_malformed_filter_is_a_400_naming_it(viewer_api, query, field):
 
 
 def test_an_unknown_server_lists_nothing(viewer_api):
-    rows.alert(rows.server(), "unreachable")
+    builders.alert(builders.server(), "unreachable")
 
     assert ids(viewer_api.get(ALERTS, {"server": 999999})) == []
 
 
 def test_alerts_are_read_only_and_need_a_login(staff_api):
-    db1 = rows.server()
-    firing = rows.alert(db1, "unreachable")
+    db1 = builders.server()
+    firing = builders.alert(db1, "unreachable")
 
     assert APIClient().get(ALERTS).status_code in (401, 403)
     assert staff_api.post(ALERTS, {"rule": "skew"}, format="json").status_code == 405
@@ -188,14 +188,14 @@ def test_alerts_are_read_only_and_need_a_login(staff_api):
 
 
 def test_counts_give_each_servers_open_alerts_firing_pending_and_silenced(viewer_api):
-    db1, db2, quiet = rows.server("db1"), rows.server("db2"), rows.server("quiet")
-    rows.alert(db1, "skew", of=rows.table(db1, name="a"))
-    rows.alert(db1, "skew", of=rows.table(db1, name="b"))
-    rows.alert(db1, "skew", "pending", of=rows.table(db1, name="c"))
-    rows.alert(db1, "skew", "resolved", of=rows.table(db1, name="d"))
-    rows.alert(db2, "unreachable")
-    rows.alert(quiet, "unreachable", "resolved")
-    rows.silence(server=db2)
+    db1, db2, quiet = builders.server("db1"), builders.server("db2"), builders.server("quiet")
+    builders.alert(db1, "skew", of=builders.table(db1, name="a"))
+    builders.alert(db1, "skew", of=builders.table(db1, name="b"))
+    builders.alert(db1, "skew", "pending", of=builders.table(db1, name="c"))
+    builders.alert(db1, "skew", "resolved", of=builders.table(db1, name="d"))
+    builders.alert(db2, "unreachable")
+    builders.alert(quiet, "unreachable", "resolved")
+    builders.silence(server=db2)
 
     counts = viewer_api.get(f"{ALERTS}counts/").json()
 

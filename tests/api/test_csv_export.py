@@ -9,7 +9,7 @@ from django.core.cache import cache
 
 from partdash.api.export import csv_text
 from partdash.metrics.models import Partition
-from tests import alert_rows as rows
+from tests import builders
 
 pytestmark = pytest.mark.django_db
 
@@ -36,11 +36,11 @@ def test_cells_that_start_a_formula_are_quoted_and_commas_and_quotes_survive():
 
 
 def test_a_servers_tables_as_csv(viewer_api):
-    server = rows.server("db1")
-    rows.table(
+    server = builders.server("db1")
+    builders.table(
         server, "shop", "=cmd|' /C calc'!A0", score=5, health={"skew": {"max_mean_ratio": 2.5}}
     )
-    rows.table(server, "shop", "orders", score=50, health={"hotspots": ["p1", "p2"]})
+    builders.table(server, "shop", "orders", score=50, health={"hotspots": ["p1", "p2"]})
     response = viewer_api.get(
         f"/api/v1/servers/{server.pk}/tables/", {"format": "csv", "ordering": "-score"}
     )
@@ -52,7 +52,7 @@ def test_a_servers_tables_as_csv(viewer_api):
 
 
 def test_a_tables_partitions_as_csv(viewer_api):
-    table = rows.table(rows.server("db1"), total_rows=30)
+    table = builders.table(builders.server("db1"), total_rows=30)
     for ordinal, size in enumerate([10, 20]):
         Partition.objects.create(
             table=table, key=f"p{ordinal}", name=f"p{ordinal}", ordinal=ordinal, rows=size
@@ -64,8 +64,10 @@ def test_a_tables_partitions_as_csv(viewer_api):
 
 
 def test_the_alerts_as_csv(viewer_api):
-    server = rows.server("db1")
-    rows.alert(server, of=rows.table(server), message="@risk: runway ends", fix=rows.RUNWAY_FIX)
+    server = builders.server("db1")
+    builders.alert(
+        server, of=builders.table(server), message="@risk: runway ends", fix=builders.RUNWAY_FIX
+    )
     (alert,) = read_csv(viewer_api.get("/api/v1/alerts/", {"format": "csv"}))
     assert alert["rule"] == "runway"
     assert alert["message"] == "'@risk: runway ends"
@@ -73,8 +75,8 @@ def test_the_alerts_as_csv(viewer_api):
 
 
 def test_the_server_table_and_alerts_pages_link_their_csv(client, viewer):
-    server = rows.server("db1")
-    table = rows.table(server)
+    server = builders.server("db1")
+    table = builders.table(server)
     client.force_login(viewer)
     pages = {
         f"/servers/{server.pk}/": f"/api/v1/servers/{server.pk}/tables/?format=csv",

@@ -3,7 +3,7 @@ first still; a bad filter is a 400 naming it."""
 
 import pytest
 
-from tests import alert_rows as rows
+from tests import builders
 
 pytestmark = pytest.mark.django_db
 
@@ -14,14 +14,14 @@ def finding(kind: str, severity: str, score: float) -> dict:
 
 @pytest.fixture
 def fleet():
-    db1, db2 = rows.server("db1"), rows.server("db2")
-    rows.table(
+    db1, db2 = builders.server("db1"), builders.server("db2")
+    builders.table(
         db1, "shop", "orders", score=90, health={"findings": [finding("runway", "critical", 90)]}
     )
-    rows.table(
+    builders.table(
         db1, "logs", "events", score=40, health={"findings": [finding("skew", "warning", 40)]}
     )
-    rows.table(
+    builders.table(
         db2, "shop", "order_lines", score=60, health={"findings": [finding("skew", "critical", 60)]}
     )
     return db1, db2

@@ -20,7 +20,7 @@ from schemathesis.specs.openapi.checks import response_schema_conformance
 
 from partdash.metrics.models import Partition
 from partdash.wsgi import application
-from tests import alert_rows as rows
+from tests import builders
 from tests.conftest import token_client
 
 pytestmark = pytest.mark.django_db
@@ -40,14 +40,14 @@ def api_schema() -> "schemathesis.BaseSchema":
 def fleet() -> None:
     """A server with a table, its partitions, an alert and a silence, for the ids the
     fuzzer hits (1, and small numbers) to find something."""
-    server = rows.server("db1", port=9)
-    table = rows.table(server, health={"skew": {"max_mean_ratio": 1.5}})
+    server = builders.server("db1", port=9)
+    table = builders.table(server, health={"skew": {"max_mean_ratio": 1.5}})
     for ordinal in range(3):
         Partition.objects.create(
             table=table, key=f"p{ordinal}", name=f"p{ordinal}", ordinal=ordinal, rows=ordinal
         )
-    rows.alert(server, of=table)
-    rows.silence(server=server, comment="maintenance")
+    builders.alert(server, of=table)
+    builders.silence(server=server, comment="maintenance")
 
 
 @pytest.fixture

@@ -3,7 +3,7 @@ rows as for 10."""
 
 import pytest
 
-from tests import alert_rows as rows
+from tests import builders
 
 pytestmark = pytest.mark.django_db
 
@@ -27,23 +27,23 @@ def finding(score: float) -> dict:
 def test_a_fleet_list_takes_as_many_queries_for_200_rows_as_for_10(
     viewer_api, django_assert_max_num_queries, size, url
 ):
-    servers = [rows.server(f"db{n}") for n in range(4)]
+    servers = [builders.server(f"db{n}") for n in range(4)]
     for n in range(size):
         server = servers[n % 4]
-        table = rows.table(
+        table = builders.table(
             server, "shop", f"t{n}", score=n + 1, health={"findings": [finding(n + 1)]}
         )
-        rows.alert(server, of=table)
-        rows.notification(server)
+        builders.alert(server, of=table)
+        builders.notification(server)
     with django_assert_max_num_queries(QUERIES):
         response = viewer_api.get(url)
     assert response.status_code == 200
 
 
 def test_alerts_filter_on_severity_and_order_on_request(viewer_api):
-    db1, db2 = rows.server("db1"), rows.server("db2")
-    rows.alert(db2, of=rows.table(db2), severity="warning", value=9.0)
-    rows.alert(db1, of=rows.table(db1), severity="critical", value=1.0)
+    db1, db2 = builders.server("db1"), builders.server("db2")
+    builders.alert(db2, of=builders.table(db2), severity="warning", value=9.0)
+    builders.alert(db1, of=builders.table(db1), severity="critical", value=1.0)
     listed = viewer_api.get("/api/v1/alerts/", {"ordering": "-value"}).json()
     assert [a["value"] for a in listed] == [9.0, 1.0]
     by_server = viewer_api.get("/api/v1/alerts/", {"ordering": "server"}).json()

@@ -6,7 +6,7 @@ import json
 import pytest
 from django.utils import timezone
 
-from tests import alert_rows as rows
+from tests import builders
 
 pytestmark = pytest.mark.django_db
 
@@ -117,14 +117,14 @@ def test_host_names_and_addresses_are_taken(staff_api, host):
     ],
 )
 def test_a_window_outside_the_retention_is_a_400(viewer_api, window):
-    table = rows.table(rows.server())
+    table = builders.table(builders.server())
     response = viewer_api.get(f"/api/v1/tables/{table.pk}/history/", {"metric": "rows", **window})
     assert is_json_error(response, 400)
 
 
 @pytest.mark.parametrize("route", ["", "partitions/", "history/?metric=rows"])
 def test_a_dropped_table_is_a_404_saying_when_on_every_route(viewer_api, route):
-    table = rows.table(rows.server(), dropped_at=timezone.now())
+    table = builders.table(builders.server(), dropped_at=timezone.now())
     response = viewer_api.get(f"/api/v1/tables/{table.pk}/{route}")
     assert is_json_error(response, 404)
     assert response.json()["detail"].startswith("table dropped at ")

@@ -8,7 +8,7 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 from django.db import connection
 
-from tests import alert_rows as rows
+from tests import builders
 from tests.conftest import token_client
 
 CLICKS = 20
@@ -40,8 +40,8 @@ def polls_queued(queue) -> list[int]:
 @pytest.mark.django_db(transaction=True)  # roles a flush removed come back in user_in
 def test_twenty_concurrent_poll_now_requests_queue_one_poll(operator, queue, settings):
     settings.PARTDASH_POLL_NOW_DEBOUNCE_SECONDS = 5
-    server = rows.server("db1", enabled=True, port=9)
-    queue.delete("celery", f"partdash:poll-now:{server.pk}")  # what registering queued
+    server = builders.server("db1", enabled=True, port=9)
+    queue.delete("celery", f"partdash:poll-now:{server.pk}")  # nothing from before the clicks
     api = token_client(operator)
 
     def click(_):
@@ -63,7 +63,7 @@ def test_twenty_concurrent_poll_now_requests_queue_one_poll(operator, queue, set
 @pytest.mark.django_db
 def test_after_the_window_a_click_queues_another_poll(operator_api, queue, settings):
     settings.PARTDASH_POLL_NOW_DEBOUNCE_SECONDS = 5
-    server = rows.server("db1", enabled=True, port=9)
+    server = builders.server("db1", enabled=True, port=9)
     queue.delete("celery")
     url = f"/api/v1/servers/{server.pk}/poll/"
     assert operator_api.post(url).json()["detail"] == "a poll was queued"

@@ -5,7 +5,7 @@ import pytest
 from django.utils import timezone
 
 from partdash.metrics.search import MAX_LIMIT, MAX_QUERY_LENGTH
-from tests import alert_rows as rows
+from tests import builders
 
 pytestmark = pytest.mark.django_db
 
@@ -15,17 +15,17 @@ URL = "/api/v1/search/"
 @pytest.fixture
 def fleet() -> dict:
     """Two servers holding `shop.orders` each, and tables that match in other places."""
-    db1, db2 = rows.server("db1"), rows.server("db2")
+    db1, db2 = builders.server("db1"), builders.server("db2")
     return {
         "db1": db1,
         "db2": db2,
-        "orders1": rows.table(db1, "shop", "orders"),
-        "orders2": rows.table(db2, "shop", "orders"),
-        "archive": rows.table(db1, "shop", "orders_archive"),
-        "backorders": rows.table(db2, "billing", "backorders"),
-        "shopfloor": rows.table(db2, "ShopFloor", "events"),
-        "gone": rows.table(db1, "shop", "orders_2019", dropped_at=timezone.now()),
-        "other": rows.table(db1, "logs", "events"),
+        "orders1": builders.table(db1, "shop", "orders"),
+        "orders2": builders.table(db2, "shop", "orders"),
+        "archive": builders.table(db1, "shop", "orders_archive"),
+        "backorders": builders.table(db2, "billing", "backorders"),
+        "shopfloor": builders.table(db2, "ShopFloor", "events"),
+        "gone": builders.table(db1, "shop", "orders_2019", dropped_at=timezone.now()),
+        "other": builders.table(db1, "logs", "events"),
     }
 
 

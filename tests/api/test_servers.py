@@ -1,5 +1,7 @@
 """The REST API under /api/v1/: auth, the servers list and its figures, registering servers
-with write-only encrypted passwords, queueing polls on the real broker, and the schema."""
+with write-only encrypted passwords, queueing polls on the real broker, and the schema.
+Servers and what their polls stored are built in the database (tests/builders.py); the
+list's figures after a poll come from real polls of private MariaDB servers."""
 
 import base64
 import json
@@ -10,6 +12,7 @@ from rest_framework.test import APIClient
 
 from partdash.collector.service import poll_server
 from partdash.servers.models import Server
+from tests import builders
 
 pytestmark = pytest.mark.django_db
 
@@ -28,6 +31,7 @@ CONTRACT_FIELDS = {
     "partitions",
 }
 SECRET = "api-S3cret-pa55word"
+PORT = 3307  # where a registered server listens: nothing here connects to it
 
 
 @pytest.fixture
@@ -50,11 +54,11 @@ def task_call(raw: bytes) -> tuple[str, list, dict]:
     return message["headers"]["task"], args, kwargs
 
 
-def new_server_body(instance, **overrides) -> dict:
+def new_server_body(**overrides) -> dict:
     return {
         "name": "api-db",
-        "host": instance.host,
-        "port": instance.port,
+        "host": "127.0.0.1",
+        "port": PORT,
         "user": "root",
         "password": SECRET,
         "poll_interval": 60,
@@ -76,8 +80,8 @@ def test_anonymous_requests_are_refused():
     assert response.status_code in (401, 403)
 
 
-def test_token_authentication_lets_a_viewer_read(viewer_api, make_server, mariadb):
-    make_server(mariadb)
+def test_token_authentication_lets_a_viewer_read(viewer_api):
+    builders.server("db1")
     response = viewer_api.get(SERVERS)
     assert response.status_code == 200
     assert [row["name"] for row in response.json()] == ["db1"]
@@ -88,10 +92,10 @@ def test_session_authentication_lets_a_viewer_read(client, viewer):
     assert client.get(SERVERS).status_code == 200
 
 
-def test_a_viewer_cannot_write(viewer_api, make_server, mariadb):
-    server = make_server(mariadb)
+def test_a_viewer_cannot_write(viewer_api):
+    server = builders.server("db1", enabled=True)
     detail = f"{SERVERS}{server.pk}/"
-    assert viewer_api.post(SERVERS, new_server_body(mariadb), format="json").status_code == 403
+    assert viewer_api.post(SERVERS, new_server_body(), format="json").status_code == 403
     assert viewer_api.patch(detail, {"poll_interval": 99}, format="json").status_code == 403
     assert viewer_api.delete(detail).status_code == 403
     assert viewer_api.post(f"{detail}poll/").status_code == 403
@@ -99,8 +103,8 @@ def test_a_viewer_cannot_write(viewer_api, make_server, mariadb):
     assert server.poll_interval != 99
 
 
-def test_staff_can_create_update_delete_and_poll(staff_api, mariadb, queue):
-    created = staff_api.post(SERVERS, new_server_body(mariadb), format="json")
+def test_staff_can_create_update_delete_and_poll(staff_api, queue):
+    created = staff_api.post(SERVERS, new_server_body(), format="json")
     assert created.status_code == 201
     detail = f"{SERVERS}{created.json()['id']}/"
     assert staff_api.patch(detail, {"poll_interval": 99}, format="json").status_code == 200
@@ -113,8 +117,8 @@ def test_staff_can_create_update_delete_and_poll(staff_api, mariadb, queue):
 # --- reading servers ------------------------------------------------------------------------
 
 
-def test_list_has_the_contract_fields_and_a_never_polled_status(viewer_api, make_server, mariadb):
-    make_server(mariadb)
+def test_list_has_the_contract_fields_and_a_never_polled_status(viewer_api):
+    builders.server("db1")
     (row,) = viewer_api.get(SERVERS).json()
     assert CONTRACT_FIELDS <= row.keys()
     assert row["status"] == "never"
@@ -172,18 +176,18 @@ def test_an_unreachable_server_is_listed_as_unreachable(viewer_api):
 # --- registering servers --------------------------------------------------------------------
 
 
-def test_create_returns_the_server_without_its_password(staff_api, mariadb):
-    response = staff_api.post(SERVERS, new_server_body(mariadb), format="json")
+def test_create_returns_the_server_without_its_password(staff_api):
+    response = staff_api.post(SERVERS, new_server_body(), format="json")
     assert response.status_code == 201
     body = response.json()
     assert body["name"] == "api-db"
-    assert body["port"] == mariadb.port
+    assert body["port"] == PORT
     assert body["status"] == "never"
     assert_no_password(response)
 
 
-def test_the_password_is_stored_encrypted_and_never_read_back(staff_api, mariadb):
-    created = staff_api.post(SERVERS, new_server_body(mariadb), format="json").json()
+def test_the_password_is_stored_encrypted_and_never_read_back(staff_api):
+    created = staff_api.post(SERVERS, new_server_body(), format="json").json()
     server = Server.objects.get(pk=created["id"])
     assert server.password_token
     assert SECRET not in server.password_token
@@ -196,8 +200,8 @@ def test_the_password_is_stored_encrypted_and_never_read_back(staff_api, mariadb
         assert server.password_token not in response.content.decode()
 
 
-def test_patch_without_a_password_keeps_the_stored_one(staff_api, mariadb):
-    created = staff_api.post(SERVERS, new_server_body(mariadb), format="json").json()
+def test_patch_without_a_password_keeps_the_stored_one(staff_api):
+    created = staff_api.post(SERVERS, new_server_body(), format="json").json()
     response = staff_api.patch(f"{SERVERS}{created['id']}/", {"poll_interval": 300}, format="json")
     assert response.status_code == 200
     assert_no_password(response)
@@ -215,17 +219,17 @@ def test_patch_without_a_password_keeps_the_stored_one(staff_api, mariadb):
     ],
     ids=["port-out-of-range", "poll-interval-too-short", "missing-name"],
 )
-def test_bad_fields_are_rejected_with_field_errors(staff_api, mariadb, overrides, field):
-    body = {k: v for k, v in new_server_body(mariadb, **overrides).items() if v is not None}
+def test_bad_fields_are_rejected_with_field_errors(staff_api, overrides, field):
+    body = {k: v for k, v in new_server_body(**overrides).items() if v is not None}
     response = staff_api.post(SERVERS, body, format="json")
     assert response.status_code == 400
     assert field in response.json()
     assert not Server.objects.exists()
 
 
-def test_a_duplicate_name_is_rejected(staff_api, make_server, mariadb):
-    make_server(mariadb, name="api-db")
-    response = staff_api.post(SERVERS, new_server_body(mariadb), format="json")
+def test_a_duplicate_name_is_rejected(staff_api):
+    builders.server("api-db")
+    response = staff_api.post(SERVERS, new_server_body(), format="json")
     assert response.status_code == 400
     assert "name" in response.json()
     assert Server.objects.count() == 1
@@ -240,8 +244,8 @@ def test_a_malformed_json_body_is_a_parse_error(staff_api):
 # --- queueing polls -------------------------------------------------------------------------
 
 
-def test_poll_queues_a_task_carrying_only_the_server_id(staff_api, make_server, mariadb, queue):
-    server = make_server(mariadb, password=SECRET)
+def test_poll_queues_a_task_carrying_only_the_server_id(staff_api, queue):
+    server = builders.server("db1", password=SECRET, enabled=True)
     response = staff_api.post(f"{SERVERS}{server.pk}/poll/")
     assert response.status_code == 202
     assert response.json()["queued"] is True
@@ -252,8 +256,8 @@ def test_poll_queues_a_task_carrying_only_the_server_id(staff_api, make_server, 
     assert server.password_token.encode() not in raw
 
 
-def test_polling_a_disabled_server_is_a_conflict(staff_api, make_server, mariadb, queue):
-    server = make_server(mariadb, enabled=False)
+def test_polling_a_disabled_server_is_a_conflict(staff_api, queue):
+    server = builders.server("db1", enabled=False)
     assert staff_api.post(f"{SERVERS}{server.pk}/poll/").status_code == 409
     assert raw_messages(queue) == []
 
@@ -264,10 +268,10 @@ def test_polling_an_unknown_server_is_not_found(staff_api, queue):
 
 
 def test_creating_a_server_queues_exactly_one_poll(
-    staff_api, mariadb, queue, django_capture_on_commit_callbacks
+    staff_api, queue, django_capture_on_commit_callbacks
 ):
     with django_capture_on_commit_callbacks(execute=True):
-        response = staff_api.post(SERVERS, new_server_body(mariadb), format="json")
+        response = staff_api.post(SERVERS, new_server_body(), format="json")
     assert response.status_code == 201
     (raw,) = raw_messages(queue)
     assert task_call(raw)[1] == [response.json()["id"]]
@@ -294,33 +298,25 @@ def test_the_schema_marks_the_password_write_only(viewer_api):
     assert password["writeOnly"] is True
 
 
-def test_tags_longer_than_the_column_are_rejected(staff_api, mariadb):
-    response = staff_api.post(SERVERS, new_server_body(mariadb, tags="x" * 501), format="json")
+def test_tags_longer_than_the_column_are_rejected(staff_api):
+    response = staff_api.post(SERVERS, new_server_body(tags="x" * 501), format="json")
     assert response.status_code == 400
     assert "tags" in response.json()
 
 
-def test_the_fast_tables_list_matches_the_table_serializer(
-    viewer_api, make_server, mariadb, scratch_schema
-):
+def test_the_fast_tables_list_matches_the_table_serializer(viewer_api):
     """The tables list is built from one values() query for speed; it must say exactly
     what the serializer (and so the OpenAPI schema and the table detail) says."""
     from partdash.api.serializers import TableSerializer
     from partdash.metrics.models import PartitionedTable
 
-    mariadb.execute(
-        f"CREATE TABLE {scratch_schema}.h (id INT PRIMARY KEY) PARTITION BY HASH(id) PARTITIONS 4"
-    )
-    mariadb.execute(
-        f"INSERT INTO {scratch_schema}.h SELECT seq FROM {scratch_schema}.seq_1_to_3000"
-    )
-    mariadb.execute(f"ANALYZE TABLE {scratch_schema}.h")
-    server = make_server(mariadb)
-    assert poll_server(server).ok
+    server = builders.server("db1")
+    # 3,000 ids hashed over 4 partitions: 750 rows in each.
+    builders.poll(server, builders.hash_table("api_figures", "h", [750] * 4))
     listed = viewer_api.get(f"{SERVERS}{server.pk}/tables/").json()
     tables = PartitionedTable.objects.filter(server=server, dropped_at=None)
     assert listed == [dict(row) for row in TableSerializer(tables, many=True).data]
-    (row,) = [r for r in listed if r["schema"] == scratch_schema]
+    (row,) = [r for r in listed if r["schema"] == "api_figures"]
     assert row["rows"] == 3000 and row["partition_count"] == 4
     assert row["skew"]["max_mean_ratio"] == pytest.approx(1.0, abs=0.01)
     assert row["findings"] == [] and row["hotspots"] == []
@@ -328,26 +324,17 @@ def test_the_fast_tables_list_matches_the_table_serializer(
     assert {k: detail[k] for k in row} == row
 
 
-def test_the_fast_partitions_list_matches_the_partition_serializer(
-    viewer_api, make_server, mariadb, scratch_schema
-):
+def test_the_fast_partitions_list_matches_the_partition_serializer(viewer_api):
     """Built from one values() query and served once per poll; it must say exactly what
     the serializer (and so the OpenAPI schema) says, and show each new poll's figures."""
     from partdash.api.serializers import PartitionSerializer
     from partdash.metrics.models import PartitionedTable
 
-    mariadb.execute(
-        f"CREATE TABLE {scratch_schema}.k (id INT PRIMARY KEY, v VARCHAR(200)) "
-        "ROW_FORMAT=COMPRESSED PARTITION BY KEY(id) PARTITIONS 3"
-    )
-    mariadb.execute(
-        f"INSERT INTO {scratch_schema}.k SELECT seq, REPEAT('a', 200) "
-        f"FROM {scratch_schema}.seq_1_to_900"
-    )
-    mariadb.execute(f"ANALYZE TABLE {scratch_schema}.k")
-    server = make_server(mariadb)
-    assert poll_server(server).ok
-    table = PartitionedTable.objects.get(server=server, schema=scratch_schema, name="k")
+    server = builders.server("db1")
+    # ROW_FORMAT=COMPRESSED, KEY(id) over 3 partitions: 900 ids as MariaDB spreads them.
+    k = builders.hash_table("api_figures", "k", [300, 304, 296], method="KEY", compressed=True)
+    builders.poll(server, k)
+    table = PartitionedTable.objects.get(server=server, schema="api_figures", name="k")
     url = f"/api/v1/tables/{table.pk}/partitions/"
     listed = viewer_api.get(url).json()
     context = {"table": table, "table_rows": table.total_rows, "page_size": 16384}
@@ -360,11 +347,9 @@ def test_the_fast_partitions_list_matches_the_partition_serializer(
     assert all(p["compression"]["kind"] == "row" for p in listed)
     assert viewer_api.get(url).json() == listed  # the same poll: the same answer
 
-    mariadb.execute(
-        f"INSERT INTO {scratch_schema}.k SELECT seq + 900, 'b' FROM {scratch_schema}.seq_1_to_300"
-    )
-    mariadb.execute(f"ANALYZE TABLE {scratch_schema}.k")
-    assert poll_server(server).ok
+    for part, more in zip(k.parts, (100, 104, 96), strict=True):  # 300 rows more
+        part.rows += more
+    builders.poll(server, k)
     assert sum(p["rows"] for p in viewer_api.get(url).json()) == 1200
     tables = viewer_api.get(f"{SERVERS}{server.pk}/tables/").json()
     assert [t["rows"] for t in tables if t["name"] == "k"] == [1200]

@@ -8,7 +8,7 @@ from django.utils import timezone
 from rest_framework.test import APIClient
 
 from partdash.alerts.models import Silence
-from tests import alert_rows as rows
+from tests import builders
 
 pytestmark = pytest.mark.django_db
 
@@ -31,7 +31,7 @@ def in_hours(hours: float) -> str:
 
 
 def test_a_silence_has_exactly_the_contract_fields_and_its_creator(staff_api, viewer_api, staff):
-    db1 = rows.server()
+    db1 = builders.server()
     body = {
         "server": db1.pk,
         "schema": "shop",
@@ -65,7 +65,7 @@ def test_a_silence_starts_now_unless_told_and_null_fields_match_everything(staff
 
 
 def test_staff_delete_a_silence_and_viewers_cannot(staff_api, viewer_api):
-    silence = rows.silence()
+    silence = builders.silence()
 
     assert viewer_api.get(SILENCES).status_code == 200
     assert viewer_api.post(SILENCES, {"ends_at": in_hours(1)}, format="json").status_code == 403
@@ -77,8 +77,8 @@ def test_staff_delete_a_silence_and_viewers_cannot(staff_api, viewer_api):
 
 
 def test_active_lists_the_silences_in_force(viewer_api):
-    now = rows.silence()
-    ended = rows.silence(hours=1, starts_ago=3)
+    now = builders.silence()
+    ended = builders.silence(hours=1, starts_ago=3)
 
     def listed(active: str) -> list[int]:
         return [s["id"] for s in viewer_api.get(SILENCES, {"active": active}).json()]

@@ -11,7 +11,7 @@ from django.utils import timezone
 from django.utils.http import http_date
 
 from partdash.metrics.models import Partition, ServerSnapshot
-from tests import alert_rows as rows
+from tests import builders
 
 pytestmark = pytest.mark.django_db
 
@@ -50,10 +50,10 @@ def health(skew=1.0, runway=None, catchall=0, hot=(), failure_rate=None) -> dict
 
 @pytest.fixture
 def fleet():
-    server = rows.server("db1")
+    server = builders.server("db1")
     polled(server)
     made = {
-        "orders": rows.table(
+        "orders": builders.table(
             server,
             "shop",
             "orders",
@@ -61,7 +61,7 @@ def fleet():
             total_rows=1000,
             health=health(skew=4.0, runway=3, hot=["p1", "p2"]),
         ),
-        "order_lines": rows.table(
+        "order_lines": builders.table(
             server,
             "shop",
             "order_lines",
@@ -70,7 +70,7 @@ def fleet():
             total_rows=50_000,
             health=health(failure_rate=0.4),
         ),
-        "events": rows.table(
+        "events": builders.table(
             server,
             "logs",
             "events",
@@ -180,10 +180,10 @@ QUERIES = 8  # token, user, server, snapshot, tables (and the partitions' few)
 def test_the_tables_list_takes_as_many_queries_for_200_tables_as_for_10(
     viewer_api, django_assert_max_num_queries, size, params
 ):
-    server = rows.server("big")
+    server = builders.server("big")
     polled(server)
     for n in range(size):
-        rows.table(server, "shop", f"t{n}", score=n, health=health(skew=1 + n / 100))
+        builders.table(server, "shop", f"t{n}", score=n, health=health(skew=1 + n / 100))
     with django_assert_max_num_queries(QUERIES):
         assert (
             len(viewer_api.get(f"/api/v1/servers/{server.pk}/tables/", params).json()) >= size - 1
@@ -194,9 +194,9 @@ def test_the_tables_list_takes_as_many_queries_for_200_tables_as_for_10(
 def test_the_partitions_list_takes_as_many_queries_for_200_partitions_as_for_10(
     viewer_api, django_assert_max_num_queries, size
 ):
-    server = rows.server("big")
+    server = builders.server("big")
     polled(server)
-    table = rows.table(server, total_rows=size * 10, health=health())
+    table = builders.table(server, total_rows=size * 10, health=health())
     Partition.objects.bulk_create(
         Partition(table=table, key=f"p{n}", name=f"p{n}", ordinal=n, rows=10) for n in range(size)
     )

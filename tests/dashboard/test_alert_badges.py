@@ -6,7 +6,7 @@ import re
 
 import pytest
 
-from tests import alert_rows as rows
+from tests import builders
 
 pytestmark = pytest.mark.django_db
 
@@ -19,11 +19,11 @@ def badge(page: str) -> tuple[str, str]:
 
 
 def test_the_server_page_badge_counts_its_firing_alerts_and_links_to_them(admin_client):
-    db1, db2 = rows.server("db1"), rows.server("db2")
-    rows.alert(db1, "runway", of=rows.table(db1))
-    rows.alert(db1, "skew", of=rows.table(db1, name="events"))
-    rows.alert(db1, "skew", "resolved", of=rows.table(db1, name="gone"))
-    rows.alert(db2, "unreachable")
+    db1, db2 = builders.server("db1"), builders.server("db2")
+    builders.alert(db1, "runway", of=builders.table(db1))
+    builders.alert(db1, "skew", of=builders.table(db1, name="events"))
+    builders.alert(db1, "skew", "resolved", of=builders.table(db1, name="gone"))
+    builders.alert(db2, "unreachable")
 
     page = admin_client.get(f"/servers/{db1.pk}/").content.decode()
 
@@ -31,11 +31,11 @@ def test_the_server_page_badge_counts_its_firing_alerts_and_links_to_them(admin_
 
 
 def test_the_table_page_badge_counts_the_tables_alerts(admin_client):
-    db1 = rows.server("db1")
-    orders, events = rows.table(db1), rows.table(db1, name="events")
-    rows.alert(db1, "runway", of=orders)
-    rows.alert(db1, "skew", of=events)
-    rows.alert(db1, "unreachable")
+    db1 = builders.server("db1")
+    orders, events = builders.table(db1), builders.table(db1, name="events")
+    builders.alert(db1, "runway", of=orders)
+    builders.alert(db1, "skew", of=events)
+    builders.alert(db1, "unreachable")
 
     page = admin_client.get(f"/tables/{orders.pk}/").content.decode()
 
@@ -43,10 +43,10 @@ def test_the_table_page_badge_counts_the_tables_alerts(admin_client):
 
 
 def test_pending_or_silenced_alerts_show_as_such_and_none_as_a_quiet_link(admin_client):
-    db1, db2, db3 = rows.server("db1"), rows.server("db2"), rows.server("db3")
-    rows.alert(db1, "unreachable", "pending")
-    rows.alert(db2, "unreachable")
-    rows.silence(server=db2)
+    db1, db2, db3 = builders.server("db1"), builders.server("db2"), builders.server("db3")
+    builders.alert(db1, "unreachable", "pending")
+    builders.alert(db2, "unreachable")
+    builders.silence(server=db2)
 
     assert badge(admin_client.get(f"/servers/{db1.pk}/").content.decode())[1] == "1 pending"
     assert badge(admin_client.get(f"/servers/{db2.pk}/").content.decode())[1] == "1 silenced"
@@ -54,11 +54,11 @@ def test_pending_or_silenced_alerts_show_as_such_and_none_as_a_quiet_link(admin_
 
 
 def test_the_top_bar_links_to_alerts_with_the_fleets_unsilenced_firing_count(admin_client):
-    db1, db2 = rows.server("db1"), rows.server("db2")
-    rows.alert(db1, "unreachable")
-    rows.alert(db2, "unreachable")
-    rows.alert(db2, "skew", of=rows.table(db2))
-    rows.silence(server=db2, rule="skew")
+    db1, db2 = builders.server("db1"), builders.server("db2")
+    builders.alert(db1, "unreachable")
+    builders.alert(db2, "unreachable")
+    builders.alert(db2, "skew", of=builders.table(db2))
+    builders.silence(server=db2, rule="skew")
 
     page = admin_client.get("/").content.decode()
 
@@ -67,8 +67,8 @@ def test_the_top_bar_links_to_alerts_with_the_fleets_unsilenced_firing_count(adm
 
 
 def test_the_alerts_page_passes_on_only_filters_the_api_takes(admin_client):
-    db1 = rows.server("db1")
-    orders = rows.table(db1)
+    db1 = builders.server("db1")
+    orders = builders.table(db1)
 
     good = admin_client.get(f"/alerts/?server={db1.pk}&rule=runway&table={orders.pk}")
     bad = admin_client.get("/alerts/?server=db1&rule=nonsense&table=%C2%B2")

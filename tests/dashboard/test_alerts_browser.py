@@ -4,7 +4,7 @@ database: what a DBA sees, follows and clicks."""
 
 import pytest
 
-from tests import alert_rows as rows
+from tests import builders
 from tests.conftest import ARTIFACTS, PAGE_READY_MS, log_in
 
 pytestmark = [
@@ -20,25 +20,30 @@ SMTP_ERROR = "SMTPRecipientsRefused: {'dba@example.com': (550, b'5.1.1 no such u
 def fleet():
     """Two servers: db1 with a firing runway alert (with its fix), a firing skew alert,
     a pending one, a silenced one and a resolved one; db2 unreachable; one failed email."""
-    db1, db2 = rows.server("db1"), rows.server("db2")
-    orders = rows.table(db1, name="orders")
-    events = rows.table(db1, name="events", method="HASH")
-    logs = rows.table(db1, name="logs", method="HASH")
-    audit = rows.table(db1, name="audit", method="HASH")
+    db1, db2 = builders.server("db1"), builders.server("db2")
+    orders = builders.table(db1, name="orders")
+    events = builders.table(db1, name="events", method="HASH")
+    logs = builders.table(db1, name="logs", method="HASH")
+    audit = builders.table(db1, name="audit", method="HASH")
     alerts = {
-        "runway": rows.alert(
-            db1, "runway", of=orders, partition="p_max", fix=rows.RUNWAY_FIX, message="3 days left"
+        "runway": builders.alert(
+            db1,
+            "runway",
+            of=orders,
+            partition="p_max",
+            fix=builders.RUNWAY_FIX,
+            message="3 days left",
         ),
-        "skew": rows.alert(
+        "skew": builders.alert(
             db1, "skew", of=events, severity="warning", fix={"advice": "Use KEY.", "sql": None}
         ),
-        "pending": rows.alert(db1, "skew", "pending", of=logs, severity="warning"),
-        "silenced": rows.alert(db1, "hotspot", of=audit),
-        "resolved": rows.alert(db1, "skew", "resolved", of=orders, message="evened out"),
-        "down": rows.alert(db2, "unreachable", fix=None, message="connection refused"),
+        "pending": builders.alert(db1, "skew", "pending", of=logs, severity="warning"),
+        "silenced": builders.alert(db1, "hotspot", of=audit),
+        "resolved": builders.alert(db1, "skew", "resolved", of=orders, message="evened out"),
+        "down": builders.alert(db2, "unreachable", fix=None, message="connection refused"),
     }
-    rows.silence(server=db1, schema="shop", table="audit", comment="archiving audit")
-    rows.notification(db1, error=SMTP_ERROR, attempts=3)
+    builders.silence(server=db1, schema="shop", table="audit", comment="archiving audit")
+    builders.notification(db1, error=SMTP_ERROR, attempts=3)
     return {"db1": db1, "db2": db2, "orders": orders, "alerts": alerts}
 
 
@@ -76,8 +81,8 @@ def test_the_alerts_page_shows_firing_pending_silenced_history_and_failed_emails
     assert listed(page, "history") == [alerts["resolved"].pk]
 
     runway = page.locator(f"#firing li[data-id='{alerts['runway'].pk}']")
-    assert runway.locator("pre.sql code").inner_text() == rows.RUNWAY_FIX["sql"]
-    assert rows.RUNWAY_FIX["advice"] in runway.locator(".advice").inner_text()
+    assert runway.locator("pre.sql code").inner_text() == builders.RUNWAY_FIX["sql"]
+    assert builders.RUNWAY_FIX["advice"] in runway.locator(".advice").inner_text()
     assert "3 days left" in runway.inner_text() and "p_max" in runway.inner_text()
     table_link = runway.locator("a.table-link")
     assert table_link.inner_text() == "shop.orders"

@@ -6,7 +6,7 @@ from urllib.parse import urlsplit
 
 import pytest
 
-from tests import alert_rows as rows
+from tests import builders
 from tests.conftest import ARTIFACTS, log_in
 
 pytestmark = [
@@ -55,7 +55,7 @@ def test_the_docs_ask_for_a_login(page, live_server):
 
 
 def test_the_browsable_api_serves_logged_in_people(page, live_server, admin_user):
-    rows.table(rows.server("db1"), "shop", "orders")
+    builders.table(builders.server("db1"), "shop", "orders")
     log_in(page, live_server)
     hosts = recorded_hosts(page)
     page.goto(f"{live_server.url}/api/v1/search/?q=orders")
@@ -67,9 +67,9 @@ def test_the_browsable_api_serves_logged_in_people(page, live_server, admin_user
 
 
 def test_the_top_bar_search_finds_a_table_on_every_server(page, live_server, admin_user):
-    db1, db2 = rows.server("db1"), rows.server("db2")
-    on_db1, on_db2 = rows.table(db1, "shop", "orders"), rows.table(db2, "Shop", "Orders")
-    rows.table(db1, "logs", "events")
+    db1, db2 = builders.server("db1"), builders.server("db2")
+    on_db1, on_db2 = builders.table(db1, "shop", "orders"), builders.table(db2, "Shop", "Orders")
+    builders.table(db1, "logs", "events")
     log_in(page, live_server)
     page.goto(f"{live_server.url}/alerts/")
     page.fill("#topbar-search", "shop.ORD")

@@ -9,7 +9,7 @@ import pytest
 from django.test import Client
 from django.utils import timezone
 
-from tests import alert_rows as rows
+from tests import builders
 from tests.conftest import ARTIFACTS, log_in
 from tests.dashboard.test_pages_browser import (  # noqa: F401 (fixtures)
     assert_every_chart_draws,
@@ -73,7 +73,7 @@ def twins():
         "flavor": "mariadb",
         "version": "11.4.2",
     }
-    twins = [rows.server(name, **state) for name in ("noisy", "noisy-again", "noisy-third")]
+    twins = [builders.server(name, **state) for name in ("noisy", "noisy-again", "noisy-third")]
     finding = {
         "kind": "runway",
         "severity": "critical",
@@ -81,14 +81,18 @@ def twins():
         "message": "2 days of partitions left; rows will land in the catch-all",
     }
     for twin in twins:
-        rows.table(twin, schema="shop", name="events", health={"findings": [finding]}, score=1000)
+        builders.table(
+            twin, schema="shop", name="events", health={"findings": [finding]}, score=1000
+        )
     return twins
 
 
 @pytest.fixture
 def noisy_fleet(fleet, twins):  # noqa: F811 (the fixture imported above)
     """The polled fleet with an open alert carrying a long statement, and the twins."""
-    rows.alert(fleet.server, "hotspot", of=fleet.hash_table, partition="p0", fix=rows.RUNWAY_FIX)
+    builders.alert(
+        fleet.server, "hotspot", of=fleet.hash_table, partition="p0", fix=builders.RUNWAY_FIX
+    )
     return fleet, twins
 
 

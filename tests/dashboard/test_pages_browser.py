@@ -1,23 +1,23 @@
 """The fleet, server and table pages in a real browser (Debian's Chromium through
-Playwright), on figures from a real poll of a private MariaDB: a skewed HASH table and a
-RANGE-by-date table with a MAXVALUE catch-all, polled three times with writes between.
+Playwright), on what polls of a MariaDB (performance_schema OFF) store, built in the
+database (tests/builders.py): a skewed HASH table and a RANGE-by-date table with a
+MAXVALUE catch-all, polled three times with writes between.
 
 Each page must load without console errors, draw every chart it shows, and show the
 figures the API serves (which the API's own tests hold to the server's)."""
 
 import re
-from contextlib import closing
 from dataclasses import dataclass
 from datetime import date, timedelta
-from uuid import uuid4
 
 import pytest
 
 from partdash.collector.service import poll_server
 from partdash.metrics.models import PartitionedTable
 from partdash.servers.models import Server
+from tests import builders
 from tests.conftest import ARTIFACTS, PAGE_READY_MS, log_in
-from tests.services import MariaDB, free_port
+from tests.services import free_port
 
 pytestmark = [
     pytest.mark.browser,
@@ -26,22 +26,11 @@ pytestmark = [
 ]
 
 HASH_PARTITIONS = 4
-# Skew is judged from 1,000 rows per partition on average; short rows keep every
-# partition within InnoDB's 20-page statistics sample, so its row estimate is exact.
+# Skew is judged from 1,000 rows per partition on average.
 SKEWED_ROWS = 4000  # all in p0: ids that are multiples of 4
 OTHER_ROWS = 20  # in each of p1..p3
 SMALL_TABLES = 3  # KEY tables with 5, 10 and 15 rows, so sorting and paging have rows
-
-
-def run(instance: MariaDB, schema: str, *statements: str) -> tuple:
-    with closing(instance.connect(database=schema)) as conn, conn.cursor() as cursor:
-        for statement in statements:
-            cursor.execute(statement)
-        return cursor.fetchall()
-
-
-def to_days(day: date) -> str:
-    return f"TO_DAYS('{day.isoformat()}')"
+SCHEMA = "pages"
 
 
 @dataclass
@@ -50,72 +39,59 @@ class Fleet:
     schema: str
     hash_table: PartitionedTable
     range_table: PartitionedTable
+    held: dict[str, builders.Table]  # what the server holds, by name, for further polls
 
 
-def create_tables(instance: MariaDB, schema: str) -> None:
+def spread(rows: int, partitions: int) -> list[int]:
+    """Rows spread as evenly as can be (KEY on consecutive ids)."""
+    return [rows // partitions + (n < rows % partitions) for n in range(partitions)]
+
+
+def held_tables(schema: str) -> dict[str, builders.Table]:
+    """`hashy`, all but 60 rows in p0; `orders`, RANGE by TO_DAYS(d): 50 rows 40 days old
+    in p_old, 200 of today in p_now, then p_next and the empty catch-all; and KEY tables
+    `small_1`.. with 5, 10 and 15 rows."""
     today = date.today()
-    run(
-        instance,
-        schema,
-        "CREATE TABLE hashy (id INT PRIMARY KEY, pad VARCHAR(10)) "
-        f"PARTITION BY HASH(id) PARTITIONS {HASH_PARTITIONS}",
-        f"INSERT INTO hashy SELECT seq * 4, REPEAT('x', 10) FROM seq_1_to_{SKEWED_ROWS}",
-        *(
-            f"INSERT INTO hashy SELECT seq * 4 + {rest}, 'y' FROM seq_1_to_{OTHER_ROWS}"
-            for rest in (1, 2, 3)
+    day = builders.day_bound
+    tables = [
+        builders.hash_table(schema, "hashy", [SKEWED_ROWS] + [OTHER_ROWS] * (HASH_PARTITIONS - 1)),
+        builders.range_table(
+            schema,
+            "orders",
+            [
+                ("p_old", day(today - timedelta(days=30)), 50),
+                ("p_now", day(today + timedelta(days=10)), 200),
+                ("p_next", day(today + timedelta(days=40)), 0),
+                ("p_max", "MAXVALUE", 0),
+            ],
+            "to_days(`d`)",
         ),
-        "CREATE TABLE orders (id INT NOT NULL, d DATE NOT NULL, PRIMARY KEY (id, d)) "
-        "PARTITION BY RANGE (TO_DAYS(d)) ("
-        f" PARTITION p_old VALUES LESS THAN ({to_days(today - timedelta(days=30))}),"
-        f" PARTITION p_now VALUES LESS THAN ({to_days(today + timedelta(days=10))}),"
-        f" PARTITION p_next VALUES LESS THAN ({to_days(today + timedelta(days=40))}),"
-        " PARTITION p_max VALUES LESS THAN MAXVALUE)",
-        "INSERT INTO orders SELECT seq, CURDATE() - INTERVAL 40 DAY FROM seq_1_to_50",
-        "INSERT INTO orders SELECT seq + 100, CURDATE() FROM seq_1_to_200",
         *(
-            f"CREATE TABLE small_{n} (id INT PRIMARY KEY) PARTITION BY KEY(id) PARTITIONS 2"
+            builders.hash_table(schema, f"small_{n}", spread(5 * n, 2), method="KEY")
             for n in range(1, SMALL_TABLES + 1)
         ),
-        *(
-            f"INSERT INTO small_{n} SELECT seq FROM seq_1_to_{5 * n}"
-            for n in range(1, SMALL_TABLES + 1)
-        ),
-    )
+    ]
+    return {table.name: table for table in tables}
 
 
-def write_more(instance: MariaDB, schema: str, round_: int) -> None:
-    """Writes between polls, so history and the heatmaps have points that move."""
-    first = 100_000 * round_
-    run(
-        instance,
-        schema,
-        f"INSERT INTO hashy SELECT {first} + seq * 4, REPEAT('z', 10) FROM seq_1_to_100",
-        f"INSERT INTO orders SELECT {first} + seq, CURDATE() FROM seq_1_to_50",
-    )
-
-
-def analyse(instance: MariaDB, schema: str) -> None:
-    tables = ["hashy", "orders", *(f"small_{n}" for n in range(1, SMALL_TABLES + 1))]
-    run(instance, schema, f"ANALYZE TABLE {', '.join(tables)}")
+def write_more(held: dict[str, builders.Table]) -> None:
+    """Writes between polls, so history and the heatmaps have points that move: 100 rows
+    into p0 of `hashy`, 50 of today into `orders`."""
+    held["hashy"].part("p0").rows += 100
+    held["orders"].part("p_now").rows += 50
 
 
 @pytest.fixture
-def fleet(mariadb, make_server) -> Fleet:
-    """A server on the private MariaDB (performance_schema OFF), polled three times."""
-    schema = f"pages_{uuid4().hex[:8]}"
-    mariadb.execute(f"CREATE DATABASE {schema}")
-    try:
-        create_tables(mariadb, schema)
-        server = make_server(mariadb, name="pages-db")
-        for round_ in range(3):
-            if round_:
-                write_more(mariadb, schema, round_)
-            analyse(mariadb, schema)
-            assert poll_server(server).ok
-        tables = PartitionedTable.objects.filter(server=server, schema=schema)
-        yield Fleet(server, schema, tables.get(name="hashy"), tables.get(name="orders"))
-    finally:
-        mariadb.execute(f"DROP DATABASE IF EXISTS {schema}")
+def fleet() -> Fleet:
+    """A server (performance_schema OFF) polled three times."""
+    held = held_tables(SCHEMA)
+    server = builders.server("pages-db", enabled=True)
+    for round_ in range(3):
+        if round_:
+            write_more(held)
+        builders.poll(server, *held.values())
+    tables = PartitionedTable.objects.filter(server=server, schema=SCHEMA)
+    return Fleet(server, SCHEMA, tables.get(name="hashy"), tables.get(name="orders"), held)
 
 
 # --- helpers --------------------------------------------------------------------------------
@@ -218,10 +194,8 @@ def test_the_fleet_page_says_what_to_do_with_no_servers(page, live_server, admin
     assert page.console_errors == []
 
 
-def test_a_server_never_polled_says_so_on_the_fleet_and_server_pages(
-    page, live_server, admin_user, mariadb, make_server
-):
-    server = make_server(mariadb, name="fresh-db")
+def test_a_server_never_polled_says_so_on_the_fleet_and_server_pages(page, live_server, admin_user):
+    server = builders.server("fresh-db", enabled=True)
     log_in(page, live_server)
     open_page(page, live_server, "/", "#servers")
     row = page.locator("#servers tbody tr[data-server='fresh-db']")
@@ -236,7 +210,7 @@ def test_a_server_never_polled_says_so_on_the_fleet_and_server_pages(
 
 
 def test_a_server_never_polled_successfully_says_when_it_was_tried_and_why(
-    page, live_server, admin_user, make_server
+    page, live_server, admin_user
 ):
     server = Server.objects.create(name="gone-db", host="127.0.0.1", port=free_port(), user="u")
     assert not poll_server(server).ok
@@ -262,35 +236,18 @@ def test_a_server_never_polled_successfully_says_when_it_was_tried_and_why(
 
 
 @pytest.fixture
-def hidden_fleet(mariadb, make_server):
-    """A server polled through an account that sees one schema of three: the other two
-    hold 24 partitioned tables it cannot see."""
-    schemas = [f"pages_{uuid4().hex[:8]}" for _ in range(3)]
-    user = f"mon_{uuid4().hex[:8]}"
-    try:
-        for schema, count in zip(schemas, (2, 12, 12), strict=True):
-            mariadb.execute(f"CREATE DATABASE {schema}")
-            run(
-                mariadb,
-                schema,
-                *(
-                    f"CREATE TABLE t{n} (id INT PRIMARY KEY) PARTITION BY HASH(id) PARTITIONS 2"
-                    for n in range(count)
-                ),
-            )
-        mariadb.execute(f"CREATE USER '{user}'@'%' IDENTIFIED BY 'pw'")
-        for grant in ("PROCESS ON *.*", "SELECT ON mysql.innodb_table_stats"):
-            mariadb.execute(f"GRANT {grant} TO '{user}'@'%'")
-        mariadb.execute(f"GRANT SELECT ON {schemas[0]}.* TO '{user}'@'%'")
-        server = make_server(mariadb, name="hidden-db", password="pw")
-        server.user = user
-        server.save()
-        assert poll_server(server).ok
-        yield server
-    finally:
-        mariadb.execute(f"DROP USER IF EXISTS '{user}'@'%'")
-        for schema in schemas:
-            mariadb.execute(f"DROP DATABASE IF EXISTS {schema}")
+def hidden_fleet():
+    """A server polled through an account that sees one schema of three (granted PROCESS,
+    SELECT on mysql.innodb_table_stats and on that schema): the other two hold 24
+    partitioned tables it cannot see."""
+
+    def tables(schema: str, count: int) -> list[builders.Table]:
+        return [builders.hash_table(schema, f"t{n}", [0, 0]) for n in range(count)]
+
+    server = builders.server("hidden-db", enabled=True, user="mon")
+    unseen = (*tables("pages_b", 12), *tables("pages_c", 12))
+    builders.poll(server, *tables("pages_a", 2), hidden=unseen, ungranted=("file_io",))
+    return server
 
 
 def test_hidden_tables_are_one_line_on_the_fleet_and_listed_on_the_server_page(

@@ -8,7 +8,7 @@ import pytest
 from django.utils import timezone
 
 from partdash.alerts.models import Silence
-from tests import alert_rows as rows
+from tests import builders
 
 pytestmark = pytest.mark.django_db
 
@@ -28,10 +28,10 @@ def test_the_page_needs_a_login(client):
 
 
 def test_the_link_fills_the_form_and_lists_the_alerts_it_would_hold_back(admin_client):
-    db1 = rows.server("db1")
-    orders = rows.table(db1)
-    firing = rows.alert(db1, "runway", of=orders)
-    other_table = rows.alert(db1, "runway", of=rows.table(db1, name="events"))
+    db1 = builders.server("db1")
+    orders = builders.table(db1)
+    firing = builders.alert(db1, "runway", of=orders)
+    other_table = builders.alert(db1, "runway", of=builders.table(db1, name="events"))
     link = f"{SILENCE}?server={db1.pk}&schema=shop&table=orders&rule=runway"
 
     response = admin_client.get(link)
@@ -54,7 +54,7 @@ def test_the_link_fills_the_form_and_lists_the_alerts_it_would_hold_back(admin_c
 
 @pytest.mark.parametrize("duration, length", [("1h", 1), ("4h", 4), ("24h", 24), ("7d", 168)])
 def test_a_staff_user_silences_for_the_chosen_duration(admin_client, admin_user, duration, length):
-    db1 = rows.server("db1")
+    db1 = builders.server("db1")
     before = timezone.now()
 
     response = admin_client.post(
@@ -120,7 +120,7 @@ def test_a_malformed_link_still_shows_the_form(admin_client, query):
 
 
 def test_a_viewer_sees_why_they_cannot_silence_and_cannot_post(viewer_client):
-    db1 = rows.server("db1")
+    db1 = builders.server("db1")
 
     page = viewer_client.get(f"{SILENCE}?server={db1.pk}").content.decode()
     refused = viewer_client.post(SILENCE, {"server": db1.pk, "duration": "1h"})

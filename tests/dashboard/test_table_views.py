@@ -1,28 +1,28 @@
 """The table and server pages' data views in a real browser (Debian's Chromium through
-Playwright), on real polls of a private MariaDB: the history's ranges and axis, the
-heatmaps' colour scale, subpartition labels, the statistics' age, red only for hotspots,
-the view kept in the URL, and the figures refreshed after a new poll."""
+Playwright), on what polls of a MariaDB store, built in the database (tests/builders.py):
+the history's ranges and axis, the heatmaps' colour scale, subpartition labels, the
+statistics' age, red only for hotspots, the view kept in the URL, and the figures
+refreshed after a new poll."""
 
 import re
 from datetime import UTC, datetime, timedelta
-from uuid import uuid4
 
 import pytest
 
-from partdash.collector.service import poll_server
 from partdash.metrics.models import PartitionedTable
+from tests import builders
 from tests.conftest import log_in
 from tests.dashboard.test_pages_browser import (
+    SCHEMA,
     Fleet,
-    analyse,
     api,
     assert_every_chart_draws,
-    create_tables,
     digits,
+    held_tables,
     open_page,
-    run,
     screenshot,
     shown_ids,
+    spread,
     write_more,
 )
 
@@ -41,38 +41,26 @@ HOT = "#b3261e"  # COLOURS.hot in frontend/src/charts.js
 
 
 @pytest.fixture
-def fleet(mariadb, make_server):
+def fleet():
     """The pages' HASH and RANGE tables plus `yearly`, RANGE by year subpartitioned by HASH
-    into 4 x 4; polled three times with writes between, and one diagnostic COUNT(*) of the
-    RANGE table's MAXVALUE partition before the last poll."""
-    schema = f"views_{uuid4().hex[:8]}"
-    mariadb.execute(f"CREATE DATABASE {schema}")
-    try:
-        create_tables(mariadb, schema)
-        run(
-            mariadb,
-            schema,
-            "CREATE TABLE yearly (id INT NOT NULL, y INT NOT NULL, PRIMARY KEY (id, y)) "
-            "PARTITION BY RANGE (y) SUBPARTITION BY HASH (id) SUBPARTITIONS 4 ("
-            " PARTITION p2023 VALUES LESS THAN (2024), PARTITION p2024 VALUES LESS THAN (2025),"
-            " PARTITION p2025 VALUES LESS THAN (2026), PARTITION pmax VALUES LESS THAN MAXVALUE)",
-            "INSERT INTO yearly SELECT seq, 2023 + seq % 3 FROM seq_1_to_300",
-        )
-        server = make_server(mariadb, name="views-db")
-        for round_ in range(3):
-            if round_:
-                write_more(mariadb, schema, round_)
-            if round_ == 2:
-                run(mariadb, schema, "SELECT COUNT(*) FROM orders PARTITION (p_max)")
-            analyse(mariadb, schema)
-            run(mariadb, schema, "ANALYZE TABLE yearly")
-            assert poll_server(server).ok
-        tables = PartitionedTable.objects.filter(server=server, schema=schema)
-        fleet = Fleet(server, schema, tables.get(name="hashy"), tables.get(name="orders"))
-        fleet.yearly = tables.get(name="yearly")
-        yield fleet
-    finally:
-        mariadb.execute(f"DROP DATABASE IF EXISTS {schema}")
+    into 4 x 4 (300 rows, 100 in each of 2023-2025); polled three times with writes
+    between, and one diagnostic COUNT(*) of the RANGE table's MAXVALUE partition before
+    the last poll (reads performance_schema would count, were it ON)."""
+    held = held_tables(SCHEMA)
+    years = [("p2023", "2024", 100), ("p2024", "2025", 100), ("p2025", "2026", 100)]
+    yearly = builders.subpartitioned(SCHEMA, "yearly", [*years, ("pmax", "MAXVALUE", 0)], 4)
+    held["yearly"] = yearly
+    server = builders.server("views-db", enabled=True)
+    for round_ in range(3):
+        if round_:
+            write_more(held)
+        if round_ == 2:
+            held["orders"].part("p_max").read_bytes += builders.PAGE
+        builders.poll(server, *held.values())
+    tables = PartitionedTable.objects.filter(server=server, schema=SCHEMA)
+    fleet = Fleet(server, SCHEMA, tables.get(name="hashy"), tables.get(name="orders"), held)
+    fleet.yearly = tables.get(name="yearly")
+    return fleet
 
 
 def chart(page, canvas_id: str, expression: str):
@@ -234,22 +222,19 @@ def rate_text(value: float) -> str:
 
 
 @pytest.fixture
-def measured(mariadb_ps, make_server, new_schema):
-    """A HASH table on a MariaDB with performance_schema on, written and flushed between
-    two polls, so the write heatmap has measured rates."""
-    schema = new_schema(mariadb_ps)
-    run(
-        mariadb_ps,
-        schema,
-        "CREATE TABLE t (id INT PRIMARY KEY, v VARCHAR(100)) PARTITION BY HASH(id) PARTITIONS 4",
-        "INSERT INTO t SELECT seq, REPEAT('x', 100) FROM seq_1_to_400",
-    )
-    server = make_server(mariadb_ps, name="measured-db")
-    assert poll_server(server).ok
-    run(mariadb_ps, schema, "INSERT INTO t SELECT seq, 'y' FROM seq_1_to_4000 WHERE seq > 400")
-    run(mariadb_ps, schema, "FLUSH TABLES t FOR EXPORT", "UNLOCK TABLES")
-    assert poll_server(server).ok
-    return PartitionedTable.objects.get(server=server, schema=schema, name="t")
+def measured():
+    """What two polls of a MariaDB with performance_schema on store of a HASH table
+    written and flushed between them (FLUSH TABLES FOR EXPORT, no ANALYZE), so the write
+    heatmap has measured rates: 7 pages written to each partition's file, as measured
+    on the private MariaDB."""
+    t = builders.hash_table("measured", "t", [100] * 4)
+    server = builders.server("measured-db", enabled=True)
+    instrumented = {"performance_schema": "ON", "innodb_cmp_per_index_enabled": "ON"}
+    builders.poll(server, t, **instrumented)
+    for part in t.parts:
+        part.write_bytes += 7 * builders.PAGE
+    builders.poll(server, t, **instrumented)
+    return PartitionedTable.objects.get(server=server, schema="measured", name="t")
 
 
 def test_the_write_heatmaps_scale_runs_from_the_least_to_the_most_measured(
@@ -409,7 +394,7 @@ def test_the_table_pages_range_metric_and_scale_come_back_after_a_reload(
 
 
 def test_the_pages_reload_their_figures_after_a_new_poll_without_reloading(
-    page, live_server, admin_user, fleet, mariadb
+    page, live_server, admin_user, fleet
 ):
     log_in(page, live_server)
     page.clock.install()
@@ -423,9 +408,8 @@ def test_the_pages_reload_their_figures_after_a_new_poll_without_reloading(
     page.wait_for_timeout(500)
     assert page.locator("#live").get_attribute("data-refreshes") is None
 
-    write_more(mariadb, fleet.schema, 9)
-    analyse(mariadb, fleet.schema)
-    assert poll_server(fleet.server).ok
+    write_more(fleet.held)
+    builders.poll(fleet.server, *fleet.held.values())
     page.clock.fast_forward(16_000)
     page.wait_for_selector("#live[data-refreshes='1']", timeout=10_000)
     assert page.evaluate("window.notReloaded") is True
@@ -437,9 +421,9 @@ def test_the_pages_reload_their_figures_after_a_new_poll_without_reloading(
     page.evaluate("window.notReloaded = true")
     rows = page.locator("#tables tbody tr td:nth-child(4) .figure")
     assert rows.inner_text() == "5"
-    run(mariadb, fleet.schema, "INSERT INTO small_1 SELECT seq FROM seq_6_to_40")
-    analyse(mariadb, fleet.schema)
-    assert poll_server(fleet.server).ok
+    for part, now_held in zip(fleet.held["small_1"].parts, spread(40, 2), strict=True):
+        part.rows = now_held  # 35 rows more
+    builders.poll(fleet.server, *fleet.held.values())
     page.clock.fast_forward(16_000)
     page.wait_for_selector("#live[data-refreshes='1']", timeout=10_000)
     assert page.evaluate("window.notReloaded") is True

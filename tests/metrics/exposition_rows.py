@@ -2,21 +2,18 @@
 snapshot, tables with stored health, partitions and alerts."""
 
 from datetime import timedelta
-from itertools import count
 
 from django.utils import timezone
 
-from partdash.metrics.models import Partition, PartitionedTable, ServerSnapshot
+from partdash.metrics.models import PartitionedTable
 from partdash.servers.models import Server
-from tests import alert_rows
-
-_serial = count(1)
+from tests import builders
 
 
 def polled_server(name: str, partitions: int = 512, seconds: float = 1.25, **fields) -> Server:
     """A server whose latest poll succeeded `seconds` long, with its stored pressure."""
     now = timezone.now()
-    server = alert_rows.server(
+    server = builders.server(
         name,
         status="ok",
         flavor="mariadb",
@@ -28,12 +25,11 @@ def polled_server(name: str, partitions: int = 512, seconds: float = 1.25, **fie
         **fields,
     )
     for ago, took in ((90, 9.0), (30, seconds)):  # the older poll must not be shown
-        ServerSnapshot.objects.create(
-            server=server,
-            taken_at=now - timedelta(seconds=ago),
-            poll_id=f"poll-{next(_serial)}",
-            flavor="mariadb",
+        builders.snapshot(
+            server,
+            ago=timedelta(seconds=ago),
             version="10.11.6-MariaDB",
+            variables={"table_open_cache": "400", "performance_schema": "ON"},
             partitions=partitions,
             seconds=took,
             health={
@@ -78,13 +74,12 @@ def range_table(on: Server, name: str = "orders", **fields) -> PartitionedTable:
         "health": health,
         **fields,
     }
-    table = alert_rows.table(on, name=name, **fields)
+    table = builders.table(on, name=name, **fields)
     for ordinal in range(4):
-        Partition.objects.create(
-            table=table,
-            key=f"p{ordinal}",
-            name=f"p{ordinal}",
-            ordinal=ordinal,
+        builders.partition(
+            table,
+            f"p{ordinal}",
+            ordinal,
             rows=2500,
             data_bytes=1 << 20,
             index_bytes=256 << 10,
@@ -98,4 +93,4 @@ def range_table(on: Server, name: str = "orders", **fields) -> PartitionedTable:
 def hash_table(on: Server, name: str = "events", **fields) -> PartitionedTable:
     """A HASH table: no runway, no compression, not analysed yet (no skew)."""
     fields = {"method": "HASH", "partition_count": 8, "total_rows": 800, "health": {}, **fields}
-    return alert_rows.table(on, name=name, **fields)
+    return builders.table(on, name=name, **fields)

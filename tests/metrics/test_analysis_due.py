@@ -8,18 +8,18 @@ import pytest
 from django.utils import timezone
 
 from partdash.metrics.analysis import _tables_to_analyse
-from tests import alert_rows
+from tests import builders
 
 pytestmark = pytest.mark.django_db
 
 
 def test_tables_are_due_when_changed_new_from_an_earlier_day_or_their_window_moved():
     now = timezone.now().replace(hour=12)
-    server = alert_rows.server()
+    server = builders.server()
     stamp = now.timestamp()
 
     def table(name, **fields):
-        return alert_rows.table(server, name=name, **fields).pk
+        return builders.table(server, name=name, **fields).pk
 
     changed = table("changed", analysed_at=now, health={"window_ends": stamp + 60})
     new = table("new", analysed_at=None, health={})
@@ -44,6 +44,6 @@ def test_tables_are_due_when_changed_new_from_an_earlier_day_or_their_window_mov
 
 def test_a_quiet_poll_analyses_nothing():
     now = timezone.now()
-    server = alert_rows.server()
-    alert_rows.table(server, analysed_at=now, health={"window_ends": now.timestamp() + 600})
+    server = builders.server()
+    builders.table(server, analysed_at=now, health={"window_ends": now.timestamp() + 600})
     assert _tables_to_analyse(server, set(), now) == []

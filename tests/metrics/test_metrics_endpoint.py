@@ -9,7 +9,7 @@ from rest_framework.test import APIClient
 
 from partdash.alerts.models import Alert
 from partdash.metrics.exposition import exposition
-from tests import alert_rows
+from tests import builders
 from tests.metrics.exposition_rows import hash_table, polled_server, range_table
 
 pytestmark = pytest.mark.django_db
@@ -35,14 +35,14 @@ def labels(**values) -> tuple:
 @pytest.fixture
 def fleet():
     db1 = polled_server("db1")
-    never = alert_rows.server("db2")  # registered, never polled
+    never = builders.server("db2")  # registered, never polled
     orders = range_table(db1)
     hash_table(db1)
-    alert_rows.alert(db1, rule="runway", severity="critical", of=orders)
-    alert_rows.alert(db1, rule="skew", severity="warning", of=orders)
-    alert_rows.alert(db1, rule="hotspot", severity="warning", of=orders)
-    alert_rows.alert(db1, rule="hotspot", state=Alert.State.RESOLVED, of=orders)
-    alert_rows.silence(server=db1, rule="hotspot")
+    builders.alert(db1, rule="runway", severity="critical", of=orders)
+    builders.alert(db1, rule="skew", severity="warning", of=orders)
+    builders.alert(db1, rule="hotspot", severity="warning", of=orders)
+    builders.alert(db1, rule="hotspot", state=Alert.State.RESOLVED, of=orders)
+    builders.silence(server=db1, rule="hotspot")
     return db1, never
 
 

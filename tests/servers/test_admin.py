@@ -1,5 +1,7 @@
 """Registering servers in the Django admin: the write-only encrypted password, validation,
-`Test connection` against real MariaDB servers, and the changelist actions."""
+`Test connection` against real MariaDB servers, and the changelist actions. Only Test
+connection talks to a server; the other tests build their servers in the database
+(tests/builders.py)."""
 
 import base64
 import html
@@ -9,6 +11,7 @@ import re
 import pytest
 
 from partdash.servers.models import Server
+from tests import builders
 from tests.services import free_port
 
 pytestmark = pytest.mark.django_db
@@ -16,6 +19,7 @@ pytestmark = pytest.mark.django_db
 ADD = "/admin/servers/server/add/"
 CHANGELIST = "/admin/servers/server/"
 SECRET = "admin-S3cret-pa55word"
+HOST, PORT = "127.0.0.1", 3307  # a server registered but never connected to
 
 
 @pytest.fixture
@@ -31,12 +35,12 @@ def change_url(server: Server) -> str:
     return f"/admin/servers/server/{server.pk}/change/"
 
 
-def form_data(instance, **overrides) -> dict:
+def form_data(**overrides) -> dict:
     """Every field of the server form, as a browser posts it."""
     return {
         "name": "adm1",
-        "host": instance.host,
-        "port": instance.port,
+        "host": HOST,
+        "port": PORT,
         "user": "root",
         "password": SECRET,
         "tls_mode": "preferred",
@@ -48,10 +52,10 @@ def form_data(instance, **overrides) -> dict:
     }
 
 
-def add_server(admin_client, instance, **overrides) -> Server:
-    response = admin_client.post(ADD, form_data(instance, **overrides))
+def add_server(admin_client, **overrides) -> Server:
+    response = admin_client.post(ADD, form_data(**overrides))
     assert response.status_code == 302, response.content.decode()[:2000]
-    return Server.objects.get(name=form_data(instance, **overrides)["name"])
+    return Server.objects.get(name=form_data(**overrides)["name"])
 
 
 def page_text(response) -> str:
@@ -78,11 +82,9 @@ def register(name: str, instance, user: str = "root", password: str = "") -> Ser
 # --- registering and editing ----------------------------------------------------------------
 
 
-def test_a_server_registered_in_the_admin_is_saved_with_an_encrypted_password(
-    admin_client, mariadb
-):
-    server = add_server(admin_client, mariadb)
-    assert (server.host, server.port, server.user) == (mariadb.host, mariadb.port, "root")
+def test_a_server_registered_in_the_admin_is_saved_with_an_encrypted_password(admin_client):
+    server = add_server(admin_client)
+    assert (server.host, server.port, server.user) == (HOST, PORT, "root")
     assert server.poll_interval == 60
     assert server.enabled
     assert server.password_token
@@ -90,38 +92,34 @@ def test_a_server_registered_in_the_admin_is_saved_with_an_encrypted_password(
     assert server.get_password() == SECRET
 
 
-def test_the_change_page_never_shows_the_password_or_its_token(admin_client, mariadb):
-    server = add_server(admin_client, mariadb)
+def test_the_change_page_never_shows_the_password_or_its_token(admin_client):
+    server = add_server(admin_client)
     page = page_text(admin_client.get(change_url(server)))
     assert 'name="password"' in page
     assert SECRET not in page
     assert server.password_token not in page
 
 
-def test_editing_with_a_blank_password_keeps_it(admin_client, mariadb):
-    server = add_server(admin_client, mariadb)
-    response = admin_client.post(
-        change_url(server), form_data(mariadb, password="", poll_interval=120)
-    )
+def test_editing_with_a_blank_password_keeps_it(admin_client):
+    server = add_server(admin_client)
+    response = admin_client.post(change_url(server), form_data(password="", poll_interval=120))
     assert response.status_code == 302
     server.refresh_from_db()
     assert server.poll_interval == 120
     assert server.get_password() == SECRET
 
 
-def test_clear_password_removes_it(admin_client, mariadb):
-    server = add_server(admin_client, mariadb)
-    response = admin_client.post(
-        change_url(server), form_data(mariadb, password="", clear_password="on")
-    )
+def test_clear_password_removes_it(admin_client):
+    server = add_server(admin_client)
+    response = admin_client.post(change_url(server), form_data(password="", clear_password="on"))
     assert response.status_code == 302
     server.refresh_from_db()
     assert server.password_token == ""
     assert server.get_password() == ""
 
 
-def test_tags_are_normalised(admin_client, mariadb):
-    server = add_server(admin_client, mariadb, tags="a, b,, a")
+def test_tags_are_normalised(admin_client):
+    server = add_server(admin_client, tags="a, b,, a")
     assert server.tags == "a, b"
 
 
@@ -134,8 +132,8 @@ def test_tags_are_normalised(admin_client, mariadb):
     ],
     ids=["port-out-of-range", "poll-interval-too-short", "missing-ca-file"],
 )
-def test_invalid_fields_are_reported_on_the_form(admin_client, mariadb, overrides, field, message):
-    response = admin_client.post(ADD, form_data(mariadb, **overrides))
+def test_invalid_fields_are_reported_on_the_form(admin_client, overrides, field, message):
+    response = admin_client.post(ADD, form_data(**overrides))
     page = page_text(response)
     assert field in response.context["adminform"].form.errors
     assert message in page
@@ -202,8 +200,8 @@ def test_the_test_connection_action_probes_several_servers_at_once(admin_client,
     assert "Unreachable (refused)" in results["down"]
 
 
-def test_the_poll_now_action_queues_polls(admin_client, mariadb, queue):
-    servers = [register(name, mariadb) for name in ("p1", "p2")]
+def test_the_poll_now_action_queues_polls(admin_client, queue):
+    servers = [builders.server(name, enabled=True) for name in ("p1", "p2")]
     response = admin_client.post(
         CHANGELIST,
         {"action": "poll_now", "_selected_action": [s.pk for s in servers]},
@@ -218,8 +216,8 @@ def test_the_poll_now_action_queues_polls(admin_client, mariadb, queue):
 # --- access ---------------------------------------------------------------------------------
 
 
-def test_a_non_staff_user_cannot_reach_the_admin(client, django_user_model, mariadb):
-    server = register("hidden", mariadb)
+def test_a_non_staff_user_cannot_reach_the_admin(client, django_user_model):
+    server = builders.server("hidden")
     user = django_user_model.objects.create_user("viewer", password="viewer-pw")
     client.force_login(user)
     for url in (
