@@ -659,7 +659,7 @@ def test_a_quiet_poll_analyses_nothing_and_an_old_burst_leaves_the_window(
     schema = monthly_events(mariadb_ps, new_schema(mariadb_ps))
     server = polled(make_server, mariadb_ps)
     assert poll_server(server).ok  # rates go from unknown to 0: a change, analysed
-    table = PartitionedTable.objects.get(server=server, name="events")
+    table = PartitionedTable.objects.get(server=server, schema=schema, name="events")
     assert poll_server(server).ok  # nothing changed
     table_after = PartitionedTable.objects.get(pk=table.pk)
     assert table_after.analysed_at == table.analysed_at

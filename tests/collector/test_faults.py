@@ -46,10 +46,11 @@ from tests.conftest import CeleryProcesses, reset_broker_pools, wait_until
 from tests.services import MariaDB
 from tests.sql import run
 
-# One xdist group: these tests freeze, kill and restart servers and time what the poll
-# does meanwhile; run one after another on one worker, none competes with another's
-# frozen server or restarted Redis for the seconds it measures.
-pytestmark = [pytest.mark.django_db, pytest.mark.xdist_group("faults")]
+pytestmark = pytest.mark.django_db
+# One xdist group for the tests that time what a poll does while a server is frozen,
+# killed, or Redis restarts: run one after another on one worker, none competes with
+# another's frozen server or restarted Redis for the seconds it measures.
+timing_sensitive = pytest.mark.xdist_group("faults")
 # The alerts' real SMTP server and the worker and beat that send to it.
 mailbox, delivery_processes = alert_fixtures.mailbox, alert_fixtures.delivery_processes
 
@@ -139,6 +140,7 @@ def interval_to_latest(server: Server) -> float:
 # -- a. a server frozen (SIGSTOP) for a minute, and mid-poll ---------------------------
 
 
+@timing_sensitive
 def test_a_server_frozen_for_a_minute_fails_each_poll_within_its_timeout_then_resumes(
     victim, new_schema, make_server, timeouts, monkeypatch
 ):
@@ -190,6 +192,7 @@ def test_a_server_frozen_for_a_minute_fails_each_poll_within_its_timeout_then_re
 FROZEN_UNDER_WORKER = 25  # seconds: two or three scheduled polls at a 10 s interval
 
 
+@timing_sensitive
 @pytest.mark.e2e
 @pytest.mark.django_db(transaction=True)
 @pytest.mark.timeout(180)
@@ -285,6 +288,7 @@ def test_a_server_killed_and_restarted_gives_no_negative_rate_nor_spike(
     assert max(rates) <= largest / shortest, (rates, largest, shortest)
 
 
+@timing_sensitive
 def test_a_server_killed_mid_poll_fails_the_poll_and_stores_nothing(
     victim, new_schema, make_server, timeouts, monkeypatch
 ):
@@ -429,6 +433,7 @@ def polls_of(server: Server) -> list:
     )
 
 
+@timing_sensitive
 @pytest.mark.e2e
 @pytest.mark.django_db(transaction=True)
 @pytest.mark.timeout(240)
@@ -509,6 +514,7 @@ def kill_pool(worker_pid: int) -> None:
     psutil.wait_procs(pool, timeout=10)
 
 
+@timing_sensitive
 @pytest.mark.e2e
 @pytest.mark.django_db(transaction=True)
 @pytest.mark.timeout(180)
