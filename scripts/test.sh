@@ -38,7 +38,7 @@ stores=${PARTDASH_TEST_STORES:-sqlite postgres}
 declare -A workers=([sqlite]=${PARTDASH_TEST_WORKERS:-6} [postgres]=${PARTDASH_TEST_WORKERS:-3})
 artifacts="$ROOT/test-artifacts"
 mkdir -p "$artifacts"
-rm -f "$artifacts"/times-*.json
+rm -f "$artifacts"/times-*.json "$artifacts"/cpu-*.json
 if [[ " $stores " == *" postgres "* ]]; then
   ensure_postgres_for_tests
   trap stop_private_postgres EXIT

@@ -291,7 +291,9 @@ class _Session:
 def _write_owner(root: Path) -> None:
     """Record this process (pid and start time) as the owner of ``root``."""
     me = psutil.Process()
-    (root / "owner").write_text(f"{me.pid} {me.create_time()!r}\n")
+    partial = root / "owner.partial"  # renamed whole: a reaper never reads it half-written
+    partial.write_text(f"{me.pid} {me.create_time()!r}\n")
+    partial.rename(root / "owner")
 
 
 def _owner_alive(root: Path) -> bool:

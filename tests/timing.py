@@ -5,8 +5,8 @@ scheduler hands out one test (or one `xdist_group`, whole) at a time, in collect
 to whichever worker is free. Collected longest first, by the seconds each test took in an
 earlier run (`tests/durations.json`), the minutes-long tests start at once instead of
 last, so no worker is left with one of them when the rest are done (longest processing
-time first). A group counts as the sum of its tests; a test not in the file counts as
-`UNKNOWN_SECONDS`.
+time first). A module's tests stay together (see `pytest_collection_modifyitems`); a
+group counts as the sum of its tests; a test not in the file counts as `UNKNOWN_SECONDS`.
 
 With PARTDASH_TEST_TIMES naming a file, the run writes each test's seconds (setup, call
 and teardown) there as JSON; `scripts/slowest.py` prints the slowest and, with `--save`,
@@ -40,20 +40,34 @@ def group_of(item: pytest.Item) -> str | None:
     return marker.kwargs.get("name") or (marker.args[0] if marker.args else "default")
 
 
+def unit_of(item: pytest.Item) -> str:
+    """What is scheduled together: the test's xdist group, else its module."""
+    group = group_of(item)
+    return f"@{group}" if group else item.nodeid.split("::")[0]
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     known = json.loads(DURATIONS.read_text()) if DURATIONS.exists() else {}
 
     def seconds(item: pytest.Item) -> float:
         return known.get(plain_nodeid(item.nodeid), UNKNOWN_SECONDS)
 
-    group_seconds: dict[str, float] = defaultdict(float)
+    # A unit is an xdist group (weighed by its sum: one worker runs it whole) or a module
+    # (weighed by its longest test). Units go longest first, each unit's tests together,
+    # longest first: a worker then takes a module's tests one after another, so its
+    # module-scoped fixtures (a migrated store, a MariaDB with its tables) are built once
+    # per worker rather than each time the worker came back to the module.
+    weight: dict[str, float] = defaultdict(float)
     for item in items:
-        if group := group_of(item):
-            group_seconds[group] += seconds(item)
+        unit = unit_of(item)
+        if group_of(item):
+            weight[unit] += seconds(item)
+        else:
+            weight[unit] = max(weight[unit], seconds(item))
 
-    def longest_first(item: pytest.Item) -> tuple[float, str]:
-        group = group_of(item)
-        return (-(group_seconds[group] if group else seconds(item)), group or "")
+    def longest_first(item: pytest.Item) -> tuple[float, str, float]:
+        unit = unit_of(item)
+        return (-weight[unit], unit, 0.0 if group_of(item) else -seconds(item))
 
     items.sort(key=longest_first)  # stable: a group's tests keep their file order
 
