@@ -58,6 +58,19 @@ def private_broker(redis_server: RedisServer) -> Iterator[str]:
     yield redis_server.url
 
 
+@pytest.fixture(autouse=True)
+def broker_outlives_the_test(private_broker: str, redis_server: RedisServer) -> Iterator[None]:
+    """The session's Redis still runs after each test: a test that lets it die (or a
+    process that kills it) is named here, with Redis's own last words, instead of the
+    tests after it failing one by one for a broker that is gone."""
+    yield
+    if not redis_server.is_running:
+        code = redis_server._proc.returncode if redis_server._proc else None
+        tail = log_tail(redis_server.log_file, redis_server.output_log)
+        redis_server.restart()  # the tests after this one get a broker again
+        pytest.fail(f"the session's Redis died during this test (exit status {code}):\n{tail}")
+
+
 def reset_broker_pools(app) -> None:
     """Fresh broker connections for this test process: after the broker moved or restarted,
     kombu's pools (kept per broker URL, process-wide) hold dead or closed connections that
