@@ -78,7 +78,10 @@ def queue_duplicates(broker_url: str, database_url: str) -> None:
     """Queue DUPLICATES polls of every server at once, as a second beat would."""
     with psycopg.connect(database_url) as connection:
         server_ids = [row[0] for row in connection.execute("SELECT id FROM servers_server")]
-    sender = Celery(broker=broker_url)
+    # Not the current app: partdash's tasks are shared tasks, which publish through the
+    # current app; made current, this one sent every later test's polls in this process
+    # to this test's Redis, stopped when the test ends ("Connection refused").
+    sender = Celery(broker=broker_url, set_as_current=False)
     with sender.connection_for_write() as connection:
         for server_id in server_ids:  # side by side, so that they meet on free slots
             for _ in range(DUPLICATES):
