@@ -58,6 +58,15 @@ def private_broker(redis_server: RedisServer) -> Iterator[str]:
     yield redis_server.url
 
 
+@pytest.fixture
+def queue(redis_server):
+    """The broker's `celery` list, emptied before and after (so no later worker runs these)."""
+    client = redis_server.client()
+    client.delete("celery")
+    yield client
+    client.delete("celery")
+
+
 @pytest.fixture(autouse=True)
 def broker_outlives_the_test(private_broker: str, redis_server: RedisServer) -> Iterator[None]:
     """The session's Redis still runs after each test: a test that lets it die (or a

@@ -34,15 +34,6 @@ SECRET = "api-S3cret-pa55word"
 PORT = 3307  # where a registered server listens: nothing here connects to it
 
 
-@pytest.fixture
-def queue(redis_server):
-    """The broker's `celery` list, emptied before and after (so no later worker runs these)."""
-    client = redis_server.client()
-    client.delete("celery")
-    yield client
-    client.delete("celery")
-
-
 def raw_messages(queue) -> list[bytes]:
     return queue.lrange("celery", 0, -1)
 

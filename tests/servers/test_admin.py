@@ -22,15 +22,6 @@ SECRET = "admin-S3cret-pa55word"
 HOST, PORT = "127.0.0.1", 3307  # a server registered but never connected to
 
 
-@pytest.fixture
-def queue(redis_server):
-    """The broker's `celery` list, emptied before and after (so no later worker runs these)."""
-    client = redis_server.client()
-    client.delete("celery")
-    yield client
-    client.delete("celery")
-
-
 def change_url(server: Server) -> str:
     return f"/admin/servers/server/{server.pk}/change/"
 
