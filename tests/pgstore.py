@@ -135,7 +135,8 @@ class Fleet:
         """SIGTERM: a worker's warm shutdown lets the polls it runs finish; `cold` (SIGQUIT)
         stops at once, for a test whose subject is not the shutdown."""
         how = signal.SIGQUIT if cold else signal.SIGTERM
-        stop_processes([self.processes[name] for name in names or list(self.processes)], how)
+        chosen = [self.processes[name] for name in names or list(self.processes)]
+        stop_processes(chosen, how, grace=30)  # a warm shutdown waits for the polls under way
 
     def log(self, name: str) -> str:
         return (self.log_dir / f"{name}.log").read_text(errors="replace")

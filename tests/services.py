@@ -103,14 +103,16 @@ def free_port(host: str = LOCALHOST) -> int:
         return int(sock.getsockname()[1])
 
 
-def stop_processes(processes: list[subprocess.Popen], how: signal.Signals) -> None:
+def stop_processes(
+    processes: list[subprocess.Popen], how: signal.Signals, grace: float = 20
+) -> None:
     """Send `how` to each process (a Celery worker: SIGTERM warm shutdown, SIGQUIT cold;
-    beat stops on either), wait for each, kill what is still there after 20 s."""
+    beat stops on either), wait for each, kill what is still there after `grace` s."""
     for process in processes:
         process.send_signal(how)
     for process in processes:
         try:
-            process.wait(timeout=20)
+            process.wait(timeout=grace)
         except subprocess.TimeoutExpired:
             process.kill()
             process.wait()
