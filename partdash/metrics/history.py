@@ -6,7 +6,13 @@ from partdash.metrics.models import Partition, PartitionedTable, PartitionSample
 from partdash.metrics.store import counter_rate
 
 LEVEL_METRICS = ("rows", "data_bytes", "index_bytes", "file_bytes")
-RATE_METRICS = {"write_bytes_per_s": "write_bytes", "read_bytes_per_s": "read_bytes"}
+# Rows changed (the application's writes, MODIFIED_COUNTER: logical) and disk bytes
+# (page reads and flushes: physical), each per second over a poll's interval.
+RATE_METRICS = {
+    "rows_changed_per_s": "modified_counter",
+    "write_bytes_per_s": "write_bytes",
+    "read_bytes_per_s": "read_bytes",
+}
 METRICS = LEVEL_METRICS + tuple(RATE_METRICS)
 
 
