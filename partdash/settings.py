@@ -312,6 +312,9 @@ PARTDASH_READ_TABLESTATS = env.bool("PARTDASH_READ_TABLESTATS", default=False)
 PARTDASH_MIN_SAMPLED_READS = env.int("PARTDASH_MIN_SAMPLED_READS", default=16)
 # Hotspots and compression failure rates look at this much recent activity.
 PARTDASH_HOTSPOT_WINDOW_SECONDS = env.int("PARTDASH_HOTSPOT_WINDOW_SECONDS", default=3600)
+# How long a partition must stay hot before it is flagged, in whole slots of the window
+# (a twelfth of it); at least one slot (see partdash.health.hotspots).
+PARTDASH_HOTSPOT_HOLD_SECONDS = env.int("PARTDASH_HOTSPOT_HOLD_SECONDS", default=300)
 # Retention: every poll for RAW days, hourly until HOURLY days, daily until DAILY days.
 PARTDASH_RETENTION_RAW_DAYS = env.int("PARTDASH_RETENTION_RAW_DAYS", default=7)
 PARTDASH_RETENTION_HOURLY_DAYS = env.int("PARTDASH_RETENTION_HOURLY_DAYS", default=90)

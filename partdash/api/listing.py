@@ -160,6 +160,7 @@ PARTITIONS = Listing(
             "data_free",
             "file_bytes",
             "row_share",
+            "rows_changed_per_s",
             "write_bytes_per_s",
             "read_bytes_per_s",
             "write_share",

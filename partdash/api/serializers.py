@@ -205,6 +205,7 @@ class TableSerializer(serializers.ModelSerializer):
     file_bytes = serializers.IntegerField(source="total_file_bytes", allow_null=True)
     skew = serializers.SerializerMethodField()
     hotspots = serializers.SerializerMethodField()
+    activity_source = serializers.SerializerMethodField()
     compression = serializers.SerializerMethodField()
     runway = serializers.SerializerMethodField()
     findings = serializers.SerializerMethodField()
@@ -225,6 +226,7 @@ class TableSerializer(serializers.ModelSerializer):
             "file_bytes",
             "skew",
             "hotspots",
+            "activity_source",
             "compression",
             "runway",
             "findings",
@@ -240,6 +242,15 @@ class TableSerializer(serializers.ModelSerializer):
 
     def get_hotspots(self, table) -> list[str]:
         return health_fields(table.health)["hotspots"]
+
+    @extend_schema_field(
+        serializers.ChoiceField(choices=["rows_changed", "disk", "growth"], allow_null=True)
+    )
+    def get_activity_source(self, table) -> str | None:
+        """What write hotspots were judged on: `rows_changed` (the application's writes),
+        `disk` (page flushes, standing in where rows changed cannot be read) or `growth`
+        (row or size growth); null before any activity is known."""
+        return health_fields(table.health)["activity_source"]
 
     @extend_schema_field(NULLABLE_OBJECT)
     def get_compression(self, table) -> dict | None:
@@ -383,6 +394,7 @@ class PartitionSerializer(serializers.ModelSerializer):
             "allocated_bytes",
             "read_bytes_per_s",
             "write_bytes_per_s",
+            "rows_changed_per_s",
             "row_share",
             "is_hotspot",
             "compression",

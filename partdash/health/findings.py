@@ -56,20 +56,19 @@ def skew_finding(finding: SkewFinding | None) -> Finding | None:
     return Finding("skew", severity, _score(severity, ratio - 1), finding.reason + largest)
 
 
-# What a hotspot's share is a share of, by source and kind.
+# What a hotspot's share is a share of, by write signal and kind: the application's
+# rows changed (logical) apart from the disk's reads and writes (physical).
 _ACTIVITY = {
-    ("io", "write"): "writes",
-    ("io", "read"): "reads",
-    ("modified", "write"): "row changes (writes)",
-    ("rows", "write"): "row growth (writes)",
-    ("size", "write"): "size growth (writes)",
+    ("rows_changed", "write"): "rows changed",
+    ("disk", "write"): "disk writes (page flushes, standing in for rows changed)",
+    ("growth", "write"): "row growth (standing in for rows changed)",
 }
 HOTSPOTS_NAMED = 5  # in a finding's message; the API's hotspot_detail has them all
 
 
 def hotspot_sentence(hot: HotPartition, source: str) -> str:
-    """ "p5 takes 100% of the writes (hot in 9 of 10 slots with writes)"."""
-    what = _ACTIVITY.get((source, hot.kind), f"{hot.kind}s")
+    """ "p5 takes 100% of the rows changed (hot in 9 of 10 slots with writes)"."""
+    what = "disk reads" if hot.kind == "read" else _ACTIVITY.get((source, hot.kind), "writes")
     return (
         f"{hot.partition} takes {hot.share:.0%} of the {what} "
         f"(hot in {hot.slots_hot} of {hot.slots_active} slots with {hot.kind}s)"

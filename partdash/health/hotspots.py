@@ -1,30 +1,37 @@
 """Which partitions take most of a table's activity over a recent window.
 
-Sources, best first:
-- "io": performance_schema file counters (write and read bytes per .ibd). Physical I/O
-  only: buffer-pool hits never show, and writes are mostly page flushes.
-- "modified": MODIFIED_COUNTER deltas (rows inserted, updated or deleted; live, but only
-  for partitions in InnoDB's dictionary cache). Preferred over row growth because the
-  row count only moves when InnoDB recalculates statistics (about every 10% of change)
-  and misses updates and deletes.
-- "rows": growth of the estimated row count.
-- "size": growth of data plus index bytes.
-The caller gives per-partition deltas over the window (see `partdash.health.recent`),
-e.g. the last `DEFAULT_WINDOW`.
+Two kinds of activity, named apart everywhere:
+- *Rows changed* (logical): what the application did. MODIFIED_COUNTER deltas
+  (INNODB_SYS_TABLESTATS / INNODB_TABLESTATS): rows inserted, updated or deleted, as
+  they happen. InnoDB resets a partition's counter when it recalculates its statistics
+  (after about 10% of its rows changed); a counter that went down counts from zero.
+- *Disk reads and writes* (physical): performance_schema file counters per .ibd. A disk
+  write is a page flush, minutes after the change and credited to whichever file the
+  page cleaner picks (a checkpoint after a bulk load writes partitions nobody touches
+  since); buffer-pool hits never show.
 
-The rule has two parts, judged separately for writes and for reads (reads from the "io"
-source only):
+Write hotspots are judged on the best *write signal* the server gives (`Source`):
+"rows_changed" wherever the counters can be read; where they cannot, "disk" writes stand
+in (late: the flush lag), else "growth" of the estimated rows or bytes (late: it moves
+only when InnoDB recalculates statistics). Read hotspots are judged on disk reads, the
+only per-partition read signal. The caller gives per-partition deltas over the window
+(see `partdash.health.recent`), e.g. the last `DEFAULT_WINDOW`, and which signals the
+server could give (`Signals`).
+
+The rule has two parts, judged separately for writes and for reads:
 - Share: over the window, the partition's share reaches `hot_share_threshold(n)` and it
-  saw at least `MIN_HOT_EVENTS` events itself. The threshold is HOT_SHARE (a majority)
-  for small tables, never below HOT_LIFT times the even share (so the busier half of a
-  two-partition table is not hot at 51%), and for big tables HOT_FACTOR times the even
-  share (one partition of 128 taking 1/16 of the writes is remarkable).
+  saw at least `MIN_HOT_EVENTS` events itself (rows, or 16 KiB pages). The threshold is
+  HOT_SHARE (a majority) for small tables, never below HOT_LIFT times the even share (so
+  the busier half of a two-partition table is not hot at 51%), and for big tables
+  HOT_FACTOR times the even share (one partition of 128 taking 1/16 of the writes is
+  remarkable).
 - Persistence: the window is cut into slots (a twelfth of it, `partdash.health.recent`).
   A slot is *active* when the table did any of that kind in it; the partition is *hot in
-  a slot* when its share of that slot reaches the same threshold. It must be hot in at
-  least half of the active slots (`HOT_SLOT_FRACTION`), and in at least `MIN_HOT_SLOTS`
-  of them. One diagnostic COUNT(*), or one burst, fills one or two slots: it shows in the
-  shares, and is never hot.
+  a slot* when its share of that slot reaches the same threshold. It must be hot in
+  slots adding up to the hold (`PARTDASH_HOTSPOT_HOLD_SECONDS`, whole slots, at least
+  one) and in at least half of the active slots (`HOT_SLOT_FRACTION`). On disk I/O it
+  must be hot in at least `MIN_DISK_SLOTS` slots: one checkpoint, or one diagnostic
+  COUNT(*), fills one or two.
 All writes into the newest RANGE partition, poll after poll, are hot; a uniformly
 written HASH table (share 1/n each, give or take noise) never is.
 """
@@ -46,15 +53,37 @@ HOT_LIFT = 1.5
 # workload can put several of them in one partition by chance.
 MIN_HOT_EVENTS = 32
 # Persistence: hot in at least this fraction of the slots in which the table had that
-# kind of activity, and in at least MIN_HOT_SLOTS of them (15 minutes of a default hour).
+# kind of activity (and for as long as the hold, below).
 HOT_SLOT_FRACTION = 0.5
-MIN_HOT_SLOTS = 3
-# What counts as one event: a page of I/O or growth (InnoDB's default 16 KiB page), a row.
+# How long a partition must stay hot (`PARTDASH_HOTSPOT_HOLD_SECONDS`'s default): one
+# five-minute slot of the default hour, so a hot UPDATE loop or an insert burst is
+# flagged on the first poll that sees it take most of its table's rows changed.
+DEFAULT_HOLD_SECONDS = 300
+# On disk writes, a checkpoint flush or a diagnostic scan fills one or two slots.
+MIN_DISK_SLOTS = 3
+# What counts as one event: a row changed or grown, a page of I/O or growth (InnoDB's
+# default 16 KiB page).
 PAGE_BYTES = 16384
-EVENT_SIZE = {"io": PAGE_BYTES, "modified": 1, "rows": 1, "size": PAGE_BYTES}
 
-Source = Literal["io", "modified", "rows", "size"]
+Source = Literal["rows_changed", "disk", "growth"]
 Kind = Literal["write", "read"]
+
+
+@dataclass(frozen=True, slots=True)
+class Signals:
+    """Which activity signals the server gave: rows changed (the counters could be read)
+    and disk I/O (performance_schema file counters). None: not known, judged on what the
+    figures hold (a table analysed without its server's sources)."""
+
+    rows_changed: bool | None = None
+    disk: bool | None = None
+
+
+# Signals not known: judged on what the figures hold.
+UNKNOWN_SIGNALS = Signals()
+
+# How late each write signal shows a change, for the pages (seconds, typical).
+SIGNAL_LAG = {"rows_changed": 0, "disk": 300, "growth": None}
 
 
 @dataclass(frozen=True, slots=True)
@@ -96,10 +125,11 @@ class HotPartition:
 
 @dataclass(frozen=True, slots=True)
 class Hotspots:
-    """`shares`: each partition's fraction of the table's writes (or changes, or growth)
-    over the window, 0.0 each when there was none; `read_shares`: the same for reads
-    (the "io" source only). `hot`: names flagged on either, in input order; `detail`:
-    one `HotPartition` per partition and kind flagged, in input order, writes first."""
+    """`source`: the write signal; `shares`: each partition's fraction of the table's
+    writes on it over the window, 0.0 each when there was none; `read_shares`: the same
+    for disk reads (empty where they are not known). `hot`: names flagged on either, in
+    input order; `detail`: one `HotPartition` per partition and kind flagged, in input
+    order, writes first."""
 
     source: Source
     shares: dict[str, float]
@@ -147,10 +177,16 @@ def _passing_share_rule(
     ]
 
 
-def slots_needed(slots_active: int) -> int:
-    """How many of `slots_active` slots a partition must be hot in: half of them
-    (rounded up), and never fewer than MIN_HOT_SLOTS."""
-    return max(MIN_HOT_SLOTS, math.ceil(slots_active * HOT_SLOT_FRACTION))
+def slots_needed(
+    slots_active: int, source: Source = "rows_changed", hold_slots: int = 1, kind: Kind = "write"
+) -> int:
+    """How many of `slots_active` slots a partition must be hot in: the hold (in whole
+    slots), half of the active ones (rounded up), and on disk I/O at least
+    MIN_DISK_SLOTS."""
+    needed = max(1, hold_slots, math.ceil(slots_active * HOT_SLOT_FRACTION))
+    if source == "disk" or kind == "read":
+        needed = max(needed, MIN_DISK_SLOTS)
+    return needed
 
 
 def slot_counts(slots: Sequence[dict[str, float]], partitions: int) -> tuple[dict[str, int], int]:
@@ -179,6 +215,8 @@ def persistent_hot(
     field: str,
     event_size: float = 1,
     window_shares: dict[str, float] | None = None,
+    source: Source = "rows_changed",
+    hold_slots: int = 1,
 ) -> list[HotPartition]:
     """The partitions hot for `kind` by both rules (see the module docstring), in the
     order of `amounts` (the window's sums of `field`, every partition of the table).
@@ -196,25 +234,47 @@ def persistent_hot(
     return [
         HotPartition(name, kind, window_shares[name], hot_in.get(name, 0), active)
         for name in candidates
-        if hot_in.get(name, 0) >= slots_needed(active)
+        if hot_in.get(name, 0) >= slots_needed(active, source, hold_slots, kind)
     ]
 
 
-_FIELDS: dict[Source, str] = {
-    "io": "write_bytes",
-    "modified": "modified",
-    "rows": "rows_added",
-    "size": "bytes_added",
+# The window sums each write signal is judged on, best first; growth is rows grown,
+# else bytes grown (where row estimates are missing).
+_WRITE_FIELDS: dict[Source, tuple[str, ...]] = {
+    "rows_changed": ("modified",),
+    "disk": ("write_bytes", "read_bytes"),
+    "growth": ("rows_added", "bytes_added"),
 }
 
 
-def choose_source(activity: Sequence[PartitionActivity]) -> Source | None:
-    """The best source with a known value for any partition (see the module docstring)."""
-    for source, field in _FIELDS.items():
-        others = ("read_bytes",) if source == "io" else ()
-        if any(getattr(a, f) is not None for a in activity for f in (field, *others)):
+def _knows(activity: Sequence[PartitionActivity], field: str) -> bool:
+    return any(getattr(a, field) is not None for a in activity)
+
+
+def choose_source(
+    activity: Sequence[PartitionActivity], signals: Signals = UNKNOWN_SIGNALS
+) -> Source | None:
+    """The write signal hotspots are judged on. Rows changed wherever the server gives
+    them, even when none changed in the window: disk writes then are flushes, not the
+    application. Else the best with a known value for any partition (see the module
+    docstring)."""
+    if signals.rows_changed:
+        return "rows_changed"
+    for source, names in _WRITE_FIELDS.items():
+        if source == "rows_changed" and signals.rows_changed is False:
+            continue
+        if source == "disk" and signals.disk is False:
+            continue
+        if any(_knows(activity, f) for f in names):
             return source
     return None
+
+
+def write_field(source: Source, activity: Sequence[PartitionActivity]) -> str:
+    """The window sum a write signal is judged on (growth: rows where known)."""
+    if source == "growth":
+        return "rows_added" if _knows(activity, "rows_added") else "bytes_added"
+    return _WRITE_FIELDS[source][0]
 
 
 def _amounts(activity: Iterable[PartitionActivity], field: str) -> dict[str, float]:
@@ -229,27 +289,37 @@ def _slot_amounts(slots: Iterable[Iterable[PartitionActivity]], field: str) -> l
 def find_hotspots(
     activity: Sequence[PartitionActivity],
     slots: Slots | Callable[[], Slots] = (),
+    signals: Signals = UNKNOWN_SIGNALS,
+    hold_slots: int = 1,
 ) -> Hotspots | None:
-    """Shares and hot partitions from the best available source; None when no source
-    knows anything (the API shows no hotspots then). `activity`: every partition's sums
-    over the window; `slots`: what the partitions did in each slot of the window (only
-    those that did something need be listed), or a function returning them, called
-    only when a partition passes the share rule (building them for a busy HASH table
-    costs more than the rest of its analysis). Without slots nothing is persistent, so
-    nothing is hot: the shares alone are what is shown."""
-    source = choose_source(activity)
-    if source is None:
+    """Shares and hot partitions, writes on the best write signal and reads on disk
+    reads; None when no signal knows anything (the API shows no hotspots then).
+    `activity`: every partition's sums over the window; `slots`: what the partitions did
+    in each slot of the window (only those that did something need be listed), or a
+    function returning them, called only when a partition passes the share rule
+    (building them for a busy HASH table costs more than the rest of its analysis).
+    Without slots nothing is persistent, so nothing is hot: the shares alone are what is
+    shown. `hold_slots`: how many slots a partition must stay hot in (see
+    `slots_needed`)."""
+    source = choose_source(activity, signals)
+    reads_known = signals.disk is not False and _knows(activity, "read_bytes")
+    if source is None and not reads_known:
         return None
-    size = EVENT_SIZE[source]
-    field = _FIELDS[source]
+    source = source or "disk"
+    field = write_field(source, activity)
+    size = PAGE_BYTES if field in ("write_bytes", "bytes_added") else 1
     writes = _amounts(activity, field)
-    reads = _amounts(activity, "read_bytes") if source == "io" else {}
+    reads = _amounts(activity, "read_bytes") if reads_known else {}
     slots_of = cache(slots) if callable(slots) else lambda: slots
     # Each share computed once: for the rule and for the result.
     write_shares, read_shares = shares(writes), shares(reads)
-    detail = persistent_hot("write", writes, slots_of, field, size, write_shares)
+    detail = persistent_hot(
+        "write", writes, slots_of, field, size, write_shares, source, hold_slots
+    )
     if reads:
-        detail += persistent_hot("read", reads, slots_of, "read_bytes", size, read_shares)
+        detail += persistent_hot(
+            "read", reads, slots_of, "read_bytes", PAGE_BYTES, read_shares, "disk", hold_slots
+        )
     if detail:  # rarely: most tables have no hot partition
         order = {a.name: position for position, a in enumerate(activity)}
         detail.sort(key=lambda d: (order[d.partition], d.kind != "write"))
@@ -259,17 +329,22 @@ def find_hotspots(
         shares=write_shares,
         read_shares=read_shares,
         hot=[a.name for a in activity if a.name in flagged] if flagged else [],
-        estimated=source != "io",
+        estimated=source == "growth",
         detail=tuple(detail),
     )
 
 
-def written_partitions(activity: Iterable[PartitionActivity]) -> list[str]:
-    """Partitions with any sign of writes in the window: the working set's members."""
+def written_partitions(
+    activity: Iterable[PartitionActivity], source: Source | None = None
+) -> list[str]:
+    """Partitions the application wrote in the window: the working set's members. Disk
+    writes count only where they are the write signal (without rows changed): a flush
+    of pages dirtied long ago is not the application writing."""
+    disk = source in (None, "disk")
     return [
         a.name
         for a in activity
-        if (a.write_bytes or 0) > 0
+        if (disk and (a.write_bytes or 0) > 0)
         or (a.modified or 0) > 0
         or (a.rows_added or 0) > 0
         or (a.bytes_added or 0) > 0

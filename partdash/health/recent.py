@@ -17,7 +17,7 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from partdash.health.counters import counter_delta, level_change
+from partdash.health.counters import counter_delta, level_change, rows_changed
 
 # The deltas an entry holds, in order.
 FIGURES = (
@@ -64,7 +64,7 @@ def poll_deltas(new: Reading, old: Reading) -> list[int]:
     return [
         counter_delta(new.write_bytes, old.write_bytes) or 0,
         counter_delta(new.read_bytes, old.read_bytes) or 0,
-        counter_delta(new.modified_counter, old.modified_counter) or 0,
+        rows_changed(new.modified_counter, old.modified_counter, old.rows) or 0,
         level_change(old.rows, new.rows) or 0,
         level_change(_size(old), _size(new)) or 0,
         counter_delta(new.compress_ops, old.compress_ops) or 0,

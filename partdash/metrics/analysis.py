@@ -23,7 +23,15 @@ from partdash.health import findings as rules
 from partdash.health import recent
 from partdash.health.compression import api_fields, table_compression
 from partdash.health.fixes import TableFacts
-from partdash.health.hotspots import PartitionActivity, find_hotspots, written_partitions
+from partdash.health.hotspots import (
+    SIGNAL_LAG,
+    UNKNOWN_SIGNALS,
+    PartitionActivity,
+    Signals,
+    choose_source,
+    find_hotspots,
+    written_partitions,
+)
 from partdash.health.partitions import PartitionState
 from partdash.health.pressure import (
     WORKING_SET_RATIO,
@@ -62,6 +70,59 @@ TABLES_PER_BATCH = 100  # tables analysed (and their partitions held) at a time
 
 def window() -> timedelta:
     return timedelta(seconds=settings.PARTDASH_HOTSPOT_WINDOW_SECONDS)
+
+
+def hold_slots() -> int:
+    """How many slots of the window a partition must stay hot in (whole slots, at least
+    one): `PARTDASH_HOTSPOT_HOLD_SECONDS` over the slot's length."""
+    length = recent.slot_seconds(window().total_seconds())
+    return max(1, -(-settings.PARTDASH_HOTSPOT_HOLD_SECONDS // length))
+
+
+def signals_of(sources: dict | None) -> Signals:
+    """The activity signals a poll's sources (`ServerSnapshot.sources`) gave. A source
+    absent from them was not needed this poll (nothing it counts could have moved), not
+    unreadable; rows changed are not read at all when switched off."""
+    sources = sources or {}
+    rows_changed = sources.get("tablestats")
+    if rows_changed is None:
+        rows_changed = True if settings.PARTDASH_READ_TABLESTATS else False
+    return Signals(rows_changed=rows_changed, disk=sources.get("file_io"))
+
+
+# Why a write signal stands in for rows changed, and how late it is, for the pages.
+_STANDS_IN = {
+    "disk": "disk writes stand in: page flushes, minutes after the application's writes, "
+    "and flushes of pages dirtied long ago",
+    "growth": "row growth stands in: it moves only when InnoDB recalculates a partition's "
+    "statistics (after about 10% of its rows changed)",
+}
+
+
+def activity_signal(source: str | None, signals: Signals, seconds: float) -> dict | None:
+    """What a table's write hotspots were judged on, for the API and the pages: the
+    signal, its typical lag, and where rows changed could not be read, why another
+    signal stands in."""
+    if source is None:
+        return None
+    note = None
+    if source != "rows_changed":
+        cause = (
+            "rows changed (INNODB_SYS_TABLESTATS / INNODB_TABLESTATS) could not be read"
+            if signals.rows_changed is False and settings.PARTDASH_READ_TABLESTATS
+            else "rows changed are not read (PARTDASH_READ_TABLESTATS=0)"
+            if not settings.PARTDASH_READ_TABLESTATS
+            else "no rows changed are known yet"
+        )
+        note = f"{cause}; {_STANDS_IN[source]}."
+    return {
+        "source": source,
+        "window_seconds": seconds,
+        "estimated": source == "growth",
+        "lag_seconds": SIGNAL_LAG[source],
+        "stands_in": note,
+        "reads": "disk" if signals.disk is not False else None,
+    }
 
 
 def plain(value):
@@ -196,10 +257,12 @@ def table_health(
     page_size: int,
     buffer_pool,
     windows: dict[str, Window] | None = None,
+    signals: Signals = UNKNOWN_SIGNALS,
 ) -> dict:
     """Every health figure of one table, as stored in `PartitionedTable.health`.
     `states` in definition order, `recents` their stored recent activity; `windows`: a
-    memo of their window sums (see `_windows`), updated in place when given."""
+    memo of their window sums (see `_windows`), updated in place when given; `signals`:
+    what the server's latest poll could read (`signals_of`)."""
     if len(recents) != len(states):
         raise ValueError(f"{len(states)} partitions but {len(recents)} recent activities")
     seconds, at = window().total_seconds(), now.timestamp()
@@ -211,6 +274,8 @@ def table_health(
         windows.update(seen)
     entries = {i: recents[i] for i in sums}  # parsed only if the hotspot rules need slots
     hotspots, written_labels = None, set()
+    # Rows changed where the server gives them, even with none in the window.
+    source = choose_source([], signals)
     if any(w[f] is not None for w in sums.values() for f in _ACTIVITY_FIGURES):
         # Without any, `find_hotspots` has no source (None) and nothing was written.
         labels = [s.label for s in states]
@@ -223,8 +288,11 @@ def table_health(
             lambda: slot_activity(
                 [labels[i] for i in entries], [recent.loads(t) for t in entries.values()], now
             ),
+            signals,
+            hold_slots(),
         )
-        written_labels = set(written_partitions(activity))
+        source = hotspots.source if hotspots else None
+        written_labels = set(written_partitions(activity, source))
     rows_added = sum(w["rows_added"] or 0 for w in sums.values())
     fill_rate = rows_added * 86400 / seconds if rows_added > 0 else None
     runway = table_runway(table.method, table.expression, states, now, fill_rate)
@@ -270,13 +338,8 @@ def table_health(
         "active": hotspots is not None,
         # Where the shares come from; the shares themselves are derived when asked for
         # (`activity_shares`), which keeps a busy table's stored row from growing.
-        "activity": None
-        if hotspots is None
-        else {
-            "source": hotspots.source,
-            "window_seconds": seconds,
-            "estimated": hotspots.estimated,
-        },
+        "activity": activity_signal(source, signals, seconds),
+        "activity_source": source,
         "compression": None if compression is None else plain(api_fields(compression)),
         "runway": plain(runway),
         "findings": [plain(f) for f in found],
@@ -362,7 +425,9 @@ def _write_results(tables: list[PartitionedTable]) -> None:
     update_each(PartitionedTable, tables, RESULT_FIELDS)
 
 
-def _analyse(tables: list[PartitionedTable], now: datetime, variables: dict, stored) -> None:
+def _analyse(
+    tables: list[PartitionedTable], now: datetime, variables: dict, stored, signals: Signals
+) -> None:
     page_size = as_number(variables.get("innodb_page_size")) or 16384
     buffer_pool = variables.get("innodb_buffer_pool_size")
     table_ids = [t.pk for t in tables]
@@ -372,7 +437,9 @@ def _analyse(tables: list[PartitionedTable], now: datetime, variables: dict, sto
         states = [state for state, _ in members]
         recents = [text for _, text in members]
         windows = stored.windows.setdefault(table.pk, {}) if stored else None
-        table.health = table_health(table, states, recents, now, page_size, buffer_pool, windows)
+        table.health = table_health(
+            table, states, recents, now, page_size, buffer_pool, windows, signals
+        )
         table.activity = table.health.pop("activity")
         table.score = table.health["score"]
         table.total_rows = _total(states, "rows")
@@ -396,8 +463,9 @@ def analyse_server(
     now = snapshot.taken_at
     tables = _tables_to_analyse(server, changed_tables, now)
     variables = snapshot.variables or {}
+    signals = signals_of(snapshot.sources)
     for start in range(0, len(tables), TABLES_PER_BATCH):
-        _analyse(tables[start : start + TABLES_PER_BATCH], now, variables, stored)
+        _analyse(tables[start : start + TABLES_PER_BATCH], now, variables, stored, signals)
     snapshot.health = server_pressure(server, snapshot)
     ServerSnapshot.objects.filter(pk=snapshot.pk).update(health=snapshot.health)
     return len(tables)

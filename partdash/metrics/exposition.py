@@ -115,9 +115,9 @@ TABLE_FIGURES = (
         "skew_ratio",
     ),
     (
-        "table_runway_days",
-        "Days before rows land in the catch-all partition (RANGE; absent where unknown).",
-        "runway_days",
+        "table_runway_seconds",
+        "Seconds before rows land in the catch-all partition (RANGE; absent where unknown).",
+        "runway_seconds",
     ),
     ("table_catchall_rows", "Rows in the MAXVALUE partition (RANGE).", "catchall_rows"),
     ("table_hot_partitions", "Partitions flagged hot in the latest window.", "hot_partitions"),
@@ -155,7 +155,7 @@ def table_figures(values: dict) -> dict:
         "index_bytes": values["total_index_bytes"],
         "file_bytes": values["total_file_bytes"],
         "skew_ratio": (health["skew"] or {}).get("max_mean_ratio"),
-        "runway_days": runway.get("days_left"),
+        "runway_seconds": None if runway.get("days_left") is None else runway["days_left"] * 86400,
         "catchall_rows": runway.get("catchall_rows"),
         "hot_partitions": len(health["hotspots"]),
         "compression_failure_ratio": (health["compression"] or {}).get("failure_rate"),
@@ -182,13 +182,21 @@ PARTITION_FIGURES = (
     ("partition_index_bytes", "Index bytes.", "index_bytes"),
     ("partition_file_bytes", "Tablespace file bytes.", "file_bytes"),
     (
-        "partition_write_bytes_per_second",
-        "Bytes written per second between the last two polls.",
+        "partition_rows_changed_per_second",
+        "Rows the application inserted, updated or deleted per second between the last two "
+        "polls (logical: MODIFIED_COUNTER).",
+        "rows_changed_per_s",
+    ),
+    (
+        "partition_disk_write_bytes_per_second",
+        "Bytes the server wrote to the partition's file per second between the last two "
+        "polls (physical: page flushes, minutes after the writes).",
         "write_bytes_per_s",
     ),
     (
-        "partition_read_bytes_per_second",
-        "Bytes read per second between the last two polls.",
+        "partition_disk_read_bytes_per_second",
+        "Bytes the server read from the partition's file per second between the last two "
+        "polls (physical: buffer-pool misses).",
         "read_bytes_per_s",
     ),
 )

@@ -138,6 +138,8 @@ class Partition(models.Model):
     write_bytes = models.BigIntegerField(null=True)
     read_bytes_per_s = models.FloatField(null=True)
     write_bytes_per_s = models.FloatField(null=True)
+    # Rows the application changed per second (MODIFIED_COUNTER's delta: logical).
+    rows_changed_per_s = models.FloatField(null=True)
     compress_ops = models.BigIntegerField(null=True)
     compress_ops_ok = models.BigIntegerField(null=True)
     compress_time = models.BigIntegerField(null=True)

@@ -11,7 +11,7 @@ from django.utils import timezone
 from partdash.collector.catalogue import Shortfall, source_states
 from partdash.collector.dialects import dialect_for
 from partdash.health.compression import api_fields, partition_compression, stored_api_fields
-from partdash.health.hotspots import find_hotspots
+from partdash.health.hotspots import UNKNOWN_SIGNALS, Signals, find_hotspots
 from partdash.health.partitions import PartitionState
 from partdash.metrics.analysis import activity_of, window_sums, with_window_compression
 from partdash.metrics.models import PartitionedTable, ServerSnapshot
@@ -31,16 +31,31 @@ def capabilities(snapshot: ServerSnapshot | None) -> list[dict]:
     return [state.as_dict() for state in states]
 
 
-def activity_shares(labels: list[str], recents: list[str | None], now: datetime) -> dict | None:
-    """Each partition's share of its table's writes and reads in the window ending at
-    `now` (the table's analysis time), as the hotspot rules saw them; None when the
-    window holds no activity. Shares only: which partitions are hot (persistently, over
-    the window's slots) is the analysis's verdict, stored on the table."""
+def stored_signals(activity: dict | None) -> Signals:
+    """The signals a table's analysis judged on (its stored `activity`), so shares read
+    on each request are of the same signal as its hotspots."""
+    if not activity:
+        return UNKNOWN_SIGNALS
+    source = activity.get("source")
+    return Signals(
+        rows_changed=source == "rows_changed",
+        disk=source == "disk" or activity.get("reads") == "disk" or None,
+    )
+
+
+def activity_shares(
+    labels: list[str], recents: list[str | None], now: datetime, signals: Signals = UNKNOWN_SIGNALS
+) -> dict | None:
+    """Each partition's share of its table's writes (on the table's write signal) and
+    disk reads in the window ending at `now` (the table's analysis time), as the hotspot
+    rules saw them; None when the window holds no activity. Shares only: which
+    partitions are hot (persistently, over the window's slots) is the analysis's
+    verdict, stored on the table."""
     activity = [
         activity_of(label, window_sums(text, now))
         for label, text in zip(labels, recents, strict=True)
     ]
-    hotspots = find_hotspots(activity)
+    hotspots = find_hotspots(activity, signals=signals)
     if hotspots is None:
         return None
     return {
@@ -54,7 +69,9 @@ def table_shares(table: PartitionedTable) -> dict | None:
     rows = table.partitions.filter(dropped_at=None).values_list("name", "subpartition", "recent")
     labels = [PartitionState(name, subpartition).label for name, subpartition, _ in rows]
     now = table.analysed_at or timezone.now()
-    return activity_shares(labels, [text for _, _, text in rows], now)
+    return activity_shares(
+        labels, [text for _, _, text in rows], now, stored_signals(table.activity)
+    )
 
 
 def partition_figures(
@@ -88,6 +105,7 @@ def health_fields(health: dict | None) -> dict:
         "skew": health.get("skew"),
         "hotspots": health.get("hotspots") or [],
         "hotspot_detail": health.get("hotspot_detail") or [],
+        "activity_source": health.get("activity_source"),
         "compression": stored_api_fields(health.get("compression")),
         "runway": health.get("runway"),
         "findings": [with_fix(f) for f in health.get("findings") or []],

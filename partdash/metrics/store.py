@@ -14,7 +14,7 @@ from partdash.collector.collect import Collection, TableKey, table_key
 from partdash.collector.names import fold
 from partdash.collector.sources.definitions import TableDefinition
 from partdash.health import recent
-from partdash.health.counters import counter_delta
+from partdash.health.counters import counter_delta, rows_changed
 from partdash.health.partitions import PartitionState
 from partdash.metrics.models import (
     SAMPLED_FIGURES as SAMPLED,
@@ -28,7 +28,9 @@ from partdash.metrics.models import (
 )
 
 OTHER = ("stats_updated_at", "autoinc", "space_id", "row_format", "page_size")
-RATES = ("read_bytes_per_s", "write_bytes_per_s")
+# Disk bytes (physical) and rows changed (logical) per second since the previous poll.
+RATES = ("read_bytes_per_s", "write_bytes_per_s", "rows_changed_per_s")
+_N_RATES = len(RATES)
 # The Partition columns a poll compares and writes, in this order.
 FIGURES = SAMPLED + OTHER
 STORED = (*FIGURES, *RATES, "changed_at", "recent")
@@ -37,6 +39,7 @@ _N = len(FIGURES)
 _CHANGED_AT, _RECENT = 1 + STORED.index("changed_at"), 1 + STORED.index("recent")
 _N_SAMPLED = len(SAMPLED)
 _READ_BYTES, _WRITE_BYTES = FIGURES.index("read_bytes"), FIGURES.index("write_bytes")
+_MODIFIED, _ROWS = FIGURES.index("modified_counter"), FIGURES.index("rows")
 _STATS_UPDATED = FIGURES.index("stats_updated_at")
 _READ_OPS = FIGURES.index("read_ops")
 _READING = tuple(
@@ -112,14 +115,17 @@ def partition_key(partition: str, subpartition: str) -> str:
 def counter_rate(new: int | None, old: int | None, seconds: float | None) -> float | None:
     """Per-second rate of a cumulative counter; a decrease means it was reset (TRUNCATE,
     restart), so the new value is what accumulated since."""
-    delta = counter_delta(new, old)
+    return _per_second(counter_delta(new, old), seconds)
+
+
+def _per_second(delta: int | None, seconds: float | None) -> float | None:
     if delta is None or not seconds or seconds <= 0:
         return None
     return delta / seconds
 
 
 figure_values = attrgetter(*FIGURES)  # a partition's figures in FIGURES order
-_zero_rates, _no_rates = (0.0, 0.0), (None, None)  # of counters that did not move
+_zero_rates, _no_rates = (0.0,) * _N_RATES, (None,) * _N_RATES  # of counters that did not move
 
 
 def _reading(values: tuple) -> recent.Reading:
@@ -446,7 +452,7 @@ class PollStore:
                 ):
                     updated_keys.append(key)
                     update = updates[-1]
-                    if update[_N : _N + 2] != _zero_rates:
+                    if update[_N : _N + _N_RATES] != _zero_rates:
                         moving.add(figures.key)
                     if update[:_N] != old[1 : _N + 1]:
                         self.changed_tables.add(table.pk)
@@ -464,7 +470,11 @@ class PollStore:
     def _compare(self, old: tuple, values: tuple, seconds, snapshot, samples, updates) -> bool:
         """Sample the figures that changed and queue the partition's update. A new
         partition's previous figures are all None, so its first figures are a change."""
-        partition_id, before, before_rates = old[0], old[1 : _N + 1], old[_N + 1 : _N + 3]
+        partition_id, before, before_rates = (
+            old[0],
+            old[1 : _N + 1],
+            old[_N + 1 : _N + 1 + _N_RATES],
+        )
         if _few_reads(values[_READ_OPS], before[_READ_OPS]):
             values = _keep_reads(values, before)
         if values == before and before_rates == (_zero_rates if seconds else _no_rates):
@@ -474,6 +484,7 @@ class PollStore:
         rates = (
             counter_rate(values[_READ_BYTES], before[_READ_BYTES], seconds),
             counter_rate(values[_WRITE_BYTES], before[_WRITE_BYTES], seconds),
+            _per_second(rows_changed(values[_MODIFIED], before[_MODIFIED], before[_ROWS]), seconds),
         )
         if values == before and rates == before_rates:
             return False

@@ -57,21 +57,27 @@ def test_a_hot_newest_range_partition_is_shown_but_not_raised():
 
 
 def test_write_and_read_hotspots_are_reported_separately():
-    both = hot("io", HotPartition("p5", "write", 1.0, 4, 4), HotPartition("p2", "read", 0.8, 3, 5))
+    write, read = HotPartition("p5", "write", 1.0, 4, 4), HotPartition("p2", "read", 0.8, 3, 5)
+    both = hot("rows_changed", write, read)
     message = rules.hotspot_finding(both, "KEY").message
-    assert message.startswith("p5 takes 100% of the writes")
-    assert "p2 takes 80% of the reads (hot in 3 of 5 slots with reads)" in message
+    assert message.startswith("p5 takes 100% of the rows changed (hot in 4 of 4 slots")
+    assert "p2 takes 80% of the disk reads (hot in 3 of 5 slots with reads)" in message
 
 
-def test_without_performance_schema_a_hotspot_names_what_was_measured():
-    changes = hot("modified", HotPartition("p1", "write", 0.7, 3, 3))
-    assert (
-        "p1 takes 70% of the row changes (writes)" in rules.hotspot_finding(changes, "HASH").message
-    )
+@pytest.mark.parametrize(
+    ("source", "what"),
+    [
+        ("disk", "disk writes (page flushes, standing in for rows changed)"),
+        ("growth", "row growth (standing in for rows changed)"),
+    ],
+)
+def test_a_hotspot_names_the_signal_that_stood_in_for_rows_changed(source, what):
+    changes = hot(source, HotPartition("p1", "write", 0.7, 3, 3))
+    assert f"p1 takes 70% of the {what}" in rules.hotspot_finding(changes, "HASH").message
 
 
 def test_shares_without_a_persistent_partition_are_no_finding():
-    burst = Hotspots("io", {"p0": 1.0, "p1": 0.0}, {}, [], False)
+    burst = Hotspots("disk", {"p0": 1.0, "p1": 0.0}, {}, [], False)
     assert rules.hotspot_finding(burst, "HASH") is None
 
 

@@ -1,6 +1,6 @@
-"""Hot partitions: shares of a table's activity, the fallbacks without
-performance_schema, and persistence over the window's slots (the pure
-`partdash.health.hotspots`)."""
+"""Hot partitions: shares of a table's activity on its write signal (rows changed, else
+disk writes, else growth) and disk reads, and persistence over the window's slots (the
+pure `partdash.health.hotspots`)."""
 
 import random
 from dataclasses import fields
@@ -8,7 +8,12 @@ from dataclasses import fields
 import pytest
 
 from partdash.health import hotspots
-from partdash.health.hotspots import PartitionActivity, find_hotspots, hot_share_threshold
+from partdash.health.hotspots import (
+    PartitionActivity,
+    Signals,
+    find_hotspots,
+    hot_share_threshold,
+)
 from tests.health.builders import MiB
 
 
@@ -49,7 +54,7 @@ def steadily(activity: list[PartitionActivity], slots: int = SLOTS) -> hotspots.
 
 def test_all_writes_into_the_newest_range_partition_make_it_hot():
     result = steadily(io([0] * 12 + [200 * MiB, 0]))
-    assert result.source == "io"
+    assert result.source == "disk"
     assert result.hot == ["p12"]
     assert result.shares["p12"] == 1.0
     assert result.shares["p0"] == 0.0
@@ -116,7 +121,7 @@ def test_a_single_partition_is_never_hot():
 
 def test_an_idle_table_has_zero_shares_and_no_hotspot():
     result = find_hotspots(io([0, 0, 0]))
-    assert result.source == "io"
+    assert result.source == "disk"
     assert result.shares == {"p0": 0.0, "p1": 0.0, "p2": 0.0}
     assert result.hot == []
 
@@ -124,21 +129,37 @@ def test_an_idle_table_has_zero_shares_and_no_hotspot():
 @pytest.mark.parametrize(
     ("activity", "source"),
     [
-        (
-            [PartitionActivity("p0", write_bytes=0, modified=5000, rows_added=10)],
-            "io",
-        ),
-        ([PartitionActivity("p0", read_bytes=0, modified=5)], "io"),
-        ([PartitionActivity("p0", modified=5, rows_added=10, bytes_added=1)], "modified"),
-        ([PartitionActivity("p0", rows_added=10, bytes_added=1)], "rows"),
-        ([PartitionActivity("p0", bytes_added=1)], "size"),
+        ([PartitionActivity("p0", write_bytes=0, modified=5000, rows_added=10)], "rows_changed"),
+        ([PartitionActivity("p0", write_bytes=5, rows_added=10)], "disk"),
+        ([PartitionActivity("p0", read_bytes=0, modified=5)], "rows_changed"),
+        ([PartitionActivity("p0", rows_added=10, bytes_added=1)], "growth"),
+        ([PartitionActivity("p0", bytes_added=1)], "growth"),
     ],
 )
-def test_without_performance_schema_hotspots_fall_back_in_order(activity, source):
+def test_without_the_servers_signals_the_best_known_one_is_judged_on(activity, source):
     result = find_hotspots(activity)
     assert result.source == source
-    assert result.estimated is (source != "io")
-    assert (result.read_shares == {}) is (source != "io")
+    assert result.estimated is (source == "growth")
+
+
+def test_rows_changed_are_judged_on_wherever_the_server_gives_them():
+    """Disk writes with no row changed anywhere: a checkpoint flushing pages a bulk load
+    dirtied. Shown as disk writes, never as the application's writes."""
+    flush = [PartitionActivity(f"p{i}", write_bytes=(900 if i == 3 else 1) * MiB) for i in range(8)]
+    per_slot = [_scaled(a, 4) for a in flush]
+    result = find_hotspots(flush, [per_slot] * 4, Signals(rows_changed=True, disk=True))
+    assert result.source == "rows_changed"
+    assert result.hot == [] and set(result.shares.values()) == {0.0}
+    assert hotspots.written_partitions(flush, result.source) == []
+    # Where rows changed cannot be read, disk writes stand in: then p3 is hot.
+    stand_in = find_hotspots(flush, [per_slot] * 4, Signals(rows_changed=False, disk=True))
+    assert (stand_in.source, stand_in.hot) == ("disk", ["p3"])
+
+
+def test_without_rows_changed_or_disk_growth_stands_in():
+    grown = [PartitionActivity("p0", rows_added=5000), PartitionActivity("p1", rows_added=0)]
+    result = find_hotspots(grown, signals=Signals(rows_changed=False, disk=False))
+    assert (result.source, result.estimated, result.read_shares) == ("growth", True, {})
 
 
 def test_without_any_source_there_are_no_hotspots():
@@ -151,7 +172,7 @@ def test_modified_counter_deltas_find_the_newest_range_partition():
     activity.append(PartitionActivity("p12", modified=40_000))
     activity.append(PartitionActivity("pmax", modified=0))
     result = steadily(activity)
-    assert (result.source, result.hot) == ("modified", ["p12"])
+    assert (result.source, result.hot) == ("rows_changed", ["p12"])
 
 
 def test_shrinking_partitions_count_as_no_growth():
@@ -174,6 +195,8 @@ def test_written_partitions_are_those_with_any_sign_of_writes():
         PartitionActivity("p4"),
     ]
     assert hotspots.written_partitions(activity) == ["p1", "p2"]
+    # With rows changed known, a disk write alone is a flush, not the application.
+    assert hotspots.written_partitions(activity, "rows_changed") == ["p2"]
 
 
 # -- hotspots: persistence over the window's slots ---------------------------------------
@@ -210,15 +233,38 @@ HASH4 = ["p0", "p1", "p2", "p3"]
 @pytest.mark.parametrize(
     ("active", "needed"), [(0, 3), (1, 3), (3, 3), (6, 3), (7, 4), (12, 6), (13, 7)]
 )
-def test_a_hot_partition_must_be_hot_in_half_the_active_slots_and_at_least_three(active, needed):
-    assert hotspots.slots_needed(active) == needed
+def test_on_disk_io_a_hot_partition_must_be_hot_in_half_the_active_slots_and_three(active, needed):
+    assert hotspots.slots_needed(active, "disk") == needed
+    assert hotspots.slots_needed(active, "rows_changed", kind="read") == needed
 
 
-def test_one_burst_shows_in_the_shares_and_is_not_a_hotspot():
+@pytest.mark.parametrize(
+    ("active", "hold", "needed"), [(0, 1, 1), (1, 1, 1), (2, 1, 1), (3, 1, 2), (1, 2, 2)]
+)
+def test_on_rows_changed_the_hold_and_half_the_active_slots(active, hold, needed):
+    assert hotspots.slots_needed(active, "rows_changed", hold) == needed
+
+
+def test_one_burst_of_disk_writes_shows_in_the_shares_and_is_not_a_hotspot():
     burst = [slot({"p1": 500 * MiB})]
     result = judged(HASH4, burst)
     assert result.shares["p1"] == 1.0
     assert result.hot == [] and result.detail == ()
+
+
+def test_one_slot_of_rows_changed_is_a_hotspot_and_a_longer_hold_waits():
+    """A hot UPDATE loop seen by one poll: flagged at once with the default hold (one
+    slot); with a hold of two slots, only once it kept on into the next."""
+    names = ["p0", "p1", "p2", "p3"]
+    one = [[PartitionActivity("p2", modified=300)]]
+    window = [PartitionActivity(n, modified=300 if n == "p2" else None) for n in names]
+    assert find_hotspots(window, one).hot == ["p2"]
+    assert find_hotspots(window, one, hold_slots=2).hot == []
+    two = one * 2
+    window2 = [PartitionActivity(n, modified=600 if n == "p2" else None) for n in names]
+    assert find_hotspots(window2, two, hold_slots=2).detail == (
+        hotspots.HotPartition("p2", "write", 1.0, 2, 2),
+    )
 
 
 def test_two_slots_of_writes_are_not_yet_persistent_and_three_are():

@@ -85,6 +85,7 @@ def range_table(on: Server, name: str = "orders", **fields) -> PartitionedTable:
             index_bytes=256 << 10,
             file_bytes=2 << 20,
             write_bytes_per_s=1000.0 * ordinal,
+            rows_changed_per_s=10.0 * ordinal,
             read_bytes_per_s=None,
         )
     return table

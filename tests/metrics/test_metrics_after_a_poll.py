@@ -55,8 +55,8 @@ def test_a_polled_server_s_figures_match_the_api(mariadb, make_server, new_schem
     assert tables["skewed"]["partition_count"] == 8
     spilled = labels(server="db1", schema=schema, table="spilled")
     assert (
-        series["partdash_table_runway_days"][spilled]
-        == tables["spilled"]["runway"]["days_left"]
+        series["partdash_table_runway_seconds"][spilled]
+        == tables["spilled"]["runway"]["days_left"] * 86400
         == 0
     )
     assert (
@@ -66,5 +66,5 @@ def test_a_polled_server_s_figures_match_the_api(mariadb, make_server, new_schem
     )
     ids = labels(server="db1", schema=schema, table="ids")
     assert tables["ids"]["runway"]["days_left"] is None
-    assert ids not in series["partdash_table_runway_days"]
-    assert skewed not in series["partdash_table_runway_days"]  # HASH: no runway at all
+    assert ids not in series["partdash_table_runway_seconds"]
+    assert skewed not in series["partdash_table_runway_seconds"]  # HASH: no runway at all

@@ -1,6 +1,8 @@
 """/metrics against the API: the same stored figures, parsed with prometheus_client's
 own parser, behind a token, at a fixed number of queries."""
 
+import shutil
+import subprocess
 from collections import Counter
 
 import pytest
@@ -94,14 +96,16 @@ def test_table_figures_match_the_servers_tables_list(fleet, viewer_api):
     events = labels(server="db1", schema="shop", table="events")
     api = {row["name"]: row for row in rows}
     assert series["partdash_table_skew_ratio"] == {orders: api["orders"]["skew"]["max_mean_ratio"]}
-    assert series["partdash_table_runway_days"] == {orders: api["orders"]["runway"]["days_left"]}
+    assert series["partdash_table_runway_seconds"] == {
+        orders: api["orders"]["runway"]["days_left"] * 86400
+    }
     assert series["partdash_table_catchall_rows"] == {
         orders: api["orders"]["runway"]["catchall_rows"]
     }
     assert series["partdash_table_compression_failure_ratio"] == {
         orders: api["orders"]["compression"]["failure_rate"]
     }
-    assert api["events"]["runway"] is None and events not in series["partdash_table_runway_days"]
+    assert api["events"]["runway"] is None and events not in series["partdash_table_runway_seconds"]
 
 
 def test_runway_is_absent_where_its_days_are_unknown(db, viewer_api):
@@ -110,7 +114,7 @@ def test_runway_is_absent_where_its_days_are_unknown(db, viewer_api):
     range_table(db1, health={"runway": unknown, "hotspots": []})
     series = scrape(viewer_api)
     key = labels(server="db1", schema="shop", table="orders")
-    assert key not in series["partdash_table_runway_days"]
+    assert key not in series["partdash_table_runway_seconds"]
     assert series["partdash_table_catchall_rows"][key] == 0
 
 
@@ -143,11 +147,13 @@ def test_partitions_are_shown_only_for_tables_opted_in(fleet, viewer_api):
         assert series["partdash_partition_rows"][key] == partition["rows"]
         assert series["partdash_partition_data_bytes"][key] == partition["data_bytes"]
         assert (
-            series["partdash_partition_write_bytes_per_second"][key]
+            series["partdash_partition_disk_write_bytes_per_second"][key]
             == (partition["write_bytes_per_s"])
         )
+        rows_changed = series["partdash_partition_rows_changed_per_second"]
+        assert rows_changed.get(key) == partition["rows_changed_per_s"]
         assert series["partdash_partition_hot"][key] == float(partition["is_hotspot"])
-        assert key not in series["partdash_partition_read_bytes_per_second"]
+        assert key not in series["partdash_partition_disk_read_bytes_per_second"]
 
 
 def test_every_family_has_help_and_a_type(fleet, viewer_api):
@@ -173,3 +179,20 @@ def test_a_scrape_runs_a_fixed_number_of_queries(tables, django_assert_max_num_q
     families = {f.name: f for f in text_string_to_metric_families(text)}
     assert len(families["partdash_table_rows"].samples) == tables
     assert len(families["partdash_partition_rows"].samples) == 4 * opted
+
+
+def test_promtool_finds_nothing_to_lint(fleet, viewer_api):
+    """Prometheus's own linter (`promtool check metrics`) on a scrape with every family
+    present, partitions opted in: base units (runway in seconds, not days), help texts,
+    names. It printed "use base unit seconds instead of days" for the runway before."""
+    fleet[0].tables.update(export_partitions=True)
+    text = viewer_api.get("/metrics").content
+    assert b"partdash_table_runway_seconds" in text
+    assert b"partdash_partition_rows_changed_per_second" in text
+    lint = subprocess.run(
+        [shutil.which("promtool") or "/usr/bin/promtool", "check", "metrics"],
+        input=text,
+        capture_output=True,
+        check=False,
+    )
+    assert (lint.returncode, lint.stdout + lint.stderr) == (0, b"")
