@@ -20,13 +20,15 @@ def rows_changed(new: int | None, old: int | None, rows: int | None) -> int | No
     it to 0 on the insert or delete that takes it past a tenth of the partition's rows
     (measured on MariaDB 10.11: 250 rows, resets at 29, 32, 36...; UPDATEs of non-key
     columns count but never reset it), then recalculates the statistics. So a decrease
-    counts the rows it took to reach that tenth, plus the new value: a lower bound (more
-    than one reset between two polls shows as one)."""
+    to a count counts the rows it took to reach that tenth, plus the new value: a lower
+    bound (more than one reset between two polls shows as one). A decrease to 0 counts
+    nothing: ANALYZE TABLE and a partition leaving InnoDB's dictionary cache do that too,
+    with no row changed."""
     if new is None or old is None:
         return None
     if new >= old:
         return new - old
-    return max(0, (rows or 0) // 10 + 1 - old) + new
+    return max(0, (rows or 0) // 10 + 1 - old) + new if new else 0
 
 
 def level_change(first: int | None, last: int | None) -> int | None:

@@ -58,13 +58,28 @@ def _size(reading: Reading) -> int | None:
     return (reading.data_bytes or 0) + (reading.index_bytes or 0)
 
 
+def changed_rows(new: Reading, old: Reading) -> int | None:
+    """Rows the application changed between two polls: the counter's delta
+    (`counters.rows_changed`). Where the counter was reset (inserts reset it every tenth
+    of a partition's rows, so a burst shows as its last tenth) and the row estimate grew
+    by more, the growth: InnoDB recalculates the rows at each reset. Growth alone is not
+    a change (ANALYZE TABLE, a reload into the dictionary cache, or a recalculation of
+    rows inserted long ago moves it, leaving the counter at 0)."""
+    counted = rows_changed(new.modified_counter, old.modified_counter, old.rows)
+    if counted is None or not new.modified_counter < old.modified_counter:
+        return counted
+    if not new.modified_counter:  # ANALYZE, or reloaded into the cache: nothing changed
+        return counted
+    return max(counted, level_change(old.rows, new.rows) or 0)
+
+
 def poll_deltas(new: Reading, old: Reading) -> list[int]:
     """What a partition did between two polls, in `FIGURES` order (0 where unknown).
     Counters that went down were reset; rows and bytes may shrink (negative)."""
     return [
         counter_delta(new.write_bytes, old.write_bytes) or 0,
         counter_delta(new.read_bytes, old.read_bytes) or 0,
-        rows_changed(new.modified_counter, old.modified_counter, old.rows) or 0,
+        changed_rows(new, old) or 0,
         level_change(old.rows, new.rows) or 0,
         level_change(_size(old), _size(new)) or 0,
         counter_delta(new.compress_ops, old.compress_ops) or 0,

@@ -14,7 +14,7 @@ from partdash.collector.collect import Collection, TableKey, table_key
 from partdash.collector.names import fold
 from partdash.collector.sources.definitions import TableDefinition
 from partdash.health import recent
-from partdash.health.counters import counter_delta, rows_changed
+from partdash.health.counters import counter_delta
 from partdash.health.partitions import PartitionState
 from partdash.metrics.models import (
     SAMPLED_FIGURES as SAMPLED,
@@ -39,7 +39,6 @@ _N = len(FIGURES)
 _CHANGED_AT, _RECENT = 1 + STORED.index("changed_at"), 1 + STORED.index("recent")
 _N_SAMPLED = len(SAMPLED)
 _READ_BYTES, _WRITE_BYTES = FIGURES.index("read_bytes"), FIGURES.index("write_bytes")
-_MODIFIED, _ROWS = FIGURES.index("modified_counter"), FIGURES.index("rows")
 _STATS_UPDATED = FIGURES.index("stats_updated_at")
 _READ_OPS = FIGURES.index("read_ops")
 _READING = tuple(
@@ -481,10 +480,11 @@ class PollStore:
             return False  # the common case, decided by one tuple comparison
         if None in values:  # a source that could not be read keeps the last known value
             values = tuple(b if v is None else v for v, b in zip(values, before, strict=True))
+        now_read, then_read = _reading(values), _reading(before)
         rates = (
             counter_rate(values[_READ_BYTES], before[_READ_BYTES], seconds),
             counter_rate(values[_WRITE_BYTES], before[_WRITE_BYTES], seconds),
-            _per_second(rows_changed(values[_MODIFIED], before[_MODIFIED], before[_ROWS]), seconds),
+            _per_second(recent.changed_rows(now_read, then_read), seconds),
         )
         if values == before and rates == before_rates:
             return False
@@ -496,7 +496,7 @@ class PollStore:
         if sampled:
             samples.append((partition_id, snapshot.pk, *delta))
         changed_at = self.now if sampled else old[_CHANGED_AT]
-        activity = recent.poll_deltas(_reading(values), _reading(before))
+        activity = recent.poll_deltas(now_read, then_read)
         recorded = _recorded(old[_RECENT], activity, self.now.timestamp())
         updates.append((*values, *rates, changed_at, recorded, partition_id))
         return True
