@@ -9,20 +9,29 @@ const DAY_MS = 86400000;
 // The API reads each bound (partdash.health.bounds): an ISO date, UTC where it has a time.
 const boundDate = (partition) => (partition.bound_date ? new Date(partition.bound_date) : null);
 
+// Days left, or why they are unknown (the runway's `reason`: cyclic partitioning, an id
+// range without growth yet, an expression partdash cannot read...).
+function daysLeft(runway) {
+  if (runway.days_left != null) return `${number(runway.days_left)} days`;
+  if (runway.cyclic) return `never runs out: ${runway.reason}`;
+  return runway.reason ? `unknown: ${runway.reason}` : "unknown";
+}
+
+function catchallRows(runway) {
+  if (runway.catchall_rows != null) return estimate(count(runway.catchall_rows), runway.as_of);
+  if (runway.has_catchall) return "unknown";
+  return "no MAXVALUE partition: inserts past the last bound fail";
+}
+
 function facts(runway, projected) {
   const fact = (term, ...value) => [el("dt", {}, term), el("dd", {}, value)];
-  const left = runway.days_left == null ? "unknown" : `${number(runway.days_left)} days`;
+  const left = daysLeft(runway);
   return el(
     "dl",
     { className: "facts", id: "runway-facts" },
     fact("Days left", el("span", { id: "days-left" }, left)),
     fact("Projected fill", projected ? localDay(projected) : "—"),
-    fact(
-      "Rows in the catch-all",
-      runway.catchall_rows == null
-        ? "no MAXVALUE partition"
-        : estimate(count(runway.catchall_rows), runway.as_of),
-    ),
+    fact("Rows in the catch-all", catchallRows(runway)),
     fact("Empty future partitions", count(runway.empty_future_partitions)),
     fact("Last bound", runway.last_bound ?? "—"),
     fact(

@@ -12,6 +12,7 @@ write it, the statement to run.
 """
 
 from dataclasses import dataclass, replace
+from datetime import date, datetime
 from typing import Literal
 
 from partdash.health import fixes
@@ -20,6 +21,7 @@ from partdash.health.fixes import Fix, TableFacts
 from partdash.health.hotspots import HotPartition, Hotspots
 from partdash.health.pressure import LimitPressure, WorkingSet
 from partdash.health.runway import Runway
+from partdash.health.runway_fix import bound_words
 from partdash.health.skew import SkewFinding
 
 RUNWAY_WARNING_DAYS = 14
@@ -90,8 +92,28 @@ def hotspot_finding(hotspots: Hotspots | None, method: str) -> Finding | None:
     return Finding("hotspot", "warning", _score("warning", share * 10), message)
 
 
+def _bound_text(bound: date | int) -> str:
+    if isinstance(bound, datetime):
+        return bound_words(bound)
+    return bound.isoformat() if isinstance(bound, date) else f"{bound:,}"
+
+
+def _runway_words(runway: Runway, days: float) -> str:
+    left = "the last bounded partition is already past" if days <= 0 else f"{days:g} days left"
+    if not runway.has_catchall:
+        bound = f" ({_bound_text(runway.last_bound)})" if runway.last_bound is not None else ""
+        words = f"{left} before inserts past the last bound{bound} fail: the table has no catch-all"
+    else:
+        words = f"{left} before rows reach the catch-all partition"
+    if runway.current_id_from == "rows":
+        words += " (the id reached estimated from the rows: no AUTO_INCREMENT read)"
+    return words
+
+
 def runway_finding(runway: Runway | None) -> Finding | None:
-    if runway is None or runway.days_left is None:
+    """Rows in the catch-all, or a runway of RUNWAY_WARNING_DAYS or less. None where the
+    days left are unknown (the runway's `reason` says why) or the table is cyclic."""
+    if runway is None or runway.days_left is None or runway.cyclic:
         return None
     days = runway.days_left
     if runway.catchall_rows:
@@ -106,12 +128,11 @@ def runway_finding(runway: Runway | None) -> Finding | None:
         severity = "warning"
     else:
         return None
-    left = "the last bounded partition is already past" if days <= 0 else f"{days:g} days left"
     return Finding(
         "runway",
         severity,
         _score(severity, RUNWAY_WARNING_DAYS - days),
-        f"{left} before rows reach the catch-all partition (or inserts fail without one)",
+        _runway_words(runway, days),
     )
 
 

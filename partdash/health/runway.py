@@ -2,10 +2,17 @@
 catch-all (or, without one, until inserts fail with "Table has no partition for value"),
 and how old the oldest partition is, for retention.
 
-Time ranges: days from today to the last finite bound. Id ranges (a bare integer
-column): the ids left before the last bound over the id growth per day, measured by the
-caller from AUTOINC (or row) growth. Rows already in the catch-all mean the runway is
-gone: 0 days.
+Time ranges: days from today to the last finite bound (integer bounds that spell the
+calendar, a `year` column or YYYYMM, are time ranges: see `bounds.read_bounds`). Id
+ranges (a bare integer column): the ids left before the last bound over the id growth
+per day, measured by the caller from row growth. The id reached is the highest
+AUTO_INCREMENT where partdash reads it, else estimated from the rows: the lower bound of
+the last partition holding rows plus its rows (ids dense from there). Rows already in
+the catch-all mean the runway is gone: 0 days.
+
+Where `days_left` is None the runway says why (`reason`). Cyclic expressions (HOUR(),
+DAYOFMONTH(), MOD...) have no runway at all: their values come round again, so a
+catch-all holding rows is their design, not a table running out.
 """
 
 from collections.abc import Iterable, Sequence
@@ -18,8 +25,10 @@ from partdash.health.bounds import (
     bound_day,
     bound_kind,
     bound_to_date,
+    cyclic_function,
     is_catchall,
-    range_bound,
+    parse_expression,
+    read_bounds,
     utc_today,
 )
 from partdash.health.estimates import oldest
@@ -36,7 +45,12 @@ class Runway:
     `empty_future_partitions`: bounded partitions not reached yet that hold no rows.
     `fill_rate_per_day`: ids per day for id ranges, rows per day for time ranges (as
     given). `oldest_partition_age_days`: days since the exclusive upper bound of the oldest
-    partition holding rows, so every row in it is at least that old (time ranges only)."""
+    partition holding rows, so every row in it is at least that old (time ranges only).
+    `reason`: why `days_left` is None (None when it is known). `has_catchall`: whether
+    the table has a MAXVALUE partition (without one, inserts past the last bound fail).
+    `current_id`: the id reached (id ranges), from `current_id_from` ("auto_increment"
+    or "rows": estimated dense). `cyclic`: the function that makes the expression
+    cyclic (no runway then)."""
 
     days_left: float | None
     catchall_rows: int | None
@@ -47,6 +61,11 @@ class Runway:
     bound_kind: BoundKind | None
     estimated: bool = True
     as_of: datetime | None = None
+    reason: str | None = None
+    has_catchall: bool = False
+    current_id: int | None = None
+    current_id_from: str | None = None
+    cyclic: str | None = None
 
 
 def growth_per_day(
@@ -123,6 +142,82 @@ def _current_id(partitions: Iterable[PartitionState]) -> int | None:
     return max(autoincs) if autoincs else None
 
 
+def estimated_id(bounded: Sequence[PartitionState], bounds: Sequence[Bound | None]) -> int | None:
+    """The id reached, from the rows: the lower bound of the last partition holding rows
+    plus its rows (ids dense from there, at most its upper bound); None when unknown."""
+    for i in reversed(range(len(bounded))):
+        rows, upper = bounded[i].rows, bounds[i]
+        if rows is None or not isinstance(upper, int):
+            return None
+        if rows > 0:
+            lower = bounds[i - 1] if i > 0 else 0
+            if not isinstance(lower, int):
+                return None
+            return min(upper - 1, lower + rows)
+    return None
+
+
+def _unknown_reason(
+    expression: str | None,
+    bounds: Sequence[Bound | None],
+    last: Bound | None,
+    current_id: int | None,
+    rate: float | None,
+) -> str:
+    """Why the days left cannot be known."""
+    if parse_expression(expression) is None:
+        return (
+            f"the partitioning expression {expression or '(none)'} is not a date function "
+            "(TO_DAYS, TO_SECONDS, UNIX_TIMESTAMP, YEAR) or a bare column: partdash cannot "
+            "tell which bound the present has reached"
+        )
+    if not bounds:
+        return "only a MAXVALUE partition: no bound to run out"
+    if last is None:
+        return "the last bound is not a date or an integer partdash can read"
+    if current_id is None:
+        return (
+            "id range: the id reached is unknown (no AUTO_INCREMENT read and no row counts "
+            "to estimate it from)"
+        )
+    if not rate:
+        return (
+            "id range: no growth measured yet (rows added in the last hour; it takes two "
+            "polls, the second after new rows reached the statistics)"
+        )
+    return "unknown"
+
+
+def _cyclic_runway(cyclic: str, catchall_rows: int | None, has_catchall: bool, as_of):
+    return Runway(
+        days_left=None,
+        catchall_rows=catchall_rows,
+        empty_future_partitions=0,
+        last_bound=None,
+        fill_rate_per_day=None,
+        oldest_partition_age_days=None,
+        bound_kind=None,
+        as_of=as_of,
+        reason=(
+            f"cyclic partitioning ({cyclic}): its values come round again, so the "
+            "partitions hold a fixed set of values and never run out"
+            + ("; rows in the catch-all are by design" if has_catchall else "")
+        ),
+        has_catchall=has_catchall,
+        cyclic=cyclic,
+    )
+
+
+def _reached_id(merged, bounded, bounds, current_id) -> tuple[int | None, str | None]:
+    if current_id is not None:
+        return current_id, "given"
+    autoinc = _current_id(merged)
+    if autoinc is not None:
+        return autoinc, "auto_increment"
+    estimate = estimated_id(bounded, bounds)
+    return estimate, None if estimate is None else "rows"
+
+
 def table_runway(
     method: str,
     expression: str | None,
@@ -134,28 +229,45 @@ def table_runway(
     """The runway of a table; None unless it is RANGE-partitioned. `now` decides which
     bounds are past (in UTC). For id ranges `fill_rate_per_day` is the id growth per day
     and `current_id` the id reached (default: the highest AUTOINC among the partitions,
-    assuming the partitioning column is the auto-increment one)."""
+    assuming the partitioning column is the auto-increment one, else estimated from the
+    rows)."""
     if (method or "").upper().strip() not in RANGE_METHODS:
         return None
     merged = merge_subpartitions(partitions)
     today = utc_today(now)
     bounded = [p for p in merged if not is_catchall(p.description)]
-    bounds = [range_bound(expression, p.description) for p in bounded]
-    last = bounds[-1] if bounds else None
-    current_id = current_id if current_id is not None else _current_id(merged)
+    has_catchall = len(bounded) < len(merged)
     catchall_rows = _catchall_rows(merged)
+    as_of = oldest(p.stats_updated_at for p in merged)
+    cyclic = cyclic_function(expression)
+    if cyclic:
+        return _cyclic_runway(cyclic, catchall_rows, has_catchall, as_of)
+    bounds, _calendar = read_bounds(
+        expression, [p.description for p in bounded], [p.name for p in bounded]
+    )
+    last = bounds[-1] if bounds else None
+    reached, reached_from = (None, None)
+    if last is not None and not isinstance(last, date):
+        reached, reached_from = _reached_id(merged, bounded, bounds, current_id)
     days_left = _date_days_left(last, today)
     if days_left is None:
-        days_left = _id_days_left(last, current_id, fill_rate_per_day)
+        days_left = _id_days_left(last, reached, fill_rate_per_day)
     if catchall_rows:
         days_left = 0
+    reason = None
+    if days_left is None:
+        reason = _unknown_reason(expression, bounds, last, reached, fill_rate_per_day)
     return Runway(
         days_left=days_left,
         catchall_rows=catchall_rows,
-        empty_future_partitions=_empty_future(bounded, bounds, today, current_id),
+        empty_future_partitions=_empty_future(bounded, bounds, today, reached),
         last_bound=last,
         fill_rate_per_day=fill_rate_per_day,
         oldest_partition_age_days=_oldest_age(bounded, bounds, today),
         bound_kind=bound_kind(last),
-        as_of=oldest(p.stats_updated_at for p in merged),
+        as_of=as_of,
+        reason=reason,
+        has_catchall=has_catchall,
+        current_id=reached,
+        current_id_from=reached_from,
     )

@@ -30,10 +30,11 @@ from partdash.health.bounds import (
     TO_DAYS_OFFSET,
     TO_SECONDS_EPOCH,
     Bound,
+    Calendar,
     first_value,
     is_catchall,
     parse_expression,
-    range_bound,
+    read_bounds,
 )
 from partdash.health.partitions import RANGE_METHODS, PartitionState, merge_subpartitions
 from partdash.lib.quoting import identifier, qualified
@@ -87,15 +88,18 @@ def _as_point(bound: Bound | None) -> Point | None:
     return datetime(bound.year, bound.month, bound.day)
 
 
-def _encoding(method: str, expression: str | None, sample: Bound | None) -> str:
+def _encoding(expression: str | None, sample: Bound | None, calendar: Calendar | None) -> str:
     """How the table writes a bound: to_days, to_seconds, unix_timestamp, year, date,
-    datetime (RANGE COLUMNS literals) or id."""
+    datetime (RANGE COLUMNS literals), yyyymm, yyyymmdd (integers spelling the calendar)
+    or id."""
     parsed = parse_expression(expression)
     if parsed is None or sample is None:
         raise CannotPlan("the partitioning expression is not one partdash can continue")
     function, _column = parsed
     if function:
         return function
+    if calendar:
+        return calendar
     if isinstance(sample, int):
         return "id"
     return "datetime" if isinstance(sample, datetime) else "date"
@@ -159,9 +163,9 @@ def next_bound(bound: Point, step: Step) -> Point:
 _RUNS = re.compile(r"(\d+)")
 # Date fields a run of digits may spell, by its length.
 _DATE_LAYOUTS = {
-    1: ("-m", "-d", "-H"),
-    2: ("m", "d", "H", "y"),
-    4: ("Y",),
+    1: ("-m", "-d", "-H", "-V"),
+    2: ("m", "d", "H", "y", "V"),
+    4: ("Y", "G"),
     6: ("Ym", "ymd"),
     8: ("Ymd",),
     10: ("YmdH",),
@@ -176,8 +180,16 @@ _FIELDS: dict[str, Callable[[datetime], str]] = {
     "H": lambda t: f"{t.hour:02d}",
     "M": lambda t: f"{t.minute:02d}",
     "S": lambda t: f"{t.second:02d}",
+    "G": lambda t: f"{t.isocalendar().year:04d}",  # the ISO week's year (p2024w07)
+    "V": lambda t: f"{t.isocalendar().week:02d}",
 }
-_UNPADDED = {"-m": lambda t: str(t.month), "-d": lambda t: str(t.day), "-H": lambda t: str(t.hour)}
+_UNPADDED = {
+    "-m": lambda t: str(t.month),
+    "-d": lambda t: str(t.day),
+    "-H": lambda t: str(t.hour),
+    "-V": lambda t: str(t.isocalendar().week),
+}
+_WEEK_LAYOUTS = frozenset({"V", "-V"})
 LITERAL = "literal"
 
 
@@ -234,13 +246,20 @@ def _split(name: str) -> tuple[tuple[str, ...], tuple[str, ...]]:
     return tuple(pieces[0::2]), tuple(pieces[1::2])
 
 
+def _reading_rank(runs: tuple[str, ...]) -> tuple[int, bool]:
+    """Fewest literal runs first; then an ISO week with its ISO year (p2024w01 for the
+    week of 30 December 2024 is week 1 of 2025), a calendar year without one."""
+    has_week = any(run in _WEEK_LAYOUTS for run in runs)
+    return runs.count(LITERAL), has_week != ("G" in runs)
+
+
 def _date_namings(texts, digits) -> Iterator[Naming]:
     """Every reading of the digits as date layouts (fewest literal runs first); none for
     names of more runs than a date has fields (their readings multiply)."""
     if len(digits) > MAX_DATE_RUNS:
         return
     options = [(*_DATE_LAYOUTS.get(len(run), ()), LITERAL) for run in digits]
-    readings = sorted(product(*options), key=lambda runs: runs.count(LITERAL))
+    readings = sorted(product(*options), key=_reading_rank)
     for runs in readings:
         if all(run == LITERAL for run in runs):
             continue
@@ -337,6 +356,10 @@ def raw_value(encoding: str, point: Point) -> int:
         return int((point - datetime(1970, 1, 1)).total_seconds())
     if encoding == "year":
         return point.year
+    if encoding == "yyyymm":
+        return point.year * 100 + point.month
+    if encoding == "yyyymmdd":
+        return int(f"{point:%Y%m%d}")
     raise CannotPlan("a RANGE COLUMNS date has no integer bound")
 
 
@@ -354,8 +377,8 @@ def bound_sql(encoding: str, point: Point, rest: str = "") -> str:
         value = f"TO_SECONDS({_literal(point, True)})"
     elif encoding == "unix_timestamp":
         value = f"{raw_value(encoding, point)} /* {point:%Y-%m-%d %H:%M:%S} UTC */"
-    elif encoding == "year":
-        value = str(point.year)
+    elif encoding in ("year", "yyyymm", "yyyymmdd"):
+        value = str(raw_value(encoding, point))
     else:
         value = _literal(point, encoding == "datetime")
     return f"VALUES LESS THAN ({value}{rest})"
@@ -366,8 +389,10 @@ def _check_encoding(encoding: str, point: Point) -> None:
     if not isinstance(point, datetime):
         return
     midnight = point.time() == datetime.min.time()
-    if encoding in ("to_days", "date") and not midnight:
+    if encoding in ("to_days", "date", "yyyymmdd") and not midnight:
         raise CannotPlan("a day bound that is not at midnight")
+    if encoding == "yyyymm" and (not midnight or point.day != 1):
+        raise CannotPlan("a YYYYMM bound that is not the 1st of a month")
     if encoding == "year" and (not midnight or (point.month, point.day) != (1, 1)):
         raise CannotPlan("a YEAR() bound that is not 1 January")
 
@@ -408,7 +433,32 @@ def plan_bounds(last: Point, step: Step, target: Point, room: int) -> list[Point
     return bounds
 
 
-def _names(naming: Naming, last: Point, bounds: list[Point], raw, taken: set[str]) -> list[str]:
+def _looks_dated(name: str) -> bool:
+    """Whether a name's digits spell a month or a day (`p200912`, `p_2024_01_31`)."""
+    digits = "".join(_RUNS.findall(name))
+    layout = {6: "%Y%m", 8: "%Y%m%d"}.get(len(digits))
+    if layout is None:
+        return False
+    try:
+        return 1900 <= datetime.strptime(digits, layout).year <= 2200
+    except ValueError:
+        return False
+
+
+def _free(name: str, taken: set[str]) -> str:
+    """`name`, or `name_2`, `name_3`... whichever no partition has yet."""
+    candidate, n = name, 1
+    while candidate.casefold() in taken:
+        n += 1
+        candidate = f"{name}_{n}"
+    return candidate
+
+
+def _names(
+    naming: Naming, last: Point, bounds: list[Point], raw, taken: set[str], dated: bool = False
+) -> list[str]:
+    """The new names in this pattern; CannotPlan where they collide, are not valid, or
+    break the calendar the old names spell (`dated`: p200912 must not become p201294)."""
     names, lower = [], last
     for index, bound in enumerate(bounds, start=1):
         names.append(naming.name(lower, bound, index, raw))
@@ -418,17 +468,31 @@ def _names(naming: Naming, last: Point, bounds: list[Point], raw, taken: set[str
         raise CannotPlan("the pattern's names collide")
     if any(not n or len(n) > MAX_NAME_LENGTH or n != n.rstrip() for n in names):
         raise CannotPlan("the pattern's names are not valid partition names")
+    if dated and not all(map(_looks_dated, names)):
+        raise CannotPlan("the pattern's names leave the calendar the old names follow")
     return names
 
 
-def _name_new(namings: list[Naming], last, bounds, raw, taken) -> list[str]:
-    """Names from the first pattern that spells them all, unique and valid."""
+def _fallback_names(naming: Naming, last, bounds, raw, taken: set[str]) -> list[str]:
+    """The fallback's names, each made unique with a suffix where it is taken."""
+    names, lower, used = [], last, set(taken)
+    for index, bound in enumerate(bounds, start=1):
+        name = _free(naming.name(lower, bound, index, raw), used)
+        used.add(name.casefold())
+        names.append(name)
+        lower = bound
+    return names
+
+
+def _name_new(namings: list[Naming], last, bounds, raw, taken, dated: bool) -> list[str]:
+    """Names from the first pattern that spells them all, unique and valid; else the
+    fallback, made unique."""
     for naming in namings[:-1]:
         try:
-            return _names(naming, last, bounds, raw, taken)
+            return _names(naming, last, bounds, raw, taken, dated)
         except (CannotPlan, ValueError, TypeError, OverflowError):
             continue
-    return _names(namings[-1], last, bounds, raw, taken)
+    return _fallback_names(namings[-1], last, bounds, raw, taken)
 
 
 def _subpartitions(partitions: Sequence[PartitionState]) -> int:
@@ -437,16 +501,19 @@ def _subpartitions(partitions: Sequence[PartitionState]) -> int:
 
 def _readable_tail(
     bounded: list[PartitionState], expression: str | None
-) -> tuple[list[PartitionState], list[Bound]]:
-    """The last partitions whose bounds read as dates or ids, with their bounds: a guard
-    partition first (`VALUES LESS THAN (0)`, no date) does not stop the pattern."""
-    read = [range_bound(expression, p.description) for p in bounded]
+) -> tuple[list[PartitionState], list[Bound], Calendar | None]:
+    """The last partitions whose bounds read as dates or ids, with their bounds and the
+    calendar integer bounds spell: a guard partition first (`VALUES LESS THAN (0)`, no
+    date) does not stop the pattern."""
+    read, calendar = read_bounds(
+        expression, [p.description for p in bounded], [p.name for p in bounded]
+    )
     start = len(read)
     while start > 0 and read[start - 1] is not None:
         start -= 1
     if start == len(read):
         raise CannotPlan("the last partition's bound is not one partdash can read")
-    return bounded[start:], read[start:]  # type: ignore[return-value]
+    return bounded[start:], read[start:], calendar  # type: ignore[return-value]
 
 
 def runway_plan(
@@ -467,8 +534,8 @@ def runway_plan(
     merged = merge_subpartitions(partitions)
     catchalls = [p for p in merged if is_catchall(p.description)]
     bounded = [p for p in merged if not is_catchall(p.description)]
-    bounded, read = _readable_tail(bounded, expression)
-    encoding = _encoding(method, expression, read[-1])
+    bounded, read, calendar = _readable_tail(bounded, expression)
+    encoding = _encoding(expression, read[-1], calendar)
     points = [_as_point(bound) for bound in read]
     step = table_step(encoding, points)  # type: ignore[arg-type]
     if step is None:
@@ -489,7 +556,8 @@ def runway_plan(
     namings = infer_namings([p.name for p in bounded], points, raw)  # type: ignore[arg-type]
     namings.append(fallback_naming(step, not isinstance(last, int)))
     taken = {p.name.casefold() for p in merged}
-    names = _name_new(namings, last, bounds, raw, taken)
+    dated = all(_looks_dated(p.name) for p in bounded[-NAMES_COMPARED:])
+    names = _name_new(namings, last, bounds, raw, taken, dated)
     rest = _other_columns(bounded[-1].description)
     new = [NewPartition(n, b) for n, b in zip(names, bounds, strict=True)]
     lines = [f"PARTITION {identifier(p.name)} {bound_sql(encoding, p.bound, rest)}" for p in new]

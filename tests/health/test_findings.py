@@ -114,3 +114,25 @@ def test_a_working_set_past_the_buffer_pool_is_critical():
     assert "3 written partitions take 90% of the buffer pool" in found.message
     assert working_set_finding(written_against_pool(500, 3, 1000)) is None
     assert working_set_finding(written_against_pool(500, 3, None)) is None
+
+
+def test_a_table_without_a_catchall_is_told_inserts_will_fail():
+    bare = Runway(2, None, 0, date(2027, 1, 1), None, None, "date", has_catchall=False)
+    finding = rules.runway_finding(bare)
+    assert finding.severity == "critical"
+    assert finding.message == (
+        "2 days left before inserts past the last bound (2027-01-01) fail: "
+        "the table has no catch-all"
+    )
+
+
+def test_an_estimated_id_is_said_to_be_estimated():
+    ids = Runway(1.5, None, 0, 4000, 100.0, None, "id", current_id=3850, current_id_from="rows")
+    message = rules.runway_finding(ids).message
+    assert message.startswith("1.5 days left before inserts past the last bound (4,000) fail")
+    assert message.endswith("(the id reached estimated from the rows: no AUTO_INCREMENT read)")
+
+
+def test_a_cyclic_table_has_no_runway_finding_whatever_its_catchall_holds():
+    hourly = Runway(None, 5000, 0, None, None, None, None, reason="cyclic", cyclic="HOUR()")
+    assert rules.runway_finding(hourly) is None

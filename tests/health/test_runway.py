@@ -139,14 +139,32 @@ def test_an_id_range_runs_out_at_its_id_growth():
     assert result.fill_rate_per_day == 10_000
 
 
-def test_an_id_range_without_growth_has_an_unknown_runway():
-    assert table_runway("RANGE", "`id`", id_table(), NOW).days_left is None
-
-
-def test_an_id_range_without_a_current_id_counts_trailing_empty_partitions():
-    result = table_runway("RANGE", "`id`", id_table(autoinc=None), NOW, fill_rate_per_day=1)
+def test_an_id_range_without_growth_has_an_unknown_runway_and_says_why():
+    result = table_runway("RANGE", "`id`", id_table(), NOW)
     assert result.days_left is None
+    assert result.reason.startswith("id range: no growth measured yet")
+
+
+def test_without_auto_increment_the_id_reached_is_estimated_from_the_rows():
+    # p1 (ids 1,000,000 to 1,999,999) holds 500,000 rows: ids dense up to 1,500,000
+    result = table_runway("RANGE", "`id`", id_table(autoinc=None), NOW, fill_rate_per_day=10_000)
+    assert (result.current_id, result.current_id_from) == (1_500_000, "rows")
+    assert result.days_left == 150.0
     assert result.empty_future_partitions == 1
+
+
+def test_an_estimated_id_stays_inside_the_partition_holding_it():
+    parts = ranged([("1000", 999), ("2000", 5000)], autoinc=None)
+    result = table_runway("RANGE", "`id`", parts, NOW, fill_rate_per_day=100)
+    assert result.current_id == 1999
+    assert result.has_catchall is False
+
+
+def test_an_id_range_whose_rows_are_unknown_says_the_id_reached_is_unknown():
+    parts = ranged([("1000", 999), ("2000", None), ("MAXVALUE", 0)], autoinc=None)
+    result = table_runway("RANGE", "`id`", parts, NOW, fill_rate_per_day=100)
+    assert result.days_left is None
+    assert "the id reached is unknown" in result.reason
 
 
 def test_an_id_range_past_its_last_bound_has_no_runway_left():
@@ -215,3 +233,98 @@ def test_growth_per_day(old, new, days, rate):
 
 def test_growth_over_no_time_is_unknown():
     assert growth_per_day(1, NOW, 5, NOW) is None
+
+
+@pytest.mark.parametrize(
+    ("expression", "why"),
+    [
+        ("year(`d`) * 100 + month(`d`)", "is not a date function"),
+        ("`name`", "is not a date or an integer"),
+    ],
+)
+def test_an_unknown_runway_always_says_why(expression, why):
+    partitions = ranged([("'abc'" if "name" in expression else "202603", 5), ("MAXVALUE", 0)])
+    result = table_runway("RANGE COLUMNS", expression, partitions, NOW)
+    assert result.days_left is None
+    assert why in result.reason
+
+
+def test_only_a_maxvalue_partition_says_there_is_no_bound():
+    result = table_runway("RANGE", "`id`", ranged([("MAXVALUE", 0)]), NOW)
+    assert result.reason == "only a MAXVALUE partition: no bound to run out"
+
+
+def test_a_known_runway_has_no_reason():
+    assert table_runway("RANGE", "to_days(`d`)", monthly(MONTHS), NOW).reason is None
+
+
+@pytest.mark.parametrize(
+    ("expression", "cyclic"),
+    [
+        ("hour(`ts`)", "HOUR()"),
+        ("minute(`ts`)", "MINUTE()"),
+        ("second(`ts`)", "SECOND()"),
+        ("dayofyear(`d`)", "DAYOFYEAR()"),
+        ("dayofmonth(`d`)", "DAYOFMONTH()"),  # MariaDB's spelling of DAY(d)
+        ("(month(`d`))", "MONTH()"),
+        ("weekday(`d`)", "WEEKDAY()"),
+        ("extract(minute from `d`)", "EXTRACT(MINUTE)"),
+        ("`id` MOD 7", "MOD"),
+    ],
+)
+def test_a_cyclic_expression_has_no_runway_and_says_why(expression, cyclic):
+    # 1,000 rows in the catch-all: hours 10 to 23 live there by design
+    result = table_runway("RANGE", expression, ranged([("10", 400), ("MAXVALUE", 1000)]), NOW)
+    assert result.cyclic == cyclic
+    assert result.days_left is None
+    assert result.reason.startswith(f"cyclic partitioning ({cyclic})")
+    assert result.catchall_rows == 1000
+
+
+@pytest.mark.parametrize(
+    "expression", ["year(`d`)", "extract(year from `d`)", "hour(`a`) + to_days(`d`)", "`id`"]
+)
+def test_growing_expressions_are_not_cyclic(expression):
+    result = table_runway("RANGE", expression, ranged([("2030", 4), ("MAXVALUE", 0)]), NOW)
+    assert result.cyclic is None
+
+
+@pytest.mark.parametrize(
+    ("expression", "names", "bounds", "last"),
+    [
+        ("`year`", ["p2025", "p2026"], ["2026", "2027"], date(2027, 1, 1)),
+        ("`fiscal_year`", ["a", "b"], ["2026", "2027"], date(2027, 1, 1)),
+        ("`y`", ["p2025", "p2026"], ["2026", "2027"], date(2027, 1, 1)),  # the names say
+        ("`ym`", ["p202601", "p202602"], ["202602", "202603"], date(2026, 3, 1)),
+        ("`ym`", ["p202601", "p202602"], ["202601", "202602"], date(2026, 2, 1)),
+        ("`ym`", ["p202511", "p202512"], ["202512", "202513"], date(2026, 1, 1)),
+        ("`day`", ["p_2026_03_01", "p_2026_03_02"], ["20260302", "20260303"], date(2026, 3, 3)),
+    ],
+)
+def test_integer_bounds_that_spell_the_calendar_run_on_the_calendar(
+    expression, names, bounds, last
+):
+    parts = [
+        PartitionState(n, ordinal=i, description=b, rows=10)
+        for i, (n, b) in enumerate(zip(names, bounds, strict=True))
+    ]
+    result = table_runway("RANGE", expression, parts, NOW)
+    assert result.bound_kind == "date"
+    assert result.last_bound == last
+    assert result.days_left == max(0, (last - NOW.date()).days)
+
+
+@pytest.mark.parametrize(
+    ("names", "bounds"),
+    [
+        (["p1", "p2"], ["2026", "2027"]),  # four digits, but names that say nothing
+        (["p1000", "p2000"], ["1000", "2000"]),  # ids named by their bound, not years
+        (["p202601", "p202602"], ["202601", "202699"]),  # no month 99
+    ],
+)
+def test_integer_bounds_that_do_not_spell_the_calendar_are_ids(names, bounds):
+    parts = [
+        PartitionState(n, ordinal=i, description=b, rows=10)
+        for i, (n, b) in enumerate(zip(names, bounds, strict=True))
+    ]
+    assert table_runway("RANGE", "`a`", parts, NOW).bound_kind == "id"

@@ -303,3 +303,68 @@ def test_names_of_many_digit_runs_are_not_read_as_dates():
     names = [f"p_1_2_3_4_5_{i}" for i in range(3)]
     plan = runway_plan("s", "t", "RANGE", "`id`", table(names, ["10", "20", "30"]), 50)
     assert [p.name for p in plan.partitions] == ["p_1_2_3_4_5_3", "p_1_2_3_4_5_4"]
+
+
+# -- names that follow the calendar ------------------------------------------------------
+
+
+def test_dated_names_the_bounds_do_not_spell_never_leave_the_calendar():
+    """MariaDB's suite: YEAR() bounds 2009 and 2011 named p200912 and p201103. Their step
+    as numbers (191) once gave p201294, month 94: now `p` and each partition's first year."""
+    parts = table(["p200912", "p201103"], ["2009", "2011"], catchall=None)
+    plan = runway_plan("s", "t", "RANGE", "year(`d`)", parts, date(2014, 6, 1))
+    assert new_partitions(plan.sql) == [("p2011", "(2013)"), ("p2013", "(2015)")]
+
+
+@pytest.mark.parametrize(
+    "bounds", [["201001", "201104"], ["200913", "201104"]], ids=["next month", "month 13"]
+)
+def test_yyyymm_integer_bounds_continue_on_the_calendar(bounds):
+    parts = table(["p200912", "p201103"], bounds, catchall=None)
+    plan = runway_plan("s", "t", "RANGE", "`ym`", parts, date(2013, 1, 1))
+    # every 15 months, as the table steps; named by the last month each holds
+    assert new_partitions(plan.sql) == [("p201206", "(201207)"), ("p201309", "(201310)")]
+
+
+def test_a_monthly_yyyymm_table_goes_on_monthly_into_the_next_year():
+    parts = table(["p202410", "p202411", "p202412"], ["202411", "202412", "202501"], catchall=None)
+    plan = runway_plan("s", "t", "RANGE", "`period`", parts, HORIZON)  # 2025-04-07
+    months = ["202501", "202502", "202503", "202504", "202505"]  # p202501 holds < 202502
+    pairs = zip(months, months[1:], strict=False)
+    assert new_partitions(plan.sql) == [(f"p{a}", f"({b})") for a, b in pairs]
+    assert_clears("RANGE", "`period`", parts, plan, lambda b: f"{b:%Y%m}")
+
+
+def test_a_daily_yyyymmdd_table_goes_on_daily():
+    days = [TODAY - timedelta(days=n) for n in (3, 2, 1)]
+    parts = table(
+        [f"p{d:%Y%m%d}" for d in days], [f"{d + timedelta(1):%Y%m%d}" for d in days], None
+    )
+    plan = runway_plan("s", "t", "RANGE", "`day`", parts, HORIZON)
+    assert plan.partitions[0].name == f"p{TODAY:%Y%m%d}"
+    assert new_partitions(plan.sql)[0][1] == f"({TODAY + timedelta(1):%Y%m%d})"
+    assert_clears("RANGE", "`day`", parts, plan, lambda b: f"{b:%Y%m%d}")
+
+
+def test_a_year_column_without_a_catchall_adds_years():
+    parts = table(["p2023", "p2024"], ["2024", "2025"], catchall=None)
+    plan = runway_plan("s", "t", "RANGE", "`year`", parts, HORIZON)
+    assert new_partitions(plan.sql) == [("p2025", "(2026)")]
+    assert_clears("RANGE", "`year`", parts, plan, lambda b: str(b.year))
+
+
+def test_weekly_names_follow_the_iso_week_across_the_new_year():
+    mondays = [date(2024, 12, 9) + timedelta(weeks=n) for n in range(3)]
+    parts = table(
+        [f"p{m:%G}w{m:%V}" for m in mondays], [to_days(m + timedelta(weeks=1)) for m in mondays]
+    )
+    plan = runway_plan("s", "t", "RANGE", "to_days(`d`)", parts, date(2025, 1, 13))
+    # the week from 30 December 2024 is week 1 of 2025
+    assert [p.name for p in plan.partitions] == ["p2025w01", "p2025w02"]
+
+
+def test_a_fallback_name_already_taken_gets_a_suffix():
+    """Names no pattern spells: `p` and the first value held, made unique."""
+    parts = table(["p2000", "last"], ["1000", "2000"], catchall=None)
+    plan = runway_plan("s", "t", "RANGE", "`id`", parts, 3500)
+    assert [p.name for p in plan.partitions] == ["p2000_2", "p3000"]
