@@ -53,24 +53,31 @@ class SkewPlan:
     analyze: bool = False
 
 
-def stride_period(rows: Sequence[int | None]) -> int | None:
-    """The period g > 1 of the partitions holding a HASH table's excess rows (p0 and p4
-    of 8: 4), or None. The excess is each partition's rows above the median partition; the
-    partitions holding it are the fewest largest that hold `STRIDE_COVER` of it, so a few
-    stray values elsewhere do not hide the stride. g == n: one partition holds it all."""
-    if not rows or any(r is None for r in rows) or not sum(rows):  # type: ignore[arg-type]
-        return None
+def excess_partitions(rows: Sequence[int | None]) -> list[int]:
+    """The partitions holding a skewed table's excess rows (its rows above the median
+    partition's): the fewest largest that hold `STRIDE_COVER` of it, so a few stray values
+    elsewhere are not counted. Empty when nothing is known or nothing is in excess."""
+    if not rows or any(r is None for r in rows):
+        return []
     background = median_low(rows)  # type: ignore[type-var]
     excess = [max(0, r - background) for r in rows]  # type: ignore[operator]
     total = sum(excess)
-    if total <= 0:
-        return None
-    holding, covered = [], 0
+    holding: list[int] = []
+    covered = 0
     for i in sorted(range(len(rows)), key=lambda i: -excess[i]):
+        if total <= 0 or covered >= STRIDE_COVER * total:
+            break
         holding.append(i)
         covered += excess[i]
-        if covered >= STRIDE_COVER * total:
-            break
+    return holding
+
+
+def stride_period(rows: Sequence[int | None]) -> int | None:
+    """The period g > 1 of the partitions holding a HASH table's excess rows (p0 and p4
+    of 8: 4), or None. g == n: one partition holds it all."""
+    holding = excess_partitions(rows)
+    if not holding:
+        return None
     period = len(rows)
     for i in holding:
         period = math.gcd(period, i - holding[0])
@@ -137,6 +144,20 @@ def _few_values(method: str) -> SkewPlan:
     )
 
 
+def _one_partition(
+    quoted: str, expression: str, largest: str, placed: str, spread: str, sql: str
+) -> SkewPlan:
+    """All the excess in one partition: many values the method places there (which a new
+    count spreads) or a few values (which nothing spreads); a query tells which."""
+    distinct = expression or "<the key's columns>"
+    check = f"SELECT COUNT(*), COUNT(DISTINCT {distinct}) FROM {quoted} PARTITION ({largest})"
+    return SkewPlan(
+        f"The excess rows are all in {largest}: either {placed} ({spread} spreads them) or "
+        f"a few values hold its rows (no count helps). Tell which with {check} (it reads the "
+        f"partition): if nearly every row has a value of its own, run {sql}. {_REWRITES}"
+    )
+
+
 def _hash_plan(quoted: str, expression: str, names: list[str], rows: list) -> SkewPlan:
     count = len(names)
     period = stride_period(rows)
@@ -145,18 +166,9 @@ def _hash_plan(quoted: str, expression: str, names: list[str], rows: list) -> Sk
     prime = next_prime(count)
     sql = add_partitions_sql(quoted, names, prime)
     if period == count:
-        largest = names[rows.index(max(rows))]
-        check = (
-            f"SELECT COUNT(*), COUNT(DISTINCT {expression}) FROM {quoted} "
-            f"PARTITION ({identifier(largest)})"
-        )
-        return SkewPlan(
-            f"HASH puts a row in partition (value mod {count}), and the excess rows are all "
-            f"in {identifier(largest)}: either its values go in steps of {count} (a prime "
-            f"number of partitions, {prime}, spreads them) or a few values hold its rows (no "
-            f"count helps). Tell which with {check} (it reads the partition): if nearly "
-            f"every row has a value of its own, run {sql}. {_REWRITES}"
-        )
+        largest = identifier(names[rows.index(max(rows))])
+        placed = f"its values go in steps of {count} (HASH puts v in partition v mod {count})"
+        return _one_partition(quoted, expression, largest, placed, f"{prime} partitions", sql)
     return SkewPlan(
         f"HASH puts a row in partition (value mod {count}); the rows are in every "
         f"{period}th partition, so the values go in steps that share a factor with {count}. "
@@ -171,13 +183,27 @@ def _linear_hash_plan(quoted: str, expression: str, names: list[str], rows: list
     if period is None:
         return _few_values("LINEAR HASH")
     prime = next_prime(len(names))
-    return SkewPlan(
+    sql = repartition_sql(quoted, "HASH", expression, names, prime)
+    placed = (
         f"LINEAR HASH keeps the low bits of the value (value & {_mask(len(names))}, then "
-        f"fewer bits for the partitions past the count); the rows are in every {period}th "
-        "partition, so the values go in steps of a power of two, which stay in every "
-        f"{period}th partition whatever the count. Plain HASH over a prime number of "
-        f"partitions ({prime}) spreads them. {_REWRITES}",
-        repartition_sql(quoted, "HASH", expression, names, prime),
+        "fewer bits for the partitions past the count)"
+    )
+    if period == len(names):
+        largest = identifier(names[rows.index(max(rows))])
+        spread = f"plain HASH over {prime} partitions"
+        return _one_partition(
+            quoted,
+            expression,
+            largest,
+            f"{placed} and its values go in steps of a power of two",
+            spread,
+            sql,
+        )
+    return SkewPlan(
+        f"{placed}; the rows are in every {period}th partition, so the values go in steps "
+        f"of a power of two, which stay in every {period}th partition whatever the count. "
+        f"Plain HASH over a prime number of partitions ({prime}) spreads them. {_REWRITES}",
+        sql,
         analyze=True,
     )
 
@@ -186,27 +212,38 @@ def _mask(count: int) -> int:
     return (1 << (count - 1).bit_length()) - 1
 
 
-def _key_plan(quoted: str, method: str, expression: str, names: list[str]) -> SkewPlan:
+_KEY_WORDS = {
+    "KEY": "KEY hashes the key's bytes and takes the hash mod {count}; that hash spreads "
+    "integers so poorly over an even count that even consecutive ids land unevenly (on "
+    "MariaDB 10.11, ids 1 to 16,000 over 8 partitions: 2.25x the mean)",
+    "LINEAR KEY": "LINEAR KEY keeps the low bits of the key's hash, which spread integers "
+    "poorly whatever the count (on MariaDB 10.11, consecutive ids over 8 or 11 partitions: "
+    "about 2x the mean)",
+}
+
+
+def _key_plan(quoted: str, method: str, expression: str, names: list[str], rows: list) -> SkewPlan:
+    """KEY over an even count, or LINEAR KEY: the hash, where the excess is over several
+    partitions; a few values, where it is in one, cannot be told from it without a query."""
     count = len(names)
+    if method == "KEY" and count % 2:
+        return _few_values("KEY")
     prime = next_prime(count, KEY_WEAK_PRIMES)
     if method == "KEY":
-        if count % 2:
-            return _few_values("KEY")
-        return SkewPlan(
-            f"KEY hashes the key's bytes and takes the hash mod {count}; that hash spreads "
-            f"integers so poorly over an even count that even consecutive ids land unevenly "
-            f"(on MariaDB 10.11, ids 1 to 16,000 over 8 partitions: 2.25x the mean). An odd "
-            f"prime number of partitions ({prime}) spreads them. {_REWRITES}",
-            add_partitions_sql(quoted, names, prime),
-            analyze=True,
-        )
+        sql = add_partitions_sql(quoted, names, prime)
+    else:
+        sql = repartition_sql(quoted, "KEY", expression, names, prime)
+    words = _KEY_WORDS[method].format(count=count)
+    spread = f"an odd prime number of partitions ({prime})"
+    if method == "LINEAR KEY":
+        spread = f"plain KEY over {spread}"
+    holding = excess_partitions(rows)
+    if len(holding) == 1:
+        largest = identifier(names[holding[0]])
+        placed = f"many values land there ({words})"
+        return _one_partition(quoted, expression, largest, placed, spread, sql)
     return SkewPlan(
-        "LINEAR KEY keeps the low bits of the key's hash, which spread integers poorly "
-        "whatever the count (on MariaDB 10.11, consecutive ids over 8 or 11 partitions: "
-        f"about 2x the mean). Plain KEY over an odd prime number of partitions ({prime}) "
-        f"spreads them. {_REWRITES}",
-        repartition_sql(quoted, "KEY", expression, names, prime),
-        analyze=True,
+        f"{words}. {spread[0].upper()}{spread[1:]} spreads them. {_REWRITES}", sql, analyze=True
     )
 
 
@@ -281,7 +318,7 @@ def skew_plan(
     if method == "LINEAR HASH":
         return _linear_hash_plan(quoted, expression, names, rows)
     if method in ("KEY", "LINEAR KEY"):
-        return _key_plan(quoted, method, expression, names)
+        return _key_plan(quoted, method, expression, names, rows)
     if method in LIST_METHODS:
         return _list_plan(quoted, expression, partitions)
     return None

@@ -182,6 +182,15 @@ def test_key_and_linear_skew_get_a_count_their_hash_spreads(method, count, sql):
     assert sql in fix.sql and "ANALYZE PARTITION ALL" in fix.advice
 
 
+def test_one_key_partition_holding_the_excess_asks_how_many_values_it_holds():
+    rows = [1000, 9000, 1000, 1000]  # one big tenant, or many ids the hash put in p1
+    parts = [PartitionState(f"p{i}", ordinal=i, rows=r) for i, r in enumerate(rows)]
+    fix = table_fix("skew", facts(method="KEY", expression="`tenant`", partitions=parts), 28)
+    assert fix.sql is None
+    assert "COUNT(DISTINCT `tenant`) FROM `shop`.`orders` PARTITION (`p1`)" in fix.advice
+    assert "run ALTER TABLE `shop`.`orders` ADD PARTITION (PARTITION `p4`)" in fix.advice
+
+
 def test_an_odd_key_count_is_a_few_values():
     parts = [PartitionState(f"p{i}", ordinal=i, rows=r) for i, r in enumerate([9000, 10, 10])]
     fix = table_fix("skew", facts(method="KEY", partitions=parts), 28)
