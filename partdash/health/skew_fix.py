@@ -136,12 +136,29 @@ def repartition_sql(quoted: str, method: str, expression: str, names: Sequence[s
 _REWRITES = "It rewrites every row and blocks writes to the table while it runs: plan it off-peak."
 
 
-def _few_values(method: str) -> SkewPlan:
+_FEW_VALUES = {
+    "HASH": "the partitions holding the extra rows ({held}) are not every g-th one, as "
+    "values in steps would fill them",
+    "LINEAR HASH": "the partitions holding the extra rows ({held}) are not every g-th one, "
+    "as values in steps would fill them",
+    "KEY": "KEY spreads many values evenly over an odd count, so the extra rows in {held} "
+    "come from a few",
+}
+
+
+def _few_values(method: str, names: list[str], rows: list) -> SkewPlan:
+    held = ", ".join(identifier(names[i]) for i in sorted(excess_partitions(rows))) or "some"
     return SkewPlan(
-        f"A few values of the partitioning key hold most rows ({method} would spread many "
-        "values, whatever their steps, over this count): more partitions will not help. "
-        "Partition on a column (or columns) with many evenly used values."
+        f"A few values of the partitioning key hold most rows: "
+        f"{_FEW_VALUES[method].format(held=held)}. No partition count spreads a value's "
+        "rows: partition on a column (or columns) with many evenly used values."
     )
+
+
+def ordinal(number: int) -> str:
+    """2nd, 3rd, 4th, 11th, 21st."""
+    suffix = {1: "st", 2: "nd", 3: "rd"}.get(number % 10, "th")
+    return f"{number}{'th' if number % 100 in (11, 12, 13) else suffix}"
 
 
 def _one_partition(
@@ -152,9 +169,10 @@ def _one_partition(
     distinct = expression or "<the key's columns>"
     check = f"SELECT COUNT(*), COUNT(DISTINCT {distinct}) FROM {quoted} PARTITION ({largest})"
     return SkewPlan(
-        f"The excess rows are all in {largest}: either {placed} ({spread} spreads them) or "
-        f"a few values hold its rows (no count helps). Tell which with {check} (it reads the "
-        f"partition): if nearly every row has a value of its own, run {sql}. {_REWRITES}"
+        f"The extra rows are all in {largest}. Either {placed}, and {spread} spreads them, or "
+        f"a few values hold them, which no count spreads. Tell which with {check} (it reads "
+        f"the partition): if nearly every row has a value of its own, run {sql}. {_REWRITES}",
+        analyze=True,
     )
 
 
@@ -162,16 +180,17 @@ def _hash_plan(quoted: str, expression: str, names: list[str], rows: list) -> Sk
     count = len(names)
     period = stride_period(rows)
     if period is None:
-        return _few_values("HASH")
+        return _few_values("HASH", names, rows)
     prime = next_prime(count)
     sql = add_partitions_sql(quoted, names, prime)
     if period == count:
         largest = identifier(names[rows.index(max(rows))])
-        placed = f"its values go in steps of {count} (HASH puts v in partition v mod {count})"
-        return _one_partition(quoted, expression, largest, placed, f"{prime} partitions", sql)
+        placed = f"its values go in steps of {count} (HASH puts value v in partition v mod {count})"
+        spread = f"a prime number of partitions ({prime})"
+        return _one_partition(quoted, expression, largest, placed, spread, sql)
     return SkewPlan(
         f"HASH puts a row in partition (value mod {count}); the rows are in every "
-        f"{period}th partition, so the values go in steps that share a factor with {count}. "
+        f"{ordinal(period)} partition, so the values go in steps that share a factor with {count}. "
         f"A prime number of partitions ({prime}) spreads such steps evenly. {_REWRITES}",
         sql,
         analyze=True,
@@ -181,7 +200,7 @@ def _hash_plan(quoted: str, expression: str, names: list[str], rows: list) -> Sk
 def _linear_hash_plan(quoted: str, expression: str, names: list[str], rows: list) -> SkewPlan:
     period = stride_period(rows)
     if period is None:
-        return _few_values("LINEAR HASH")
+        return _few_values("LINEAR HASH", names, rows)
     prime = next_prime(len(names))
     sql = repartition_sql(quoted, "HASH", expression, names, prime)
     placed = (
@@ -195,13 +214,13 @@ def _linear_hash_plan(quoted: str, expression: str, names: list[str], rows: list
             quoted,
             expression,
             largest,
-            f"{placed} and its values go in steps of a power of two",
+            "its values go in steps of a power of two, whose low bits LINEAR HASH keeps",
             spread,
             sql,
         )
     return SkewPlan(
-        f"{placed}; the rows are in every {period}th partition, so the values go in steps "
-        f"of a power of two, which stay in every {period}th partition whatever the count. "
+        f"{placed}; the rows are in every {ordinal(period)} partition, so the values go in steps "
+        f"of a power of two, which stay in every {ordinal(period)} partition whatever the count. "
         f"Plain HASH over a prime number of partitions ({prime}) spreads them. {_REWRITES}",
         sql,
         analyze=True,
@@ -227,7 +246,7 @@ def _key_plan(quoted: str, method: str, expression: str, names: list[str], rows:
     partitions; a few values, where it is in one, cannot be told from it without a query."""
     count = len(names)
     if method == "KEY" and count % 2:
-        return _few_values("KEY")
+        return _few_values("KEY", names, rows)
     prime = next_prime(count, KEY_WEAK_PRIMES)
     if method == "KEY":
         sql = add_partitions_sql(quoted, names, prime)
@@ -240,7 +259,9 @@ def _key_plan(quoted: str, method: str, expression: str, names: list[str], rows:
     holding = excess_partitions(rows)
     if len(holding) == 1:
         largest = identifier(names[holding[0]])
-        placed = f"many values land there ({words})"
+        placed = "many values land there, as KEY's hash of integers does " + (
+            "over an even count" if method == "KEY" else "at any LINEAR count"
+        )
         return _one_partition(quoted, expression, largest, placed, spread, sql)
     return SkewPlan(
         f"{words}. {spread[0].upper()}{spread[1:]} spreads them. {_REWRITES}", sql, analyze=True

@@ -24,7 +24,12 @@ from partdash.health.pressure import (
     written_against_pool,
 )
 from partdash.health.runway import table_runway
-from partdash.health.skew_fix import is_list_default, new_partition_names, stride_period
+from partdash.health.skew_fix import (
+    is_list_default,
+    new_partition_names,
+    ordinal,
+    stride_period,
+)
 
 NOW = datetime(2025, 3, 10, 12, tzinfo=UTC)
 
@@ -149,6 +154,12 @@ def test_all_the_excess_in_one_hash_partition_asks_how_many_values_it_holds():
         fix.advice
     )
     assert "ADD PARTITION (PARTITION `p8`, PARTITION `p9`, PARTITION `p10`)" in fix.advice
+    assert fix.advice.endswith("ANALYZE PARTITION ALL.")
+
+
+@pytest.mark.parametrize(("number", "words"), [(2, "2nd"), (3, "3rd"), (4, "4th"), (11, "11th")])
+def test_ordinals(number, words):
+    assert ordinal(number) == words
 
 
 @pytest.mark.parametrize(

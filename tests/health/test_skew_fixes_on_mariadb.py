@@ -175,3 +175,32 @@ def test_the_values_of_a_big_list_default_partition_get_partitions_of_their_own(
     poll(server)
     assert_even_and_counted(admin_client, server, mariadb, schema)
     assert counts(mariadb, schema)["pdefault"] == 0
+
+
+def test_extra_rows_all_in_one_partition_are_told_apart_by_the_advice_query(
+    mariadb, new_schema, make_server, admin_client
+):
+    schema = new_schema(mariadb)
+    run(
+        mariadb,
+        schema,
+        # As the ground-truth table: ids in steps of 8 in p0, the others spread over p1..p7.
+        "CREATE TABLE t (id INT PRIMARY KEY) PARTITION BY HASH(id) PARTITIONS 8",
+        "INSERT INTO t SELECT seq * 8 FROM seq_1_to_8000",
+        "INSERT INTO t SELECT seq * 8 + seq % 7 + 1 FROM seq_1_to_8000",
+        "ANALYZE TABLE t",
+    )
+    server = make_server(mariadb)
+    poll(server)
+    fix = finding(api_table(admin_client, server, schema, "t"), "skew")["fix"]
+    assert fix["sql"] is None  # steps of 8, or a few values: only a query tells
+
+    check = re.search(
+        r"SELECT COUNT\(\*\), COUNT\(DISTINCT .*?\) FROM .*? PARTITION \(`p0`\)", fix["advice"]
+    )
+    rows, distinct = run(mariadb, schema, check[0])[0]
+    assert rows == distinct == 8000  # a value per row: steps, so the statement given helps
+    statement = re.search(r"run (ALTER TABLE .*? ADD PARTITION \(.*?\))\.", fix["advice"])[1]
+    run_fix(mariadb, schema, fix, statement)
+    poll(server)
+    assert_even_and_counted(admin_client, server, mariadb, schema)
