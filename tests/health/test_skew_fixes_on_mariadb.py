@@ -41,6 +41,15 @@ def run_fix(instance: MariaDB, schema: str, fix: dict, sql: str | None = None) -
     run(instance, schema, sql or fix["sql"], analyze[1])
 
 
+def polled(instance: MariaDB, new_schema, make_server, *statements: str):
+    """A new schema holding table t built by `statements` and analysed, polled once."""
+    schema = new_schema(instance)
+    run(instance, schema, *statements, "ANALYZE TABLE t")
+    server = make_server(instance)
+    poll(server)
+    return schema, server
+
+
 def assert_even_and_counted(client, server, instance: MariaDB, schema: str) -> None:
     """No skew finding any more, and every partition's rows as COUNT(*) has them."""
     table = api_table(client, server, schema, "t")
@@ -56,10 +65,11 @@ def assert_even_and_counted(client, server, instance: MariaDB, schema: str) -> N
 # judged (at least 1,000 rows per partition on average): the stray ids (2.4%) in p1 are
 # far over the tenth of the mean that once made p1 "hold rows" and hid the stride.
 STRAY = "INSERT INTO t SELECT seq * 8 + 1 FROM seq_1_to_400"
+HASH_8 = "CREATE TABLE t (id INT PRIMARY KEY) PARTITION BY HASH(id) PARTITIONS 8"
 
 SPREADABLE = {
     "hash stride with stray ids": (
-        "CREATE TABLE t (id INT PRIMARY KEY) PARTITION BY HASH(id) PARTITIONS 8",
+        HASH_8,
         ["INSERT INTO t SELECT seq * 4 FROM seq_1_to_16000", STRAY],
         "ADD PARTITION (PARTITION `p8`, PARTITION `p9`, PARTITION `p10`)",
     ),
@@ -97,10 +107,7 @@ def test_the_skew_fix_evens_the_table_and_the_next_poll_counts_its_rows(
     case, mariadb, new_schema, make_server, admin_client
 ):
     create, inserts, statement = SPREADABLE[case]
-    schema = new_schema(mariadb)
-    run(mariadb, schema, create, *inserts, "ANALYZE TABLE t")
-    server = make_server(mariadb)
-    poll(server)
+    schema, server = polled(mariadb, new_schema, make_server, create, *inserts)
     skew = finding(api_table(admin_client, server, schema, "t"), "skew")
     assert skew is not None
     assert skew["fix"]["sql"] == f"ALTER TABLE `{schema}`.`t` {statement}"
@@ -116,19 +123,16 @@ def test_the_skew_fix_evens_the_table_and_the_next_poll_counts_its_rows(
 def test_a_few_values_holding_most_rows_are_said_so_and_no_count_spreads_them(
     mariadb, new_schema, make_server, admin_client
 ):
-    schema = new_schema(mariadb)
-    run(
+    schema, server = polled(
         mariadb,
-        schema,
+        new_schema,
+        make_server,
         "CREATE TABLE t (id INT NOT NULL, tenant INT NOT NULL, PRIMARY KEY (id, tenant)) "
         "PARTITION BY HASH(tenant) PARTITIONS 8",
         "INSERT INTO t SELECT seq, seq % 800 FROM seq_1_to_8000",  # 800 tenants, 10 rows each
         "INSERT INTO t SELECT seq, 3 FROM seq_8001_to_15000",  # tenant 3: 7,000 rows, in p3
         "INSERT INTO t SELECT seq, 6 FROM seq_15001_to_22000",  # tenant 6: 7,000 rows, in p6
-        "ANALYZE TABLE t",
     )
-    server = make_server(mariadb)
-    poll(server)
     fix = finding(api_table(admin_client, server, schema, "t"), "skew")["fix"]
     assert fix["sql"] is None and fix["advice"].startswith("A few values")
     distinct = run(mariadb, schema, "SELECT COUNT(DISTINCT tenant) FROM t PARTITION (p3)")
@@ -148,19 +152,16 @@ def test_a_few_values_holding_most_rows_are_said_so_and_no_count_spreads_them(
 def test_the_values_of_a_big_list_default_partition_get_partitions_of_their_own(
     mariadb, new_schema, make_server, admin_client
 ):
-    schema = new_schema(mariadb)
-    run(
+    schema, server = polled(
         mariadb,
-        schema,
+        new_schema,
+        make_server,
         "CREATE TABLE t (id INT NOT NULL, r INT NOT NULL) PARTITION BY LIST (r) ("
         "PARTITION p1 VALUES IN (1, 2), PARTITION p2 VALUES IN (3, 4), "
         "PARTITION p3 VALUES IN (5, 6), PARTITION pdefault DEFAULT)",
         "INSERT INTO t SELECT seq, seq % 6 + 1 FROM seq_1_to_3000",  # 1,000 in each list
         "INSERT INTO t SELECT seq, seq % 3 + 7 FROM seq_1_to_9000",  # 7, 8, 9: DEFAULT
-        "ANALYZE TABLE t",
     )
-    server = make_server(mariadb)
-    poll(server)
     fix = finding(api_table(admin_client, server, schema, "t"), "skew")["fix"]
     assert fix["advice"].startswith("`pdefault` is the DEFAULT partition")
 
@@ -180,18 +181,10 @@ def test_the_values_of_a_big_list_default_partition_get_partitions_of_their_own(
 def test_extra_rows_all_in_one_partition_are_told_apart_by_the_advice_query(
     mariadb, new_schema, make_server, admin_client
 ):
-    schema = new_schema(mariadb)
-    run(
-        mariadb,
-        schema,
-        # As the ground-truth table: ids in steps of 8 in p0, the others spread over p1..p7.
-        "CREATE TABLE t (id INT PRIMARY KEY) PARTITION BY HASH(id) PARTITIONS 8",
-        "INSERT INTO t SELECT seq * 8 FROM seq_1_to_8000",
-        "INSERT INTO t SELECT seq * 8 + seq % 7 + 1 FROM seq_1_to_8000",
-        "ANALYZE TABLE t",
-    )
-    server = make_server(mariadb)
-    poll(server)
+    # As the ground-truth table: ids in steps of 8 in p0, the others spread over p1..p7.
+    steps_of_8 = "INSERT INTO t SELECT seq * 8 FROM seq_1_to_8000"
+    others = "INSERT INTO t SELECT seq * 8 + seq % 7 + 1 FROM seq_1_to_8000"
+    schema, server = polled(mariadb, new_schema, make_server, HASH_8, steps_of_8, others)
     fix = finding(api_table(admin_client, server, schema, "t"), "skew")["fix"]
     assert fix["sql"] is None  # steps of 8, or a few values: only a query tells
 
