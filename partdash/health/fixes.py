@@ -5,8 +5,9 @@ statement to run as is (names quoted, numbers computed to clear the finding).
 - fragmentation: REBUILD PARTITION of the fragmented partitions;
 - staleness: ANALYZE PARTITION of the stale ones;
 - compression failing: a larger KEY_BLOCK_SIZE, or page compression;
-- skew of HASH where only every g-th partition holds rows (values in steps): a prime
-  number of partitions;
+- skew of HASH, LINEAR HASH, KEY and LINEAR KEY that a count spreads: ADD PARTITION (or
+  PARTITION BY) of named partitions up to a prime count (`skew_fix.py`); LIST: the values
+  of the DEFAULT partition need partitions of their own (advice and the query);
 - pressure: SET GLOBAL of the setting, sized so the partitions fill two thirds of it,
   and the my.cnf line that keeps it after a restart.
 Everything else is advice only: where no statement is safe to run blind, `sql` is None.
@@ -21,7 +22,6 @@ from datetime import datetime
 from partdash.health.bounds import is_catchall, parse_expression
 from partdash.health.compression import Compression
 from partdash.health.partitions import (
-    EVEN_METHODS,
     LIST_METHODS,
     PartitionState,
     merge_subpartitions,
@@ -35,6 +35,7 @@ from partdash.health.runway_fix import (
     partitions_words,
     runway_plan,
 )
+from partdash.health.skew_fix import skew_plan
 from partdash.lib.quoting import identifier, qualified
 
 # A limit raised to clear a pressure finding leaves the partitions at this share of it,
@@ -43,8 +44,6 @@ LIMIT_HEADROOM = 1.5
 # The server's maxima (MariaDB 10.11, MySQL 8.0): beyond them SET GLOBAL fails.
 SETTING_MAXIMA = {"table_open_cache": 1048576, "table_definition_cache": 2097152}
 BUFFER_POOL_CHUNK = 128 << 20  # innodb_buffer_pool_chunk_size's default: the pool's unit
-# A HASH partition holding a tenth of the mean or more holds rows (for stride_period).
-STRIDE_SHARE = 0.1
 # Past this many partitions a list is replaced by ALL (same effect, a readable statement).
 LISTED_PARTITIONS = 100
 # ...in the ANALYZE a runway fix's advice ends with (a sentence, not a statement of its own).
@@ -305,58 +304,21 @@ def compression_fix(table: TableFacts) -> Fix:
 # -- skew, hotspots ---------------------------------------------------------------------
 
 
-def stride_period(rows: Sequence[int | None]) -> int | None:
-    """The period g > 1 of the partitions holding the rows of a HASH table (p0 and p4 of
-    8: 4), or None. HASH puts value v in partition v mod n, so values in steps sharing a
-    factor g with n fill only every g-th partition: the signature of a stride, which a
-    partition count without that factor (a prime) spreads evenly."""
-    if not rows or any(r is None for r in rows) or not sum(rows):  # type: ignore[arg-type]
-        return None
-    mean = sum(rows) / len(rows)  # type: ignore[arg-type]
-    holding = [i for i, r in enumerate(rows) if r >= STRIDE_SHARE * mean]  # type: ignore[operator]
-    period = len(rows)
-    for i in holding[1:]:
-        period = math.gcd(period, i - holding[0])
-    return period if period > 1 else None
-
-
-def next_prime(number: int) -> int:
-    candidate = number + 1
-    while any(candidate % d == 0 for d in range(2, math.isqrt(candidate) + 1)):
-        candidate += 1
-    return candidate
-
-
 def skew_fix(table: TableFacts) -> Fix:
     method = (table.method or "").upper().strip()
     merged = merge_subpartitions(table.partitions)
-    count = len(merged)
-    if method == "HASH":
-        period = stride_period([p.rows for p in merged])
-        if period is not None:
-            prime = next_prime(count)
-            return Fix(
-                f"HASH puts a row in partition (value mod {count}); only every {period}th "
-                "partition holds rows, so the values go in steps that share a factor with "
-                f"{count}. A prime number of partitions ({prime}) spreads such steps evenly. "
-                "Adding partitions rewrites every row (blocks writes while it runs: plan it "
-                "off-peak).",
-                f"ALTER TABLE {table.quoted} ADD PARTITION PARTITIONS {prime - count}",
-            )
-    if method in EVEN_METHODS:
+    plan = skew_plan(table.quoted, method, table.expression, merged)
+    if plan is None:
         return Fix(
-            "A few values of the partitioning key hold most rows, so more partitions will "
-            "not help: partition on a column (or columns) with many evenly used values.",
+            "One closed partition is much larger than the others (unequal bounds, or a "
+            "backfill): split it with REORGANIZE PARTITION ... INTO (...) at bounds of the "
+            "table's interval.",
             None,
         )
-    if method in LIST_METHODS:
-        return Fix("One list holds most rows: split its values over more lists.", None)
-    return Fix(
-        "One closed partition is much larger than the others (unequal bounds, or a "
-        "backfill): split it with REORGANIZE PARTITION ... INTO (...) at bounds of the "
-        "table's interval.",
-        None,
-    )
+    advice = plan.advice
+    if plan.analyze:  # what it wrote reads 0 rows until analysed (see _THEN_ANALYZE)
+        advice += " " + _THEN_ANALYZE.format(statement=_analyze(table, "ALL"))
+    return Fix(advice, plan.sql)
 
 
 def hotspot_fix(table: TableFacts) -> Fix:

@@ -14,7 +14,6 @@ from partdash.health.fixes import (
     column_of,
     compression_fix,
     limit_fix,
-    stride_period,
     table_fix,
     working_set_fix,
 )
@@ -25,6 +24,12 @@ from partdash.health.pressure import (
     written_against_pool,
 )
 from partdash.health.runway import table_runway
+from partdash.health.skew_fix import (
+    is_list_default,
+    new_partition_names,
+    ordinal,
+    stride_period,
+)
 
 NOW = datetime(2025, 3, 10, 12, tzinfo=UTC)
 
@@ -104,21 +109,28 @@ def test_failing_at_the_largest_key_block_size_is_advice_only():
 # -- skew, hotspots ---------------------------------------------------------------------
 
 
-def test_a_strided_hash_table_gets_a_prime_number_of_partitions():
+def test_a_strided_hash_table_gets_a_prime_number_of_named_partitions():
     rows = [8000, 0, 0, 0, 8000, 0, 0, 0]
     parts = [PartitionState(f"p{i}", ordinal=i, rows=r) for i, r in enumerate(rows)]
     fix = table_fix("skew", facts(partitions=parts), 28)
-    assert fix.sql == "ALTER TABLE `shop`.`orders` ADD PARTITION PARTITIONS 3"  # 11
+    assert fix.sql == (  # 11: named, so no name can clash with one already used
+        "ALTER TABLE `shop`.`orders` ADD PARTITION (PARTITION `p8`, PARTITION `p9`, "
+        "PARTITION `p10`)"
+    )
     assert "every 4th partition" in fix.advice
+    # Rewritten partitions read 0 rows until analysed.
+    assert fix.advice.endswith("then run ALTER TABLE `shop`.`orders` ANALYZE PARTITION ALL.")
 
 
 @pytest.mark.parametrize(
     ("rows", "period"),
     [
         ([8000, 0, 0, 0, 8000, 0, 0, 0], 4),
+        ([1000, 50, 0, 0, 1000, 0, 0, 0], 4),  # a stride and a few stray ids
         ([0, 900, 0, 1000, 0, 1100, 0, 950], 2),
         ([0, 0, 5000, 0, 0, 0, 0, 0], 8),
-        ([8000, 1143, 1143, 1143, 1143, 1143, 1143, 1143], None),  # hot values, no stride
+        ([8000, 1143, 1143, 1143, 1143, 1143, 1143, 1143], 8),  # the excess in one
+        ([1200, 1100, 1150, 7100, 1180, 1120, 7050, 1130], None),  # p3 and p6: no stride
         ([0, 0, 0], None),
     ],
 )
@@ -126,11 +138,135 @@ def test_the_stride_of_a_hash_table_from_where_its_rows_are(rows, period):
     assert stride_period(rows) == period
 
 
+def test_a_few_values_in_partitions_no_stride_explains_get_no_statement():
+    rows = [1200, 1100, 1150, 7100, 1180, 1120, 7050, 1130]
+    parts = [PartitionState(f"p{i}", ordinal=i, rows=r) for i, r in enumerate(rows)]
+    fix = table_fix("skew", facts(partitions=parts), 28)
+    assert fix.sql is None and fix.advice.startswith("A few values of the partitioning key")
+
+
+def test_all_the_excess_in_one_hash_partition_asks_how_many_values_it_holds():
+    rows = [8000, 1143, 1143, 1143, 1143, 1143, 1143, 1143]
+    parts = [PartitionState(f"p{i}", ordinal=i, rows=r) for i, r in enumerate(rows)]
+    fix = table_fix("skew", facts(partitions=parts), 28)
+    assert fix.sql is None
+    assert "SELECT COUNT(*), COUNT(DISTINCT `id`) FROM `shop`.`orders` PARTITION (`p0`)" in (
+        fix.advice
+    )
+    assert "ADD PARTITION (PARTITION `p8`, PARTITION `p9`, PARTITION `p10`)" in fix.advice
+    assert fix.advice.endswith("ANALYZE PARTITION ALL.")
+
+
+@pytest.mark.parametrize(("number", "words"), [(2, "2nd"), (3, "3rd"), (4, "4th"), (11, "11th")])
+def test_ordinals(number, words):
+    assert ordinal(number) == words
+
+
+@pytest.mark.parametrize(
+    ("names", "count", "added"),
+    [
+        (["p1", "p2"], 1, ["p3"]),  # PARTITIONS 1 would name it p2: a duplicate
+        (["p0", "p1", "p2"], 2, ["p3", "p4"]),
+        (["part07", "part9"], 1, ["part10"]),
+        (["a", "b", "P2"], 2, ["P3", "P4"]),
+        (["x", "P3", "p2"], 1, ["p4"]),  # p3 is P3 to the server: names ignore case
+        (["x1", "y2"], 2, ["p2", "p3"]),
+    ],
+)
+def test_new_partitions_get_names_not_already_used(names, count, added):
+    assert new_partition_names(names, count) == added
+
+
+@pytest.mark.parametrize(
+    ("method", "count", "sql"),
+    [
+        ("KEY", 8, "ADD PARTITION (PARTITION `p8`, PARTITION `p9`, PARTITION `p10`)"),
+        ("KEY", 16, "ADD PARTITION (PARTITION `p16`, PARTITION `p17`, PARTITION `p18`)"),  # 19
+        ("LINEAR KEY", 4, "PARTITION BY KEY (`id`) (PARTITION `p0`, PARTITION `p1`, "),
+        ("LINEAR HASH", 4, "PARTITION BY HASH (`id`) (PARTITION `p0`, PARTITION `p1`, "),
+    ],
+)
+def test_key_and_linear_skew_get_a_count_their_hash_spreads(method, count, sql):
+    rows = [9000 if i % 2 == 0 else 0 for i in range(count)]
+    parts = [PartitionState(f"p{i}", ordinal=i, rows=r) for i, r in enumerate(rows)]
+    fix = table_fix("skew", facts(method=method, partitions=parts), 28)
+    assert sql in fix.sql and "ANALYZE PARTITION ALL" in fix.advice
+
+
+def test_one_key_partition_holding_the_excess_asks_how_many_values_it_holds():
+    rows = [1000, 9000, 1000, 1000]  # one big tenant, or many ids the hash put in p1
+    parts = [PartitionState(f"p{i}", ordinal=i, rows=r) for i, r in enumerate(rows)]
+    fix = table_fix("skew", facts(method="KEY", expression="`tenant`", partitions=parts), 28)
+    assert fix.sql is None
+    assert "COUNT(DISTINCT `tenant`) FROM `shop`.`orders` PARTITION (`p1`)" in fix.advice
+    assert "run ALTER TABLE `shop`.`orders` ADD PARTITION (PARTITION `p4`)" in fix.advice
+
+
+def test_an_odd_key_count_is_a_few_values():
+    parts = [PartitionState(f"p{i}", ordinal=i, rows=r) for i, r in enumerate([9000, 10, 10])]
+    fix = table_fix("skew", facts(method="KEY", partitions=parts), 28)
+    assert fix.sql is None and fix.advice.startswith("A few values")
+
+
+def list_fix(method: str, expression: str, descriptions: list[str]):
+    rows = [1000] * (len(descriptions) - 1) + [9000]
+    parts = [
+        PartitionState(
+            f"p{i}" if i < len(rows) - 1 else "p_other", ordinal=i, description=d, rows=r
+        )
+        for i, (d, r) in enumerate(zip(descriptions, rows, strict=True))
+    ]
+    return table_fix("skew", facts(method=method, expression=expression, partitions=parts), 28)
+
+
+def test_a_big_list_default_partition_needs_its_values_in_lists_of_their_own():
+    fix = list_fix("LIST COLUMNS", "`r`", ["'a','b'", "'c'", "MAXVALUE"])
+    assert fix.sql is None and fix.advice.startswith("`p_other` is the DEFAULT partition")
+    assert (
+        "SELECT `r`, COUNT(*) FROM `shop`.`orders` PARTITION (`p_other`) GROUP BY `r` "
+        "ORDER BY COUNT(*) DESC LIMIT 20" in fix.advice
+    )
+    assert "REORGANIZE PARTITION `p_other` INTO (PARTITION `p_<value>` VALUES IN (<value>)" in (
+        fix.advice
+    )
+    assert "PARTITION `p_other` DEFAULT)" in fix.advice and "ANALYZE PARTITION ALL" in fix.advice
+
+
+def test_a_big_list_partition_of_0_may_be_default_or_one_value():
+    fix = list_fix("LIST", "`r`", ["1,2", "3", "0"])  # DEFAULT, or VALUES IN (0)
+    assert fix.sql is None and "If it is the DEFAULT partition" in fix.advice
+    assert "If it lists 0 alone, that one value holds most rows" in fix.advice
+
+
+def test_a_big_list_is_split_into_lists():
+    fix = list_fix("LIST", "`r`", ["1,2", "3", "4,5,6"])
+    assert fix.sql is None and fix.advice.startswith("`p_other` holds most rows")
+    assert "VALUES IN (<the other values>)" in fix.advice
+
+
+@pytest.mark.parametrize(
+    ("description", "others", "default"),
+    [
+        ("MAXVALUE", "'a'", True),  # LIST COLUMNS
+        ("(MAXVALUE,MAXVALUE)", "(1,2)", True),
+        ("0", "0,2", True),  # 0 is listed elsewhere: this one is DEFAULT
+        ("0", "1,2", None),  # VALUES IN (0) reads the same: unknown
+        ("1,0", "2", False),
+    ],
+)
+def test_the_list_default_partition_as_information_schema_spells_it(description, others, default):
+    parts = [
+        PartitionState("p1", ordinal=0, description=others),
+        PartitionState("px", ordinal=1, description=description),
+    ]
+    assert is_list_default(parts[1], parts) is default
+
+
 @pytest.mark.parametrize(
     ("method", "expression"),
-    [("HASH", "`id`"), ("KEY", "`id`"), ("LIST", "`region`"), ("RANGE", "`id`")],
+    [("HASH", "`id`"), ("LINEAR HASH", "`id`"), ("LIST", "`region`"), ("RANGE", "`id`")],
 )
-def test_other_skew_is_advice_only(method, expression):
+def test_skew_without_figures_is_advice_only(method, expression):
     fix = table_fix("skew", facts(method=method, expression=expression), 28)
     assert fix.sql is None and fix.advice
 

@@ -353,9 +353,14 @@ def test_a_prime_partition_count_evens_a_strided_hash_table(
     server = make_server(mariadb)
     poll(server)
     skew = finding(api_table(admin_client, server, schema, "t"), "skew")
-    assert skew["fix"]["sql"] == f"ALTER TABLE `{schema}`.`t` ADD PARTITION PARTITIONS 3"
+    assert skew["fix"]["sql"] == (
+        f"ALTER TABLE `{schema}`.`t` ADD PARTITION (PARTITION `p8`, PARTITION `p9`, "
+        "PARTITION `p10`)"
+    )
+    analyze = f"ALTER TABLE `{schema}`.`t` ANALYZE PARTITION ALL"
+    assert skew["fix"]["advice"].endswith(f"then run {analyze}.")
 
-    run(mariadb, schema, skew["fix"]["sql"], "ANALYZE TABLE t")
+    run(mariadb, schema, skew["fix"]["sql"], analyze)
     poll(server)
     assert finding(api_table(admin_client, server, schema, "t"), "skew") is None
     assert count(mariadb, schema, "t") == 16000
