@@ -208,6 +208,7 @@ class TableSerializer(serializers.ModelSerializer):
     compression = serializers.SerializerMethodField()
     runway = serializers.SerializerMethodField()
     findings = serializers.SerializerMethodField()
+    statistics = serializers.SerializerMethodField()
 
     class Meta:
         model = PartitionedTable
@@ -228,6 +229,7 @@ class TableSerializer(serializers.ModelSerializer):
             "compression",
             "runway",
             "findings",
+            "statistics",
             "score",
             "analysed_at",
             "first_seen_at",
@@ -258,6 +260,14 @@ class TableSerializer(serializers.ModelSerializer):
     @extend_schema_field(serializers.ListField(child=serializers.DictField()))
     def get_findings(self, table) -> list[dict]:
         return health_fields(table.health)["findings"]
+
+    @extend_schema_field(NULLABLE_OBJECT)
+    def get_statistics(self, table) -> dict | None:
+        """How old the InnoDB statistics behind `rows`, `data_bytes` and `index_bytes`
+        are: `{as_of, partition, newest_at, partitions}`; a total is as old as its
+        stalest partition, `partition` (its `as_of`); `newest_at` the freshest. null
+        before the table's first analysis with statistics."""
+        return health_fields(table.health)["statistics"]
 
 
 _RENAMED = {f"total_{name}": name for name in ("rows", "data_bytes", "index_bytes", "file_bytes")}
