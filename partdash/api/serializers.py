@@ -246,11 +246,14 @@ class TableSerializer(serializers.ModelSerializer):
     @extend_schema_field(NULLABLE_OBJECT)
     def get_compression(self, table) -> dict | None:
         """null when not compressed, else `{kind, ratio, failure_rate, nominal, ratio_label,
-        compress_ops, splits, file_bytes, allocated_bytes, saved_ratio, ...}`. For
-        ROW_FORMAT=COMPRESSED `ratio` is nominal (16 KiB / KEY_BLOCK_SIZE, `nominal: true`),
-        not the achieved compression; what is measured: `failure_rate`, `splits` (page
-        splits failed compressions imply) and `file_bytes`. For page compression `ratio` is
-        measured: file over allocated bytes (`saved_ratio` = 1 - allocated / file)."""
+        achieved_ratio, achieved_label, does_not_compress, compress_ops, splits, file_bytes,
+        allocated_bytes, saved_ratio, ...}`. For ROW_FORMAT=COMPRESSED `ratio` is nominal
+        (16 KiB / KEY_BLOCK_SIZE, `nominal: true`); what is measured: `failure_rate`,
+        `splits` (page splits failed compressions imply), `file_bytes`, and
+        `achieved_ratio` (the statistics' pages at innodb_page_size over the files' bytes;
+        null, with `achieved_label` saying why, where compressions fail). For page
+        compression `ratio` is measured: file over allocated bytes (`saved_ratio` = 1 -
+        allocated / file), and is also `achieved_ratio`."""
         return health_fields(table.health)["compression"]
 
     @extend_schema_field(NULLABLE_OBJECT)

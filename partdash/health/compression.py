@@ -1,17 +1,31 @@
-"""Compression per table and partition: what partdash measures, and the one figure it
-cannot measure labelled as nominal.
+"""Compression per table and partition: what partdash measures, and the nominal page
+ratio labelled as such.
 
 Two kinds, measured differently:
 - "row": ROW_FORMAT=COMPRESSED (KEY_BLOCK_SIZE). Each 16 KiB logical page is stored in a
   zip page of KEY_BLOCK_SIZE; when it does not fit, compression fails and InnoDB
   splits the page. The statistics count pages in zip size, so data_bytes is the true
-  physical size, but the uncompressed size is known nowhere: the only honest ratio is
-  the nominal one, innodb_page_size / zip page size (16K/8K = 2.0), an upper bound that
-  failures and half-empty pages eat into (`nominal`): identical for random and text
-  rows, whose files differ twice over. What is measured: the failure rate
-  (1 - COMPRESS_OPS_OK / COMPRESS_OPS from INNODB_CMP_PER_INDEX), the page splits the
-  failures imply (each failed compression of a zip page splits it: ops - ops_ok), and
-  the files' bytes.
+  physical size. `ratio` is the nominal one, innodb_page_size / zip page size (16K/8K =
+  2.0), an upper bound that failures and half-empty pages eat into (`nominal`):
+  identical for random and text rows, whose files differ twice over. What is measured:
+  the failure rate (1 - COMPRESS_OPS_OK / COMPRESS_OPS from INNODB_CMP_PER_INDEX), the
+  page splits the failures imply (each failed compression of a zip page splits it:
+  ops - ops_ok), and the files' bytes.
+  The achieved ratio (`achieved_ratio`) is the statistics' pages (clustered plus other
+  indexes) at innodb_page_size, the table as InnoDB holds it uncompressed, over the
+  files' bytes: measured on MariaDB 10.11, text rows at KEY_BLOCK_SIZE=8 take exactly as
+  many pages as the same rows in ROW_FORMAT=DYNAMIC (353 and 353), so while compressions
+  succeed the pages are an uncompressed table's. Failed compressions split pages and
+  leave them part empty (random rows: 801 pages against 353), so where more than
+  FAILURE_RATE_LIMIT fail, or the rate is unknown, it is withheld rather than flatter
+  data that does not compress. Rows x average row length is no alternative:
+  AVG_ROW_LENGTH is DATA_LENGTH / rows, compressed bytes again. The files hold space
+  InnoDB reserved and has not used yet, compressed or not (a 60,000-row DYNAMIC table's
+  pages filled half its files), so a small table's achieved ratio reads low.
+  A zip page of half innodb_page_size or more (KEY_BLOCK_SIZE=8 of 16 KiB) failing
+  beyond the limit means the data does not compress to half its size:
+  ROW_FORMAT=COMPRESSED saves no space there (`does_not_compress`), nor would a larger
+  KEY_BLOCK_SIZE.
 - "page": page compression (MariaDB PAGE_COMPRESSED, MySQL COMPRESSION=) punches holes
   in the file: the saving is the apparent file size over the blocks really allocated,
   both exact. There is no failure counter per table.
