@@ -1,6 +1,6 @@
 // The table page's compression panel: what partdash measures (failure rate, the page
-// splits failures imply, the files' bytes), and the one figure it cannot measure, the
-// ROW_FORMAT=COMPRESSED page ratio, labelled as nominal, never as achieved compression.
+// splits failures imply, the files' bytes, the achieved ratio where it can be known),
+// and the ROW_FORMAT=COMPRESSED page ratio, labelled as nominal, never as achieved.
 import { el, show } from "./dom.js";
 import { bytes, count, number, partitionLabel, percent } from "./format.js";
 
@@ -59,6 +59,18 @@ function splitsText(compression) {
   return `${count(compression.splits)} (each failed compression splits its page)`;
 }
 
+// The measured ratio, or why it cannot be known (health stored before it existed says
+// nothing: the next analysis fills it in).
+function achieved(compression) {
+  const label = compression.achieved_label || "unknown until the next analysis";
+  if (compression.achieved_ratio == null)
+    return el("span", { id: "compression-achieved", className: "muted" }, label);
+  return [
+    el("span", { id: "compression-achieved" }, number(compression.achieved_ratio)),
+    el("span", { className: "muted" }, ` (${label})`),
+  ];
+}
+
 function rowPanel(compression, partitions) {
   const ops =
     compression.compress_ops == null ? "" : ` of ${count(compression.compress_ops)} compressions`;
@@ -75,10 +87,11 @@ function rowPanel(compression, partitions) {
       fact(
         "Files on disk",
         el("span", { id: "compression-file-bytes" }, bytes(compression.file_bytes)),
-        " (measured; the uncompressed size is known nowhere)",
+        " (measured)",
       ),
+      fact("Achieved ratio", achieved(compression)),
       fact(
-        "Ratio",
+        "Nominal ratio",
         el(
           "span",
           { id: "compression-nominal" },

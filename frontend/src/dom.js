@@ -51,15 +51,33 @@ export function statisticsAge(asOf, now = Date.now()) {
   return hours < 48 ? `${Math.round(hours)} h old` : `${Math.round(hours / 24)} days old`;
 }
 
+// Whose statistics a total's age is: the oldest partition's, named where the partitions'
+// ages differ by a minute or more (one ANALYZE TABLE refreshes them all at once).
+const SAME_AGE_MS = 60000;
+function oldestPartition(statistics) {
+  if (!statistics?.partition || statistics.partitions < 2) return null;
+  const spread = new Date(statistics.newest_at) - new Date(statistics.as_of);
+  return spread >= SAME_AGE_MS ? statistics.partition : null;
+}
+
 // Rows and sizes come from InnoDB's statistics: say so, and how old they are, in text a
 // phone shows too (the title adds the exact time). `short` for cells of a table.
-export function estimate(text, asOf, { short = false } = {}) {
-  const title = asOf
-    ? `Estimate from InnoDB statistics as of ${localTime(asOf)} (${age(asOf)})`
+// `statistics` (a table's `{as_of, partition, newest_at, partitions}`) names the partition
+// whose statistics the age is: a total is as old as its oldest partition's.
+export function estimate(text, asOf, { short = false, statistics = null } = {}) {
+  const when = statistics?.as_of ?? asOf;
+  const oldest = oldestPartition(statistics);
+  const whose = oldest ? `: ${oldest}'s, the oldest` : "";
+  let title = when
+    ? `Estimate from InnoDB statistics as of ${localTime(when)} (${age(when)})`
     : "Estimate from InnoDB statistics";
+  if (oldest)
+    title +=
+      `, partition ${oldest}'s, the oldest of ${statistics.partitions}; the newest are ` +
+      `as of ${localTime(statistics.newest_at)} (${age(statistics.newest_at)})`;
   const note = short
-    ? `est., ${statisticsAge(asOf)}`
-    : `(estimate, statistics ${statisticsAge(asOf)})`;
+    ? `est., ${statisticsAge(when)}${oldest ? ` (${oldest})` : ""}`
+    : `(estimate, statistics ${statisticsAge(when)}${whose})`;
   return [
     el("span", { className: "figure" }, text),
     " ",

@@ -209,6 +209,7 @@ class TableSerializer(serializers.ModelSerializer):
     compression = serializers.SerializerMethodField()
     runway = serializers.SerializerMethodField()
     findings = serializers.SerializerMethodField()
+    statistics = serializers.SerializerMethodField()
 
     class Meta:
         model = PartitionedTable
@@ -230,6 +231,7 @@ class TableSerializer(serializers.ModelSerializer):
             "compression",
             "runway",
             "findings",
+            "statistics",
             "score",
             "analysed_at",
             "first_seen_at",
@@ -255,11 +257,14 @@ class TableSerializer(serializers.ModelSerializer):
     @extend_schema_field(NULLABLE_OBJECT)
     def get_compression(self, table) -> dict | None:
         """null when not compressed, else `{kind, ratio, failure_rate, nominal, ratio_label,
-        compress_ops, splits, file_bytes, allocated_bytes, saved_ratio, ...}`. For
-        ROW_FORMAT=COMPRESSED `ratio` is nominal (16 KiB / KEY_BLOCK_SIZE, `nominal: true`),
-        not the achieved compression; what is measured: `failure_rate`, `splits` (page
-        splits failed compressions imply) and `file_bytes`. For page compression `ratio` is
-        measured: file over allocated bytes (`saved_ratio` = 1 - allocated / file)."""
+        achieved_ratio, achieved_label, does_not_compress, compress_ops, splits, file_bytes,
+        allocated_bytes, saved_ratio, ...}`. For ROW_FORMAT=COMPRESSED `ratio` is nominal
+        (16 KiB / KEY_BLOCK_SIZE, `nominal: true`); what is measured: `failure_rate`,
+        `splits` (page splits failed compressions imply), `file_bytes`, and
+        `achieved_ratio` (the statistics' pages at innodb_page_size over the files' bytes;
+        null, with `achieved_label` saying why, where compressions fail). For page
+        compression `ratio` is measured: file over allocated bytes (`saved_ratio` = 1 -
+        allocated / file), and is also `achieved_ratio`."""
         return health_fields(table.health)["compression"]
 
     @extend_schema_field(NULLABLE_OBJECT)
@@ -269,6 +274,14 @@ class TableSerializer(serializers.ModelSerializer):
     @extend_schema_field(serializers.ListField(child=serializers.DictField()))
     def get_findings(self, table) -> list[dict]:
         return health_fields(table.health)["findings"]
+
+    @extend_schema_field(NULLABLE_OBJECT)
+    def get_statistics(self, table) -> dict | None:
+        """How old the InnoDB statistics behind `rows`, `data_bytes` and `index_bytes`
+        are: `{as_of, partition, newest_at, partitions}`; a total is as old as its
+        stalest partition, `partition` (its `as_of`); `newest_at` the freshest. null
+        before the table's first analysis with statistics."""
+        return health_fields(table.health)["statistics"]
 
 
 _RENAMED = {f"total_{name}": name for name in ("rows", "data_bytes", "index_bytes", "file_bytes")}

@@ -1,17 +1,31 @@
-"""Compression per table and partition: what partdash measures, and the one figure it
-cannot measure labelled as nominal.
+"""Compression per table and partition: what partdash measures, and the nominal page
+ratio labelled as such.
 
 Two kinds, measured differently:
 - "row": ROW_FORMAT=COMPRESSED (KEY_BLOCK_SIZE). Each 16 KiB logical page is stored in a
   zip page of KEY_BLOCK_SIZE; when it does not fit, compression fails and InnoDB
   splits the page. The statistics count pages in zip size, so data_bytes is the true
-  physical size, but the uncompressed size is known nowhere: the only honest ratio is
-  the nominal one, innodb_page_size / zip page size (16K/8K = 2.0), an upper bound that
-  failures and half-empty pages eat into (`nominal`): identical for random and text
-  rows, whose files differ twice over. What is measured: the failure rate
-  (1 - COMPRESS_OPS_OK / COMPRESS_OPS from INNODB_CMP_PER_INDEX), the page splits the
-  failures imply (each failed compression of a zip page splits it: ops - ops_ok), and
-  the files' bytes.
+  physical size. `ratio` is the nominal one, innodb_page_size / zip page size (16K/8K =
+  2.0), an upper bound that failures and half-empty pages eat into (`nominal`):
+  identical for random and text rows, whose files differ twice over. What is measured:
+  the failure rate (1 - COMPRESS_OPS_OK / COMPRESS_OPS from INNODB_CMP_PER_INDEX), the
+  page splits the failures imply (each failed compression of a zip page splits it:
+  ops - ops_ok), and the files' bytes.
+  The achieved ratio (`achieved_ratio`) is the statistics' pages (clustered plus other
+  indexes) at innodb_page_size, the table as InnoDB holds it uncompressed, over the
+  files' bytes: measured on MariaDB 10.11, text rows at KEY_BLOCK_SIZE=8 take exactly as
+  many pages as the same rows in ROW_FORMAT=DYNAMIC (353 and 353), so while compressions
+  succeed the pages are an uncompressed table's. Failed compressions split pages and
+  leave them part empty (random rows: 801 pages against 353), so where more than
+  FAILURE_RATE_LIMIT fail, or the rate is unknown, it is withheld rather than flatter
+  data that does not compress. Rows x average row length is no alternative:
+  AVG_ROW_LENGTH is DATA_LENGTH / rows, compressed bytes again. The files hold space
+  InnoDB reserved and has not used yet, compressed or not (a 60,000-row DYNAMIC table's
+  pages filled half its files), so a small table's achieved ratio reads low.
+  A zip page of half innodb_page_size or more (KEY_BLOCK_SIZE=8 of 16 KiB) failing
+  beyond the limit means the data does not compress to half its size:
+  ROW_FORMAT=COMPRESSED saves no space there (`does_not_compress`), nor would a larger
+  KEY_BLOCK_SIZE.
 - "page": page compression (MariaDB PAGE_COMPRESSED, MySQL COMPRESSION=) punches holes
   in the file: the saving is the apparent file size over the blocks really allocated,
   both exact. There is no failure counter per table.
@@ -68,6 +82,11 @@ class Compression:
     saved_ratio: float | None = None
     # What `ratio` is, in words a page shows beside it.
     ratio_label: str = ""
+    # Measured: the uncompressed size over the files' bytes (see the module's docstring),
+    # None where it cannot be known honestly; `achieved_label` says what it is, or why not.
+    achieved_ratio: float | None = None
+    achieved_label: str = ""
+    does_not_compress: bool = False
 
     @property
     def nominal(self) -> bool:
@@ -160,7 +179,7 @@ def _files(partitions: Sequence[PartitionState]) -> tuple[int | None, int | None
 
 
 def _row_verdict(
-    rate: float | None, ops: int | None, split_count: int | None, zip_size: int
+    rate: float | None, ops: int | None, split_count: int | None, zip_size: int, page_size: int
 ) -> tuple[bool, str]:
     kib = zip_size // 1024
     if rate is None:
@@ -170,6 +189,12 @@ def _row_verdict(
     if (ops or 0) < MIN_COMPRESS_OPS:
         return False, f"too few compressions ({ops}) to judge the failure rate"
     failed = f"{split_count or 0:,} page splits"
+    if rate > FAILURE_RATE_LIMIT and _is_half_page_or_more(zip_size, page_size):
+        return True, (
+            f"the data does not compress to half its size: {rate:.1%} of compressions fail "
+            f"at KEY_BLOCK_SIZE={kib}, half a {page_size // 1024} KiB page ({failed}; limit "
+            f"{FAILURE_RATE_LIMIT:.0%}), so ROW_FORMAT=COMPRESSED saves no space here"
+        )
     if rate > FAILURE_RATE_LIMIT:
         return True, (
             f"{rate:.1%} of compressions fail ({failed}; limit {FAILURE_RATE_LIMIT:.0%}): "
@@ -179,6 +204,49 @@ def _row_verdict(
     return False, (
         f"compression works: {rate:.1%} of compressions fail ({failed}) at KEY_BLOCK_SIZE={kib}"
     )
+
+
+def _is_half_page_or_more(zip_size: int, page_size: int) -> bool:
+    """A zip page this large holds a page only if the data compresses to half or better;
+    failing there, no larger KEY_BLOCK_SIZE saves space (16 of 16 KiB saves none)."""
+    return 2 * zip_size >= page_size
+
+
+def achieved_ratio(
+    partitions: Sequence[PartitionState], zip_size: int, page_size: int
+) -> float | None:
+    """The statistics' pages at innodb_page_size over the files' bytes, over the
+    partitions that know both; None when none does."""
+    known = [p for p in partitions if p.total_bytes is not None and p.file_bytes]
+    file_bytes = sum(p.file_bytes for p in known)  # type: ignore[misc]
+    if not known or not file_bytes:
+        return None
+    pages = sum(p.total_bytes // (p.page_size or zip_size) for p in known)  # type: ignore[operator]
+    return pages * page_size / file_bytes
+
+
+ACHIEVED_LABEL = (
+    "measured: the statistics' pages uncompressed (clustered plus other indexes x "
+    "innodb_page_size) / the files' bytes"
+)
+
+
+def _achieved(
+    partitions: Sequence[PartitionState], rate: float | None, ops: int | None, zip_size: int,
+    page_size: int,
+) -> tuple[float | None, str]:  # fmt: skip
+    """The achieved ratio of ROW_FORMAT=COMPRESSED, or None and why it is not known."""
+    if rate is None or (ops or 0) < MIN_COMPRESS_OPS:
+        return None, "achieved ratio unknown until the failure rate is known"
+    if rate > FAILURE_RATE_LIMIT:
+        return None, (
+            "achieved ratio unknown: failed compressions split pages and leave them part "
+            "empty, so the pages no longer say how large the data is uncompressed"
+        )
+    ratio = achieved_ratio(partitions, zip_size, page_size)
+    if ratio is None:
+        return None, "achieved ratio unknown: no statistics or file sizes yet"
+    return ratio, ACHIEVED_LABEL
 
 
 def _page_verdict(ratio: float | None) -> tuple[bool, str]:
@@ -202,8 +270,9 @@ def row_compression(
     ops = _sum(p.compress_ops for p in partitions)
     ok = _sum(p.compress_ops_ok for p in partitions if p.compress_ops is not None)
     rate, split_count = failure_rate(ops, ok), splits(ops, ok)
-    is_finding, verdict = _row_verdict(rate, ops, split_count, zip_size)
+    is_finding, verdict = _row_verdict(rate, ops, split_count, zip_size, page_size)
     file_bytes, allocated_bytes = _files(partitions)
+    achieved, achieved_label = _achieved(partitions, rate, ops, zip_size, page_size)
     return Compression(
         "row",
         page_size / zip_size,
@@ -217,6 +286,9 @@ def row_compression(
         file_bytes=file_bytes,
         allocated_bytes=allocated_bytes,
         ratio_label=nominal_label(page_size, zip_size),
+        achieved_ratio=achieved,
+        achieved_label=achieved_label,
+        does_not_compress=is_finding and _is_half_page_or_more(zip_size, page_size),
     )
 
 
@@ -236,6 +308,9 @@ def page_compression(partitions: Sequence[PartitionState]) -> Compression:
         allocated_bytes=allocated_bytes,
         saved_ratio=saved_ratio(file_bytes, allocated_bytes),
         ratio_label=PAGE_LABEL,
+        # Page compression's ratio is measured: it is the achieved one.
+        achieved_ratio=ratio,
+        achieved_label=PAGE_LABEL,
     )
 
 
@@ -266,9 +341,10 @@ def api_fields(compression: Compression) -> dict:
 
 def stored_api_fields(stored: dict | None) -> dict | None:
     """A table's stored compression as the API shows it. Health stored before the
-    measured figures and the label existed gets `nominal` and `ratio_label` from what it
-    has, and nulls for the rest, until the table's next analysis (at most a day later)."""
-    if not stored or "nominal" in stored:
+    measured figures, the label or the achieved ratio existed gets what can be said from
+    what it has (`nominal`, `ratio_label`; page compression's ratio is its achieved one),
+    and nulls for the rest, until the table's next analysis (at most a day later)."""
+    if not stored or "achieved_ratio" in stored:
         return stored
     nominal = bool(stored.get("ratio_is_nominal"))
     zip_size = stored.get("zip_page_size")
@@ -276,7 +352,15 @@ def stored_api_fields(stored: dict | None) -> dict | None:
     if nominal:
         label = nominal_label(DEFAULT_PAGE_SIZE, zip_size) if zip_size else "nominal page ratio"
     missing = ("compress_ops", "splits", "file_bytes", "allocated_bytes", "saved_ratio")
-    return {**dict.fromkeys(missing), **stored, "nominal": nominal, "ratio_label": label}
+    return {
+        **dict.fromkeys(missing),
+        "nominal": nominal,
+        "ratio_label": label,
+        **stored,
+        "achieved_ratio": None if nominal else stored.get("ratio"),
+        "achieved_label": "achieved ratio unknown until the next analysis" if nominal else label,
+        "does_not_compress": False,
+    }
 
 
 def server_failure_rates(innodb_cmp: Iterable[dict]) -> dict[int, float | None]:

@@ -9,6 +9,7 @@ file sizes, compression counters) carry `estimated=False`.
 """
 
 from collections.abc import Iterable
+from dataclasses import dataclass
 from datetime import UTC, datetime
 
 # Sets of the time zones of timestamps that compare as they are (see `oldest`).
@@ -39,3 +40,39 @@ def age_seconds(as_of: datetime | None, now: datetime) -> float | None:
 def _utc(moment: datetime) -> datetime:
     """Naive times are taken as UTC (how the collector stores them)."""
     return moment.replace(tzinfo=UTC) if moment.tzinfo is None else moment.astimezone(UTC)
+
+
+@dataclass(frozen=True, slots=True)
+class StatisticsAge:
+    """How old the statistics behind a table's totals are. A total is as old as its
+    stalest input, so `as_of` is the oldest partition's time and `partition` names it
+    (the first such, in definition order); `newest_at` is the freshest, and equal to
+    `as_of` when one ANALYZE TABLE refreshed every partition at once. `partitions`:
+    how many had statistics."""
+
+    as_of: datetime
+    partition: str
+    newest_at: datetime
+    partitions: int
+
+
+def statistics_age(times: Iterable[tuple[str, datetime | None]]) -> StatisticsAge | None:
+    """From (partition label, stats_updated_at) pairs in definition order; None when no
+    partition has statistics."""
+    known = [(label, at) for label, at in times if at is not None]
+    if not known:
+        return None
+    zones = {at.tzinfo for _, at in known}
+    if zones == _NAIVE or zones == _UTC:  # as in `oldest`: compare them as they are
+        stalest, newest = min(known, key=_time), max(known, key=_time)
+    else:
+        stalest, newest = min(known, key=_utc_time), max(known, key=_utc_time)
+    return StatisticsAge(stalest[1], stalest[0], newest[1], len(known))
+
+
+def _time(pair: tuple[str, datetime]) -> datetime:
+    return pair[1]
+
+
+def _utc_time(pair: tuple[str, datetime]) -> datetime:
+    return _utc(pair[1])

@@ -4,7 +4,8 @@ statement to run as is (names quoted, numbers computed to clear the finding).
 - runway: the REORGANIZE PARTITION (or ADD PARTITION) of `runway_fix.py`;
 - fragmentation: REBUILD PARTITION of the fragmented partitions;
 - staleness: ANALYZE PARTITION of the stale ones;
-- compression failing: a larger KEY_BLOCK_SIZE, or page compression;
+- compression failing: where the data does not compress to half, ROW_FORMAT=DYNAMIC
+  (or page compression); else a larger KEY_BLOCK_SIZE, or page compression;
 - skew of HASH, LINEAR HASH, KEY and LINEAR KEY that a count spreads: ADD PARTITION (or
   PARTITION BY) of named partitions up to a prime count (`skew_fix.py`); LIST: the values
   of the DEFAULT partition need partitions of their own (advice and the query);
@@ -285,6 +286,8 @@ def compression_fix(table: TableFacts) -> Fix:
         )
     kib = (compression.zip_page_size or 0) // 1024 if compression else 0
     page_kib = table.page_size // 1024
+    if compression is not None and compression.does_not_compress:
+        return stop_compressing_fix(table, kib)
     if not kib or kib >= page_kib:
         return Fix(
             f"Compression fails even at KEY_BLOCK_SIZE={kib or page_kib}: the data does not "
@@ -298,6 +301,25 @@ def compression_fix(table: TableFacts) -> Fix:
         f"compressions and page splits) for a smaller saving. Or use {page_compression}. "
         "Either rebuilds every partition (copies the rows, blocks writes): plan it off-peak.",
         f"ALTER TABLE {table.quoted} KEY_BLOCK_SIZE={larger}",
+    )
+
+
+def stop_compressing_fix(table: TableFacts, kib: int) -> Fix:
+    """Data that does not compress to half (failing at KEY_BLOCK_SIZE=8 of 16 KiB): say
+    so, and stop compressing rows; a larger KEY_BLOCK_SIZE would save nothing. Page
+    compression is the alternative for data of which a part compresses: it keeps what
+    the data gives without failed compressions (random bytes gain nothing, and then its
+    own finding says so)."""
+    plain = f"ALTER TABLE {table.quoted} ROW_FORMAT=DYNAMIC KEY_BLOCK_SIZE=0"
+    return Fix(
+        f"The data does not compress to half its size, so KEY_BLOCK_SIZE={kib} only splits "
+        "pages and spends CPU on failed compressions, and a larger KEY_BLOCK_SIZE saves "
+        f"nothing. Stop compressing its rows: {plain}. If part of the data does compress, "
+        f"MariaDB's page compression keeps that saving without failures: {plain} "
+        "PAGE_COMPRESSED=1 (MySQL: COMPRESSION='zlib' in place of PAGE_COMPRESSED=1, then "
+        "OPTIMIZE TABLE). Either rebuilds every partition (copies the rows): plan it "
+        "off-peak.",
+        plain,
     )
 
 

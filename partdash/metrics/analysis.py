@@ -22,6 +22,7 @@ from django.db import connection
 from partdash.health import findings as rules
 from partdash.health import recent
 from partdash.health.compression import api_fields, table_compression
+from partdash.health.estimates import statistics_age
 from partdash.health.fixes import TableFacts
 from partdash.health.hotspots import (
     SIGNAL_LAG,
@@ -341,6 +342,8 @@ def table_health(
         "activity": activity_signal(source, signals, seconds),
         "activity_source": source,
         "compression": None if compression is None else plain(api_fields(compression)),
+        # How old the totals' statistics are, and whose: the oldest partition's.
+        "statistics": plain(statistics_age((s.label, s.stats_updated_at) for s in states)),
         "runway": plain(runway),
         "findings": [plain(f) for f in found],
         "score": rules.table_score(found),

@@ -110,6 +110,7 @@ def health_fields(health: dict | None) -> dict:
         "runway": health.get("runway"),
         "findings": [with_fix(f) for f in health.get("findings") or []],
         "skew_bytes": health.get("skew_bytes"),
+        "statistics": health.get("statistics"),
     }
 
 

@@ -13,6 +13,10 @@ pytestmark = [
     pytest.mark.usefixtures("built_frontend"),
 ]
 
+PRIME_FIX = {
+    "advice": "A prime number of partitions spreads the steps.",
+    "sql": "ALTER TABLE `shop`.`orders` ADD PARTITION PARTITIONS 3",
+}
 SMTP_ERROR = "SMTPRecipientsRefused: {'dba@example.com': (550, b'5.1.1 no such user')}"
 
 
@@ -39,7 +43,9 @@ def fleet():
         ),
         "pending": builders.alert(db1, "skew", "pending", of=logs, severity="warning"),
         "silenced": builders.alert(db1, "hotspot", of=audit),
-        "resolved": builders.alert(db1, "skew", "resolved", of=orders, message="evened out"),
+        "resolved": builders.alert(
+            db1, "skew", "resolved", of=orders, message="evened out", fix=PRIME_FIX
+        ),
         "down": builders.alert(db2, "unreachable", fix=None, message="connection refused"),
     }
     builders.silence(server=db1, schema="shop", table="audit", comment="archiving audit")
@@ -102,6 +108,32 @@ def test_the_alerts_page_shows_firing_pending_silenced_history_and_failed_emails
     assert page.locator("#nav-alerts .badge").inner_text() == "3"
 
     screenshot(page, "alerts")
+    assert page.console_errors == []
+
+
+def test_a_resolved_alert_reads_resolved_and_folds_the_fix_that_was_proposed(
+    page, live_server, admin_user, fleet
+):
+    log_in(page, live_server)
+    open_page(page, live_server, "/alerts/", "#alerts-page")
+    resolved = page.locator(f"#history li[data-id='{fleet['alerts']['resolved'].pk}']")
+    firing = page.locator(f"#firing li[data-id='{fleet['alerts']['runway'].pk}']")
+
+    badge = resolved.locator(".alert-head .badge")
+    assert badge.inner_text() == "resolved (was critical)"
+    assert "sev-critical" not in badge.get_attribute("class")
+    red = firing.locator(".alert-head .badge").evaluate(
+        "(b) => getComputedStyle(b).backgroundColor"
+    )
+    assert badge.evaluate("(b) => getComputedStyle(b).backgroundColor") != red
+    # The fix is folded away under what it was, its statement hidden until asked for.
+    fold = resolved.locator("details.proposed-fix")
+    assert fold.locator("summary").inner_text().startswith("The fix that was proposed")
+    assert fold.get_attribute("open") is None
+    assert not resolved.locator("pre.sql").is_visible()
+    assert firing.locator("pre.sql").is_visible()  # a firing alert's fix is still to run
+    fold.locator("summary").click()
+    assert resolved.locator("pre.sql code").inner_text() == PRIME_FIX["sql"]
     assert page.console_errors == []
 
 

@@ -89,3 +89,59 @@ def test_health_stored_before_the_label_is_shown_labelled():
     assert compression.stored_api_fields(None) is None
     current = compression.api_fields(compression.table_compression(zipped((100, 90))))
     assert compression.stored_api_fields(current) is current
+
+
+def paged_out(ops: int, ok: int, zip_kib: int, pages: int, file_bytes: int):
+    """One ROW_FORMAT=COMPRESSED partition whose statistics hold `pages` zip pages."""
+    return [
+        PartitionState(
+            "p0",
+            row_format="Compressed",
+            page_size=zip_kib * 1024,
+            compress_ops=ops,
+            compress_ops_ok=ok,
+            data_bytes=pages * zip_kib * 1024,
+            index_bytes=0,
+            file_bytes=file_bytes,
+            allocated_bytes=file_bytes,
+        )
+    ]
+
+
+def test_the_achieved_ratio_is_the_pages_uncompressed_over_the_files():
+    result = compression.table_compression(paged_out(1000, 1000, 4, 481, 4 * MiB))
+    assert result.achieved_ratio == pytest.approx(481 * 16384 / (4 * MiB))
+    assert result.achieved_label.startswith("measured: the statistics' pages uncompressed")
+    assert result.ratio == 4.0 and result.does_not_compress is False
+
+
+@pytest.mark.parametrize(
+    ("ops", "ok", "why"),
+    [(1000, 600, "part empty"), (None, None, "until the failure rate"), (50, 50, "until")],
+)
+def test_the_achieved_ratio_is_withheld_where_pages_may_be_part_empty(ops, ok, why):
+    result = compression.table_compression(paged_out(ops, ok, 4, 481, 4 * MiB))
+    assert result.achieved_ratio is None and why in result.achieved_label
+
+
+def test_failing_at_half_a_page_says_first_the_data_does_not_compress():
+    result = compression.table_compression(paged_out(3755, 2255, 8, 801, 10 * MiB))
+    assert result.verdict.startswith("the data does not compress to half its size: 39.9%")
+    assert result.does_not_compress is True and result.is_finding is True
+    quarter = compression.table_compression(paged_out(3755, 2255, 4, 801, 10 * MiB))
+    assert quarter.is_finding and quarter.does_not_compress is False  # 2:1 may still fit
+
+
+def test_page_compression_achieves_its_measured_ratio():
+    partitions = [PartitionState("p0", file_bytes=100 * MiB, allocated_bytes=40 * MiB)]
+    result = compression.table_compression(partitions, "PAGE_COMPRESSED=1")
+    assert result.achieved_ratio == result.ratio == 2.5
+
+
+def test_health_stored_before_the_achieved_ratio_shows_it_unknown():
+    stored = compression.api_fields(compression.table_compression(zipped((100, 90))))
+    for name in ("achieved_ratio", "achieved_label", "does_not_compress"):
+        del stored[name]
+    shown = compression.stored_api_fields(stored)
+    assert shown["achieved_ratio"] is None and "next analysis" in shown["achieved_label"]
+    assert shown["splits"] == stored["splits"] and shown["nominal"] is True

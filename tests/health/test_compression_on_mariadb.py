@@ -107,8 +107,13 @@ def test_random_and_text_rows_share_the_nominal_ratio_but_not_the_measured_figur
         page.goto(f"{live_server.url}/tables/{tables[(schema, name)]['id']}/")
         page.wait_for_selector("#compression-nominal", timeout=PAGE_READY_MS)
         assert NOMINAL in page.inner_text("#compression-nominal")
-        panel = page.inner_text("#compression")
-        assert "achieved" not in panel.replace(NOMINAL, "")  # 4 is never called achieved
+        # 4 is never called achieved: the achieved figure is the measured one, or why not.
+        achieved = measured[name]["achieved_ratio"]
+        shown_achieved = page.inner_text("#compression-achieved")
+        if achieved is None:
+            assert shown_achieved == measured[name]["achieved_label"]
+        else:
+            assert float(shown_achieved) == pytest.approx(achieved, abs=0.01) != 4.0
         shown[name] = page.inner_text("#compression-file-bytes")
         assert page.inner_text("#compression-splits").startswith(f"{measured[name]['splits']:,}")
         ARTIFACTS.mkdir(exist_ok=True)

@@ -99,6 +99,14 @@ def test_failing_compression_doubles_the_key_block_size():
     assert "from 4 to 8" in fix.advice and "PAGE_COMPRESSED=1" in fix.advice
 
 
+def test_data_that_does_not_compress_is_told_so_first_and_to_stop_compressing():
+    failing_at_8 = Compression("row", 2.0, 0.4, "fails", True, True, 8192, does_not_compress=True)
+    fix = compression_fix(facts(compression=failing_at_8))
+    assert fix.advice.startswith("The data does not compress to half its size")
+    assert fix.sql == "ALTER TABLE `shop`.`orders` ROW_FORMAT=DYNAMIC KEY_BLOCK_SIZE=0"
+    assert f"{fix.sql} PAGE_COMPRESSED=1" in fix.advice and "KEY_BLOCK_SIZE=16" not in fix.advice
+
+
 def test_failing_at_the_largest_key_block_size_is_advice_only():
     fix = compression_fix(facts(compression=failing(16)))
     assert fix.sql is None and "does not compress" in fix.advice

@@ -66,6 +66,27 @@ function figures(alert) {
   return `value ${figure(alert.rule, alert.value)}, threshold ${figure(alert.rule, alert.threshold)}; `;
 }
 
+// A resolved alert reads as resolved, not in its old severity's colour; the severity
+// it had stays in words.
+function resolvedBadge(severity) {
+  return el(
+    "span",
+    { className: "badge sev-resolved", title: `was ${severity}` },
+    `resolved (was ${severity})`,
+  );
+}
+
+// A resolved alert's fix is history, not something still to run: folded away.
+function proposedFix(fix) {
+  if (!fix) return null;
+  return el(
+    "details",
+    { className: "proposed-fix small" },
+    el("summary", {}, "The fix that was proposed (nothing to run now)"),
+    fixBlock(fix),
+  );
+}
+
 function alertItem(alert) {
   return el(
     "li",
@@ -81,7 +102,7 @@ function alertItem(alert) {
     el(
       "div",
       { className: "alert-head" },
-      severityBadge(alert.severity),
+      alert.state === "resolved" ? resolvedBadge(alert.severity) : severityBadge(alert.severity),
       " ",
       el("strong", {}, alert.rule),
       " ",
@@ -90,7 +111,7 @@ function alertItem(alert) {
     ),
     el("div", { className: "alert-message" }, alert.message),
     el("div", { className: "alert-figures small" }, figures(alert), when(alert)),
-    fixBlock(alert.fix),
+    alert.state === "resolved" ? proposedFix(alert.fix) : fixBlock(alert.fix),
     alert.state !== "resolved" && !alert.silenced ? silenceLink(alert) : null,
   );
 }

@@ -40,7 +40,7 @@ const COLUMNS = [
     label: "Rows",
     className: "num",
     value: (t) => t.rows,
-    render: (t) => estimate(count(t.rows), asOf(t), { short: true }),
+    render: (t) => estimate(count(t.rows), asOf(t), { short: true, statistics: t.statistics }),
   },
   {
     key: "data",

@@ -28,6 +28,7 @@ function partitionCount(table, partitions) {
 
 function showFacts(table, partitions) {
   const asOf = table.skew?.as_of ?? table.runway?.as_of;
+  const aged = { statistics: table.statistics };
   show(
     "table-facts",
     fact(
@@ -36,10 +37,10 @@ function showFacts(table, partitions) {
       table.subpartition_method ? `, subpartitioned by ${table.subpartition_method}` : "",
     ),
     fact("Partitions", el("span", { id: "partition-count" }, partitionCount(table, partitions))),
-    fact("Rows", el("span", { id: "rows-fact" }, estimate(count(table.rows), asOf))),
+    fact("Rows", el("span", { id: "rows-fact" }, estimate(count(table.rows), asOf, aged))),
     fact(
       "Data / index",
-      estimate(`${bytes(table.data_bytes)} / ${bytes(table.index_bytes)}`, asOf),
+      estimate(`${bytes(table.data_bytes)} / ${bytes(table.index_bytes)}`, asOf, aged),
     ),
     fact("On disk", bytes(table.file_bytes)),
     fact(
