@@ -26,8 +26,10 @@ const mean = (values) => {
 
 // Merge consecutive polls into at most `max` columns: each cell the mean of the rates
 // known in it (null where none is), each column from its first poll to its last.
+export const pollsPerColumn = (polls, max = MAX_COLUMNS) => Math.max(1, Math.ceil(polls / max));
+
 export function binPolls(history, max = MAX_COLUMNS) {
-  const size = Math.max(1, Math.ceil(history.points.length / max));
+  const size = pollsPerColumn(history.points.length, max);
   const columns = [];
   for (let at = 0; at < history.points.length; at += size) {
     const polls = history.points.slice(at, at + size);
@@ -77,7 +79,8 @@ function foldedRow(columns, names, rest) {
 
 // The rows a heatmap draws: every partition in the table's order (`ordinal`), or the
 // busiest first with the rest folded past FOLD_ABOVE. Each row: {label, values (one per
-// column), total}, the folded one also {folded: names, busiest: name per column}.
+// column), total}, the folded one also {folded: names, busiest: name per column}; and the
+// busiest partition's name (null when none moved) and how many polls a column merges.
 export function heatRows(history, { ordinal = false, max = MAX_COLUMNS } = {}) {
   const columns = binPolls(history, max);
   const totals = activity(history);
@@ -90,7 +93,12 @@ export function heatRows(history, { ordinal = false, max = MAX_COLUMNS } = {}) {
   const fold = !ordinal && order.length > FOLD_ABOVE;
   const rows = (fold ? order.slice(0, TOP_ROWS) : order).map(row);
   if (fold) rows.push(foldedRow(columns, history.partitions, order.slice(TOP_ROWS)));
-  return { columns, rows, busiest: totals[order[0]] ? history.partitions[order[0]] : null };
+  return {
+    columns,
+    rows,
+    busiest: totals[order[0]] ? history.partitions[order[0]] : null,
+    pollsPerColumn: pollsPerColumn(history.points.length, max),
+  };
 }
 
 // The bars a size chart draws: every partition in order, or past FOLD_BARS_ABOVE the

@@ -20,9 +20,15 @@ const dayClock = new Intl.DateTimeFormat(undefined, {
 export const NO_DATA = "no data yet";
 const NO_DATA_WHY = "no earlier reading to compare with";
 
+// Rows a second to two decimals; a trickle below that is not written as 0.
+const rowsRate = (v) => {
+  if (v == null) return "—";
+  return v > 0 && v < 0.005 ? "< 0.01 rows/s" : `${number(v)} rows/s`;
+};
+
 // Each rate's unit: rows the application changed, or bytes on disk.
 const RATES = {
-  rows_changed_per_s: { format: (v) => (v == null ? "—" : `${number(v)} rows/s`), unit: "rows/s" },
+  rows_changed_per_s: { format: rowsRate, unit: "rows/s" },
   write_bytes_per_s: { format: rate, unit: "bytes/s" },
   read_bytes_per_s: { format: rate, unit: "bytes/s" },
 };
@@ -126,6 +132,11 @@ export function heatmap(canvas, history, { ordinal = false } = {}) {
     },
   });
   chart.heatView = view;
+  canvas.setAttribute("role", "img");
+  canvas.setAttribute(
+    "aria-label",
+    view.busiest ? `busiest partition: ${view.busiest}` : "no partition active in this window",
+  );
   return chart;
 }
 
@@ -148,6 +159,7 @@ export function heatLegend(history, view, { ordinal = false } = {}) {
       "span",
       { className: "heat-unit" },
       `${RATES[history.metric]?.unit}, per partition and poll`,
+      view.pollsPerColumn > 1 ? ` (each column the mean of ${view.pollsPerColumn} polls)` : "",
     ),
     hasNull &&
       el(
