@@ -38,7 +38,14 @@ const cellsOf = (rows) =>
   rows.flatMap((row, y) =>
     row.values.map((v, x) => ({ x: String(x), y: String(y), v, busiest: row.busiest?.[x] })),
   );
-const knownValues = (rows) => rows.flatMap((row) => row.values.filter((v) => v != null));
+// The smallest and largest rate drawn, [0, 0] with none (a loop: a year of partitions by
+// 120 columns is too many arguments to spread into Math.min).
+function extent(rows) {
+  let [min, max] = [Infinity, -Infinity];
+  for (const row of rows)
+    for (const v of row.values) if (v != null) [min, max] = [Math.min(min, v), Math.max(max, v)];
+  return max === -Infinity ? [0, 0] : [min, max];
+}
 
 // Whether a history has any rate to draw (a rate needs two readings of a partition).
 export const hasRates = (history) =>
@@ -83,7 +90,7 @@ function cellText(view, metric, raw) {
 export function heatmap(canvas, history, { ordinal = false } = {}) {
   const width = canvas.parentElement.clientWidth - LABELS_PX;
   const view = heatRows(history, { ordinal, max: columnsFor(width) });
-  const max = Math.max(0, ...knownValues(view.rows));
+  const max = Math.max(0, extent(view.rows)[1]);
   const missing = noDataPattern();
   const cells = cellsOf(view.rows);
   canvas.parentElement.style.height = `${view.rows.length * ROW_PX + AXIS_PX}px`;
@@ -144,8 +151,7 @@ export function heatmap(canvas, history, { ordinal = false } = {}) {
 // rate's unit; the hatching of "no data yet"; what the folded row shows; the busiest.
 export function heatLegend(history, view, { ordinal = false } = {}) {
   const format = rateFormat(history.metric);
-  const values = knownValues(view.rows);
-  const [min, max] = values.length ? [Math.min(...values), Math.max(...values)] : [0, 0];
+  const [min, max] = extent(view.rows);
   const folded = view.rows.find((row) => row.folded);
   const hasNull = view.rows.some((row) => row.values.some((v) => v == null));
   return el(

@@ -180,7 +180,6 @@ def test_the_hot_partition_of_a_year_is_named_at_1440_and_390_px_in_light_and_da
         name = f"heatmaps-{width}-{scheme}"
         page.locator("#rows-changed-box").scroll_into_view_if_needed()
         page.screenshot(path=ARTIFACTS / f"{name}.png")
-        figure.screenshot(path=ARTIFACTS / f"{name}-rows-changed.png")
         page.locator("#rows-chart").locator("xpath=../../..").screenshot(
             path=ARTIFACTS / f"{name}-sizes.png"
         )
