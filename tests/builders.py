@@ -36,7 +36,7 @@ from partdash.collector.names import PartitionName, identity
 from partdash.collector.sources.definitions import PartitionDefinition, TableDefinition
 from partdash.collector.sources.server_facts import ServerFacts
 from partdash.lib.quoting import account
-from partdash.metrics.models import Partition, PartitionedTable, ServerSnapshot
+from partdash.metrics.models import Partition, PartitionedTable, PartitionSample, ServerSnapshot
 from partdash.metrics.store import forget_figures, partition_key
 from partdash.servers.choices import Flavor
 from partdash.servers.models import Server
@@ -138,6 +138,12 @@ def snapshot(on: Server, ago: timedelta = timedelta(0), **fields) -> ServerSnaps
         **fields,
     }
     return ServerSnapshot.objects.create(server=on, **fields)
+
+
+def sample(of: Partition, at: ServerSnapshot, **figures) -> PartitionSample:
+    """What poll `at` stored of partition `of`: the `figures` that changed (the others
+    NULL: unchanged). Unsaved, so a test can store hundreds with one bulk_create."""
+    return PartitionSample(partition=of, snapshot=at, **figures)
 
 
 def alert(

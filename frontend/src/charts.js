@@ -48,6 +48,7 @@ export const COLOURS = {
   warning: "#b36b00",
   critical: "#b3261e",
   unknown: "#9ca3af",
+  unknownIndex: "#d1d5db",
 };
 
 // A distinct colour per series (partition lines), cycling round the hue circle.
@@ -56,9 +57,10 @@ export function seriesColour(index, count) {
   return `hsl(${hue} 65% 45%)`;
 }
 
-// Heatmap cell colour: pale at zero through to dark blue at the largest value. Not red:
+// Heatmap cell colour: faint at zero through to full blue at the largest value (a darker
+// blue on a light page, a lighter one on a dark page: --heat in partdash.css). Not red:
 // red means a flagged hotspot and nothing else, and a busy cell is not a verdict.
-const HEAT_RGB = "29, 78, 216";
+const HEAT_RGB = page.getPropertyValue("--heat").trim() || "29, 78, 216";
 const HEAT_FLOOR = 0.06;
 
 export function heat(value, max) {
@@ -68,6 +70,23 @@ export function heat(value, max) {
 
 // The heatmap's scale as a CSS gradient, from the colour of zero to that of the largest.
 export const HEAT_GRADIENT = `linear-gradient(to right, ${heat(0, 1)}, ${heat(1, 1)})`;
+
+// The page's own colours, for what a chart draws between and across its cells.
+export const pageColour = (name, fallback) => page.getPropertyValue(name).trim() || fallback;
+
+// A cell with no data yet: grey hatching (the legend's .swatch.no-data), unlike any rate.
+export function noDataPattern() {
+  const tile = document.createElement("canvas");
+  tile.width = tile.height = 6;
+  const pen = tile.getContext("2d");
+  pen.strokeStyle = pageColour("--muted", "#666");
+  pen.globalAlpha = 0.6;
+  pen.beginPath();
+  pen.moveTo(0, 6);
+  pen.lineTo(6, 0);
+  pen.stroke();
+  return pen.createPattern(tile, "repeat");
+}
 
 // Replace whatever chart already lives on `canvas` (selectors redraw in place).
 export function drawChart(canvas, config) {

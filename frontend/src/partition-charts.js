@@ -1,7 +1,10 @@
-// Per-partition charts of the table page: sizes (bars), activity (heatmaps), history (lines).
-import { COLOURS, drawChart, HEAT_GRADIENT, heat, seriesColour } from "./charts.js";
-import { el } from "./dom.js";
+// Per-partition charts of the table page: sizes (bars) and history (lines); the activity
+// heatmaps are heatmaps.js. A large table's bars are its largest partitions and one bar
+// for the rest (fold.js).
+import { COLOURS, drawChart, seriesColour } from "./charts.js";
+import { foldBars, restFigures } from "./fold.js";
 import { bytes, count, localTime, partitionLabel, pollTime, rate } from "./format.js";
+import { rateFormat } from "./heatmaps.js";
 
 const MAX_LEGEND = 12;
 const DAY_MS = 86400000;
@@ -12,39 +15,11 @@ export const METRIC_FORMAT = {
   data_bytes: bytes,
   index_bytes: bytes,
   file_bytes: bytes,
+  rows_changed_per_s: rateFormat("rows_changed_per_s"),
   write_bytes_per_s: rate,
   read_bytes_per_s: rate,
 };
 
-const heatCells = (history) =>
-  history.points.flatMap(([, ...rates], x) =>
-    rates.map((v, y) => ({ x: String(x), y: String(y), v: v ?? 0 })),
-  );
-const heatMax = (cells) => Math.max(0, ...cells.map((c) => c.v));
-
-// The colour scale under a heatmap: the smallest and largest rate shown, in bytes/s.
-export function heatLegend(history) {
-  const values = heatCells(history).map((c) => c.v);
-  const [min, max] = values.length ? [Math.min(...values), Math.max(...values)] : [0, 0];
-  const nowrap = "white-space:nowrap";
-  return el(
-    "div",
-    {
-      className: "heat-legend",
-      style: "display:flex;flex-wrap:wrap;align-items:center;gap:0.25rem 0.5rem;font-size:0.85em",
-    },
-    el("span", { className: "heat-min", style: nowrap }, rate(min)),
-    el("span", {
-      className: "heat-scale",
-      style: `flex:1;min-width:4rem;max-width:16rem;height:0.8rem;background:${HEAT_GRADIENT}`,
-    }),
-    el("span", { className: "heat-max", style: nowrap }, rate(max)),
-    el("span", { className: "heat-unit" }, "bytes/s, per partition and poll"),
-  );
-}
-
-const hotColours = (partitions, colour, hot = COLOURS.hot) =>
-  partitions.map((p) => (p.is_hotspot ? hot : colour));
 // On a log scale the smallest bar needs room below it, or it has no height at all.
 function logFloor(values) {
   const smallest = Math.min(...values.filter((v) => v > 0));
@@ -58,117 +33,81 @@ const yScale = (log, format, values) => ({
   ticks: { callback: format },
 });
 
+// The bars of a size chart: each partition shown, then (a large table) one bar for the
+// rest at their mean, so it stays on the scale of a partition; grey, as it is none of them.
+function sizeBars(partitions, size) {
+  const { shown, rest } = foldBars(partitions, size);
+  return {
+    labels: [...shown.map(partitionLabel), ...(rest ? [`${rest.label} (mean)`] : [])],
+    values: (field) => [
+      ...shown.map((p) => p[field]),
+      ...(rest ? [restFigures(rest, field).mean] : []),
+    ],
+    colours: (colour, hot, folded) => [
+      ...shown.map((p) => (p.is_hotspot ? hot : colour)),
+      ...(rest ? [folded] : []),
+    ],
+    // What the folded bar stands for, in its tooltip.
+    restText: (field, format) => {
+      const { mean, total, largest } = restFigures(rest, field);
+      return `${format(mean)} each on average, ${format(total)} in all; largest ${partitionLabel(largest)}`;
+    },
+    isRest: (index) => rest != null && index === shown.length,
+  };
+}
+
 export function rowsChart(canvas, partitions, log) {
+  const bars = sizeBars(partitions, (p) => p.rows);
+  const label = (c) =>
+    bars.isRest(c.dataIndex)
+      ? bars.restText("rows", (v) => `${count(Math.round(v))} rows`)
+      : `${count(c.raw)} rows`;
   return drawChart(canvas, {
     type: "bar",
     data: {
-      labels: partitions.map(partitionLabel),
+      labels: bars.labels,
       datasets: [
         {
           label: "rows",
-          data: partitions.map((p) => p.rows),
-          backgroundColor: hotColours(partitions, COLOURS.base),
+          data: bars.values("rows"),
+          backgroundColor: bars.colours(COLOURS.base, COLOURS.hot, COLOURS.unknown),
         },
       ],
     },
     options: {
-      scales: {
-        y: yScale(
-          log,
-          (v) => count(v),
-          partitions.map((p) => p.rows),
-        ),
-      },
-      plugins: {
-        legend: { display: false },
-        tooltip: { callbacks: { label: (c) => `${count(c.raw)} rows` } },
-      },
+      scales: { y: yScale(log, (v) => count(v), bars.values("rows")) },
+      plugins: { legend: { display: false }, tooltip: { callbacks: { label } } },
     },
   });
 }
 
 export function bytesChart(canvas, partitions, log) {
-  const dataset = (label, field, colour, hot) => ({
+  const bars = sizeBars(partitions, (p) => (p.data_bytes ?? 0) + (p.index_bytes ?? 0));
+  const dataset = (label, field, colour, hot, folded) => ({
     label,
-    data: partitions.map((p) => p[field]),
-    backgroundColor: hotColours(partitions, colour, hot),
+    field,
+    data: bars.values(field),
+    backgroundColor: bars.colours(colour, hot, folded),
     stack: "bytes",
   });
+  const label = (c) =>
+    `${c.dataset.label}: ${bars.isRest(c.dataIndex) ? bars.restText(c.dataset.field, bytes) : bytes(c.raw)}`;
   return drawChart(canvas, {
     type: "bar",
     data: {
-      labels: partitions.map(partitionLabel),
+      labels: bars.labels,
       datasets: [
-        dataset("data", "data_bytes", COLOURS.base, COLOURS.hot),
-        dataset("index", "index_bytes", COLOURS.index, COLOURS.hotIndex),
+        dataset("data", "data_bytes", COLOURS.base, COLOURS.hot, COLOURS.unknown),
+        dataset("index", "index_bytes", COLOURS.index, COLOURS.hotIndex, COLOURS.unknownIndex),
       ],
     },
     options: {
       scales: {
         x: { stacked: true },
-        y: {
-          ...yScale(
-            log,
-            (v) => bytes(v),
-            partitions.map((p) => p.data_bytes),
-          ),
-          stacked: true,
-        },
+        y: { ...yScale(log, (v) => bytes(v), bars.values("data_bytes")), stacked: true },
       },
       // The caption says which shade is which: a legend would take the first bar's colour.
-      plugins: {
-        legend: { display: false },
-        tooltip: { callbacks: { label: (c) => `${c.dataset.label}: ${bytes(c.raw)}` } },
-      },
-    },
-  });
-}
-
-// A category axis keyed by position ("0", "1", ...) and showing `names`: two polls in the
-// same second share a name but must keep their own column.
-const indexAxis = (names) => ({
-  type: "category",
-  labels: names.map((_, i) => String(i)),
-  offset: true,
-  grid: { display: false },
-  ticks: { callback: (_, i) => names[i] },
-});
-
-// Partition (y) by poll (x), coloured by the rate over that poll's interval.
-export function heatmap(canvas, history) {
-  const times = history.points.map(([iso]) => pollTime(iso));
-  const cells = heatCells(history);
-  const max = heatMax(cells);
-  const size =
-    (axis, n) =>
-    ({ chart }) =>
-      (chart.chartArea?.[axis] ?? 0) / Math.max(n, 1) - 1;
-  return drawChart(canvas, {
-    type: "matrix",
-    data: {
-      datasets: [
-        {
-          label: history.metric,
-          data: cells,
-          backgroundColor: (c) => heat(c.raw?.v ?? 0, max),
-          borderColor: "#e5e7eb",
-          borderWidth: 1,
-          width: size("width", times.length),
-          height: size("height", history.partitions.length),
-        },
-      ],
-    },
-    options: {
-      scales: { x: indexAxis(times), y: indexAxis(history.partitions) },
-      plugins: {
-        legend: { display: false },
-        tooltip: {
-          callbacks: {
-            title: () => "",
-            label: (c) => `${history.partitions[+c.raw.y]} at ${times[+c.raw.x]}: ${rate(c.raw.v)}`,
-          },
-        },
-      },
+      plugins: { legend: { display: false }, tooltip: { callbacks: { label } } },
     },
   });
 }

@@ -98,7 +98,9 @@ def rate_history(
     table, partitions, metric: str, since: datetime, until: datetime | None = None
 ) -> list[list]:
     """One point per poll: each partition's counter delta over that poll's interval (0
-    when it did not change; a reset counts from zero)."""
+    when it did not change; a reset counts from zero). None (JSON null) until the
+    partition has a reading to compare with: a new partition, or a counter not read
+    before, has no rate yet, which is not a rate of 0."""
     counter = RATE_METRICS[metric]
     index = {p.pk: i for i, p in enumerate(partitions)}
     by_snapshot: dict[int, list] = {}
@@ -109,7 +111,7 @@ def rate_history(
     last = _latest_before(index, counter, since)
     points, previous_time = [], None
     for snapshot_id, taken_at in _snapshots(table, since, until):
-        values = [0.0] * len(partitions)
+        values = [0.0 if p.pk in last else None for p in partitions]
         seconds = (taken_at - previous_time).total_seconds() if previous_time else None
         for partition_id, value in by_snapshot.get(snapshot_id, []):
             values[index[partition_id]] = counter_rate(value, last.get(partition_id), seconds)

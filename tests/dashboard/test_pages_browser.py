@@ -414,12 +414,14 @@ def test_the_hash_table_page_shows_its_skew_and_draws_every_chart(
     if skew["fix"]["sql"]:
         assert shown.locator("pre.sql").inner_text() == skew["fix"]["sql"]
 
-    # Two size charts, two heatmaps, the history lines.
-    assert assert_every_chart_draws(page) == 5
+    # Two size charts and the history lines; no rates were read (performance_schema OFF,
+    # no modification counters), so each heatmap's place says why instead.
+    assert assert_every_chart_draws(page) == 3
+    assert page.locator(".heat-scroll .empty").count() == 3
     page.check("#log-scale")
     page.select_option("#history-metric", "file_bytes")
     page.select_option("#range", "7d")
-    assert assert_every_chart_draws(page) == 5
+    assert assert_every_chart_draws(page) == 3
     screenshot(page, "table-hash")
     assert page.console_errors == []
 
@@ -451,7 +453,7 @@ def test_the_range_table_page_shows_its_runway(page, live_server, admin_user, fl
     )
     assert expected in bounds.nth(2).inner_text()
 
-    assert assert_every_chart_draws(page) == 6  # the five of every table and the runway
+    assert assert_every_chart_draws(page) == 4  # the three of every table and the runway
     screenshot(page, "table-range")
     assert page.console_errors == []
 

@@ -5,7 +5,9 @@ import { el, estimate, show } from "../dom.js";
 import { findingList } from "../findings.js";
 import { age, bytes, count, localTime, number } from "../format.js";
 import { watchPolls } from "../live.js";
-import { bytesChart, heatLegend, heatmap, historyChart, rowsChart } from "../partition-charts.js";
+import { foldBars, TOP_BARS } from "../fold.js";
+import { hasRates, heatLegend, heatmap } from "../heatmaps.js";
+import { bytesChart, historyChart, rowsChart } from "../partition-charts.js";
 import { showRunway } from "../runway.js";
 import { readView, writeView } from "../view-state.js";
 
@@ -14,8 +16,28 @@ const tableUrl = `tables/${root.dataset.tableId}/`;
 const HOUR_MS = 3600000;
 // The ranges offered, up to the retention of hourly figures (90 days).
 const RANGE_HOURS = { "1h": 1, "6h": 6, "24h": 24, "7d": 168, "30d": 720, "90d": 2160 };
-const RATE_METRICS = { write_bytes_per_s: true, read_bytes_per_s: true };
-const VIEW_DEFAULTS = { range: "24h", from: "", until: "", metric: "rows", log: "" };
+const RATE_METRICS = { rows_changed_per_s: true, write_bytes_per_s: true, read_bytes_per_s: true };
+const VIEW_DEFAULTS = { range: "24h", from: "", until: "", metric: "rows", log: "", order: "" };
+// The heatmaps: the box each is drawn in, its rate, and what to say when it has none.
+const HEATMAPS = [
+  {
+    name: "rows-changed",
+    metric: "rows_changed_per_s",
+    none:
+      "No rows-changed figures in this window yet: each partition needs two readings of " +
+      "InnoDB's modification counter (see where hot partitions come from, above).",
+  },
+  {
+    name: "write",
+    metric: "write_bytes_per_s",
+    none: "No disk writes measured in this window: they need performance_schema ON and two polls.",
+  },
+  {
+    name: "read",
+    metric: "read_bytes_per_s",
+    none: "No disk reads measured in this window: they need performance_schema ON and two polls.",
+  },
+];
 const fact = (term, ...value) => [el("dt", {}, term), el("dd", {}, value)];
 
 // "4 partitions, 16 subpartitions": the stored count is of subpartitions where there are any.
@@ -85,19 +107,47 @@ function drawSizes(partitions) {
   const log = view.log === "1";
   rowsChart(document.getElementById("rows-chart"), partitions, log);
   bytesChart(document.getElementById("bytes-chart"), partitions, log);
+  const { rest } = foldBars(partitions, (p) => p.rows);
+  show(
+    "sizes-folded",
+    rest
+      ? `· ${count(partitions.length)} partitions: the ${TOP_BARS} largest (and any hotspot) ` +
+          `have a bar each, the other ${count(rest.partitions.length)} one grey bar at their mean.`
+      : null,
+  );
 }
 
+// Each box's canvas, kept while a sentence stands in its place, so it keeps its id.
+const canvases = new Map();
+
 // A chart, or a sentence in its place when there is nothing to draw yet.
-function drawOrExplain(boxId, history, draw, why) {
+function drawOrExplain(boxId, drawable, draw, why) {
   const box = document.getElementById(boxId);
-  const canvas = box.querySelector("canvas") ?? el("canvas", { id: `${boxId}-canvas` });
-  if (!history.points.length || !history.partitions.length) {
+  if (!canvases.has(boxId))
+    canvases.set(boxId, box.querySelector("canvas") ?? el("canvas", { id: `${boxId}-canvas` }));
+  if (!drawable) {
+    box.style.height = "";
     box.replaceChildren(el("p", { className: "empty" }, why));
-    return false;
+    return null;
   }
-  box.replaceChildren(canvas);
-  draw(canvas, history);
-  return true;
+  box.replaceChildren(canvases.get(boxId));
+  return draw(canvases.get(boxId));
+}
+
+let activity = {}; // the rate histories last fetched, by metric: the order toggle redraws them
+
+function drawHeatmaps() {
+  const ordinal = view.order === "ordinal";
+  for (const { name, metric, none } of HEATMAPS) {
+    const rates = activity[metric];
+    const chart = drawOrExplain(
+      `${name}-box`,
+      hasRates(rates),
+      (c) => heatmap(c, rates, { ordinal }),
+      none,
+    );
+    show(`${name}-legend`, chart ? heatLegend(rates, chart.heatView, { ordinal }) : null);
+  }
 }
 
 // The chosen window in epoch ms: a range ending now, or the custom one.
@@ -142,25 +192,18 @@ async function drawActivity() {
     (view.range === "custom"
       ? `&until=${encodeURIComponent(new Date(window.end).toISOString())}`
       : "");
-  const [writes, reads, history] = await Promise.all(
-    ["write_bytes_per_s", "read_bytes_per_s", view.metric].map((m) =>
-      getJSON(`${tableUrl}history/?metric=${m}&${query}`),
-    ),
+  const metrics = [...new Set([...HEATMAPS.map((h) => h.metric), view.metric])];
+  const fetched = await Promise.all(
+    metrics.map((m) => getJSON(`${tableUrl}history/?metric=${m}&${query}`)),
   );
-  const noRates = "No rates in this window yet: a rate needs two polls.";
-  for (const [name, rates] of [
-    ["write", writes],
-    ["read", reads],
-  ]) {
-    const drawn = drawOrExplain(`${name}-box`, rates, heatmap, noRates);
-    show(`${name}-legend`, drawn ? heatLegend(rates) : null);
-  }
-  const levels = toLatestPoll(history, writes);
+  activity = Object.fromEntries(metrics.map((m, i) => [m, fetched[i]]));
+  drawHeatmaps();
+  const levels = toLatestPoll(activity[view.metric], activity.write_bytes_per_s);
   const axis = axisWindow(levels, window);
   drawOrExplain(
     "history-box",
-    levels,
-    (canvas, h) => historyChart(canvas, h, axis),
+    levels.points.length > 0 && levels.partitions.length > 0,
+    (canvas) => historyChart(canvas, levels, axis),
     "No history in this window yet.",
   );
 }
@@ -191,6 +234,7 @@ const controls = {
   until: document.getElementById("range-until"),
   metric: document.getElementById("history-metric"),
   log: document.getElementById("log-scale"),
+  order: document.getElementById("heat-ordinal"),
 };
 
 // Put the URL's view into the controls (unknown values fall back to the defaults).
@@ -201,6 +245,7 @@ function restoreControls() {
   controls.range.value = view.range;
   controls.metric.value = view.metric;
   controls.log.checked = view.log === "1";
+  controls.order.checked = view.order === "ordinal";
   controls.from.value = toLocalInput(view.from);
   controls.until.value = toLocalInput(view.until);
   document.getElementById("custom-range").hidden = view.range !== "custom";
@@ -211,6 +256,7 @@ function readControls() {
     range: controls.range.value,
     metric: controls.metric.value,
     log: controls.log.checked ? "1" : "",
+    order: controls.order.checked ? "ordinal" : "",
     from: controls.range.value === "custom" ? fromLocalInput(controls.from.value) : "",
     until: controls.range.value === "custom" ? fromLocalInput(controls.until.value) : "",
   });
@@ -240,6 +286,10 @@ async function load() {
   controls.log.addEventListener("change", () => {
     readControls();
     drawSizes(partitions);
+  });
+  controls.order.addEventListener("change", () => {
+    readControls();
+    drawHeatmaps();
   });
   controls.range.addEventListener("change", () => {
     if (controls.range.value === "custom" && !controls.from.value) {

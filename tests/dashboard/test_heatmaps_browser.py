@@ -1,0 +1,232 @@
+"""The table page's heatmaps and size charts on a year of daily partitions, in a real
+browser (Debian's Chromium through Playwright): the one hot partition is seen and named
+at 1440 and at 390 px, in light and dark mode; the rest is one folded row; a toggle
+gives every partition in table order; a partition not read before says "no data yet".
+
+Stored polls built in the database (tests/builders.py): 365 daily RANGE partitions
+polled every minute for 12 minutes, InnoDB's modification counter and the file's
+disk bytes rising in today's partition only, and tomorrow's partition first read
+halfway (added by a maintenance job then)."""
+
+from datetime import date, timedelta
+
+import pytest
+
+from partdash.metrics.models import PartitionSample
+from tests import builders
+from tests.conftest import ARTIFACTS, log_in
+from tests.dashboard.test_pages_browser import api, open_page
+
+pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
+
+DAYS = 365
+PAST_DAYS = 300  # partitions up to today; the others are the days to come
+POLLS = 12
+ADDED_AT_POLL = 6  # tomorrow's partition is first read then
+HOT_ROWS_PER_POLL = 600  # 10 rows/s changed in today's partition
+ROWS_PER_DAY = 2000
+TOP_ROWS, TOP_BARS = 12, 20  # frontend/src/fold.js
+MIN_ROW_PX = 18  # readable: a name's height, not a 4 px line
+LOOKS = [(1440, 900, "light"), (1440, 900, "dark"), (390, 844, "light"), (390, 844, "dark")]
+
+
+def day_name(day: date) -> str:
+    return f"p{day:%Y%m%d}"
+
+
+@pytest.fixture
+def year():
+    """The table, its partitions' names in order, today's (hot) and tomorrow's (late)."""
+    today = date.today()
+    days = [today + timedelta(days=n) for n in range(-PAST_DAYS + 1, DAYS - PAST_DAYS + 1)]
+    server = builders.server("year-db", enabled=True)
+    table = builders.table(
+        server, schema="shop", name="events", partition_count=DAYS, expression="to_days(`d`)"
+    )
+    partitions = [
+        builders.partition(
+            table,
+            day_name(day),
+            n + 1,
+            description=builders.day_bound(day + timedelta(days=1)),
+            rows=ROWS_PER_DAY if day < today else (ROWS_PER_DAY // 2 if day == today else 0),
+        )
+        for n, day in enumerate(days)
+    ]
+    hot, late = partitions[PAST_DAYS - 1], partitions[PAST_DAYS]
+    polls = [builders.snapshot(server, ago=timedelta(minutes=POLLS - n)) for n in range(POLLS)]
+    quiet = {"modified_counter": 0, "write_bytes": 0, "read_bytes": 0}
+    samples = [builders.sample(p, polls[0], **quiet) for p in partitions if p is not late]
+    samples.append(builders.sample(late, polls[ADDED_AT_POLL], **quiet))
+    for n, poll in enumerate(polls[1:], start=1):
+        samples.append(
+            builders.sample(
+                hot,
+                poll,
+                modified_counter=n * HOT_ROWS_PER_POLL,
+                write_bytes=n * 40 * builders.PAGE,
+                read_bytes=n * 4 * builders.PAGE,
+            )
+        )
+    PartitionSample.objects.bulk_create(samples)
+    return table, [p.name for p in partitions], hot.name, late.name
+
+
+def chart(page, canvas_id: str, expression: str):
+    return page.evaluate(
+        "(id) => { const c = window.partdashChart(document.getElementById(id)); "
+        f"return {expression}; }}",
+        canvas_id,
+    )
+
+
+def shown_labels(page, canvas_id: str) -> list[str]:
+    """The y axis' labels as drawn (after any skipping for want of room)."""
+    return chart(page, canvas_id, "c.scales.y.ticks.map((t) => t.label)")
+
+
+def row_height(page, canvas_id: str) -> float:
+    area = "c.chartArea.bottom - c.chartArea.top"
+    return chart(page, canvas_id, f"({area}) / c.scales.y.ticks.length")
+
+
+def tooltip(page, canvas_id: str, row: int, column: int) -> str:
+    """The tooltip of the cell at (`row`, `column`; -1 the last), as the chart writes it
+    on hover."""
+    return page.evaluate(
+        """([id, row, column]) => {
+          const c = window.partdashChart(document.getElementById(id));
+          const cells = c.data.datasets[0].data;
+          const x = String(column < 0 ? c.heatView.columns.length + column : column);
+          const index = cells.findIndex((d) => d.y === String(row) && d.x === x);
+          const cell = c.getDatasetMeta(0).data[index];
+          c.tooltip.setActiveElements([{ datasetIndex: 0, index }], { x: cell.x, y: cell.y });
+          return c.tooltip.body.flatMap((b) => b.lines).join(" ");
+        }""",
+        [canvas_id, row, column],
+    )
+
+
+LUMINANCE = """(colour) => {
+  const probe = document.createElement("span");
+  probe.style.color = colour;
+  document.body.append(probe);
+  const [r, g, b] = getComputedStyle(probe).color.match(/[\\d.]+/g).map(Number);
+  probe.remove();
+  return 0.2126 * r + 0.7152 * g + 0.0722 * b;
+}"""
+
+
+def test_the_hot_partition_of_a_year_is_named_at_1440_and_390_px_in_light_and_dark(
+    page, live_server, admin_user, year
+):
+    table, names, hot, _late = year
+    log_in(page, live_server)
+    others = f"{DAYS - TOP_ROWS} other partitions"
+    for width, height, scheme in LOOKS:
+        page.set_viewport_size({"width": width, "height": height})
+        page.emulate_media(color_scheme=scheme)
+        open_page(page, live_server, f"/tables/{table.pk}/", "#table-page")
+
+        for canvas in ("rows-changed-heatmap", "write-heatmap", "read-heatmap"):
+            labels = shown_labels(page, canvas)
+            assert labels[0] == hot, (canvas, width, scheme)  # busiest first, by name
+            assert labels[-1] == others and len(labels) == TOP_ROWS + 1
+            assert row_height(page, canvas) >= MIN_ROW_PX
+            # The busiest row is drawn at the top, its name beside it; the folded at the foot.
+            label_y, cell_y = chart(
+                page,
+                canvas,
+                "[c.scales.y.ticks.map((_, i) => c.scales.y.getPixelForTick(i)),"
+                " c.getDatasetMeta(0).data.map((e) => e.y + e.height / 2)]",
+            )
+            columns = len(cell_y) // len(labels)
+            assert label_y == sorted(label_y)
+            assert cell_y[0] == pytest.approx(label_y[0], abs=2)
+            assert cell_y[-1] == pytest.approx(label_y[-1], abs=2) and columns > 0
+        legend = page.locator("#rows-changed-legend .heat-legend")
+        assert legend.locator(".heat-busiest").inner_text() == f"busiest: {hot}"
+        assert legend.locator(".heat-max").inner_text() == "10 rows/s"
+        assert "rows/s" in legend.locator(".heat-unit").inner_text()
+        assert others in legend.locator(".heat-folded").inner_text()
+        assert "B/s" in page.locator("#write-legend .heat-max").inner_text()
+        assert page.evaluate("document.documentElement.scrollWidth") <= width
+        figure = page.locator(".heat-figure").first
+        box = figure.bounding_box()
+        assert box["x"] >= 0 and box["x"] + box["width"] <= width
+
+        # The scale reads on the page's own background: in light mode the busiest cell is
+        # darker than the surface, in dark mode brighter; the gaps between cells are the
+        # surface itself, no grid lines.
+        surface = page.evaluate(
+            "getComputedStyle(document.documentElement).getPropertyValue('--surface').trim()"
+        )
+        assert chart(page, "rows-changed-heatmap", "c.data.datasets[0].borderColor") == surface
+        hottest = chart(
+            page,
+            "rows-changed-heatmap",
+            "c.getDatasetMeta(0).data.find((e) => c.data.datasets[0].data[e.$context.index].v > 0)"
+            ".options.backgroundColor",
+        )
+        cell, ground = page.evaluate(LUMINANCE, hottest), page.evaluate(LUMINANCE, surface)
+        assert (cell < ground - 60) if scheme == "light" else (cell > ground + 60), scheme
+        # Sizes: the 20 largest partitions and one grey bar for the rest.
+        bars = chart(page, "rows-chart", "c.data.labels")
+        assert len(bars) == TOP_BARS + 1
+        assert bars[-1] == f"{DAYS - TOP_BARS} others (mean)"
+        assert f"other {DAYS - TOP_BARS} one grey bar" in page.locator("#sizes-folded").inner_text()
+
+        ARTIFACTS.mkdir(exist_ok=True)
+        name = f"heatmaps-{width}-{scheme}"
+        page.locator("#rows-changed-box").scroll_into_view_if_needed()
+        page.screenshot(path=ARTIFACTS / f"{name}.png")
+        page.locator("#rows-chart").locator("xpath=../../..").screenshot(
+            path=ARTIFACTS / f"{name}-sizes.png"
+        )
+        # The folded row: its partitions idle, each cell says so (and names the busiest of
+        # them where one moved).
+        folded = tooltip(page, "rows-changed-heatmap", TOP_ROWS, -1)
+        assert folded.startswith(f"{others} at ") and folded.endswith(": 0 rows/s")
+    assert page.console_errors == []
+
+
+def test_the_toggle_gives_every_partition_in_table_order_and_no_data_yet_before_a_reading(
+    page, live_server, admin_user, year
+):
+    table, names, hot, late = year
+    log_in(page, live_server)
+    open_page(page, live_server, f"/tables/{table.pk}/", "#table-page")
+    assert shown_labels(page, "rows-changed-heatmap")[0] == hot
+
+    page.check("#heat-ordinal")
+    assert "order=ordinal" in page.url
+    for canvas in ("rows-changed-heatmap", "write-heatmap", "read-heatmap"):
+        assert shown_labels(page, canvas) == names  # every partition, none skipped
+        assert row_height(page, canvas) >= MIN_ROW_PX
+    scroller = page.locator("#rows-changed-box").locator("xpath=..")
+    assert scroller.evaluate("(e) => e.scrollHeight > e.clientHeight")  # scrolls in its figure
+
+    row = names.index(late)
+    scroller.evaluate(f"(e) => {{ e.scrollTop = e.scrollHeight * {row / DAYS} - 200; }}")
+    page.locator(".heat-figure").first.screenshot(path=ARTIFACTS / "heatmaps-ordinal.png")
+
+    history = api(page, f"tables/{table.pk}/history/?metric=rows_changed_per_s")
+    first_rates = [point[1 + row] for point in history["points"]]
+    assert first_rates[:ADDED_AT_POLL] == [None] * ADDED_AT_POLL  # its first reading included
+    assert first_rates[ADDED_AT_POLL] == 0  # read twice, unchanged
+    assert "no data yet" in tooltip(page, "rows-changed-heatmap", row, 0)
+    assert "no data yet" not in tooltip(page, "rows-changed-heatmap", row, -1)
+    assert tooltip(page, "rows-changed-heatmap", row, -1).endswith(": 0 rows/s")
+    pattern = chart(
+        page,
+        "rows-changed-heatmap",
+        f"c.getDatasetMeta(0).data[{row} * c.heatView.columns.length].options.backgroundColor"
+        ".constructor.name",
+    )
+    assert pattern == "CanvasPattern"  # hatched, unlike the colour of any rate
+    assert "no data yet" in page.locator("#rows-changed-legend .heat-no-data").inner_text()
+
+    page.uncheck("#heat-ordinal")
+    assert "order=ordinal" not in page.url
+    assert shown_labels(page, "rows-changed-heatmap")[0] == hot
+    assert page.console_errors == []
