@@ -256,10 +256,12 @@ def choose_source(
 ) -> Source | None:
     """The write signal hotspots are judged on. Rows changed wherever the server gives
     them, even when none changed in the window: disk writes then are flushes, not the
-    application. Else the best with a known value for any partition (see the module
-    docstring)."""
+    application. Without them, disk writes where the server gives them, else growth.
+    Where the signals are not known, the best with a known value for any partition."""
     if signals.rows_changed:
         return "rows_changed"
+    if signals.rows_changed is False and signals.disk is not None:
+        return "disk" if signals.disk else "growth"
     for source, names in _WRITE_FIELDS.items():
         if source == "rows_changed" and signals.rows_changed is False:
             continue

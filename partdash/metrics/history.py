@@ -2,8 +2,11 @@
 
 from datetime import datetime
 
+from django.db.models import BigIntegerField, Q, Value
+
+from partdash.health import recent
 from partdash.metrics.models import Partition, PartitionedTable, PartitionSample, ServerSnapshot
-from partdash.metrics.store import counter_rate
+from partdash.metrics.store import counter_rate, per_second
 
 LEVEL_METRICS = ("rows", "data_bytes", "index_bytes", "file_bytes")
 # Rows changed (the application's writes, MODIFIED_COUNTER: logical) and disk bytes
@@ -98,28 +101,58 @@ def rate_history(
     table, partitions, metric: str, since: datetime, until: datetime | None = None
 ) -> list[list]:
     """One point per poll: each partition's counter delta over that poll's interval (0
-    when it did not change; a reset counts from zero). None (JSON null) until the
-    partition has a reading to compare with: a new partition, or a counter not read
-    before, has no rate yet, which is not a rate of 0."""
+    when it did not change; a reset counts from zero, and rows changed as the poll
+    counted them, `recent.changed_rows`). None (JSON null) until the partition has a
+    reading to compare with: a new partition, or a counter not read before, has no rate
+    yet, which is not a rate of 0."""
     counter = RATE_METRICS[metric]
+    rows_changed = counter == "modified_counter"
     index = {p.pk: i for i, p in enumerate(partitions)}
     by_snapshot: dict[int, list] = {}
-    for snapshot_id, partition_id, value in _since(
-        index, counter, ("snapshot_id", "partition_id", counter), since, until
-    ):
-        by_snapshot.setdefault(snapshot_id, []).append((partition_id, value))
+    for snapshot_id, partition_id, value, rows in _samples(index, counter, since, until):
+        by_snapshot.setdefault(snapshot_id, []).append((partition_id, value, rows))
     last = _latest_before(index, counter, since)
+    last_rows = _latest_before(index, "rows", since) if rows_changed else {}
     points, previous_time = [], None
     for snapshot_id, taken_at in _snapshots(table, since, until):
         values = [0.0 if p.pk in last else None for p in partitions]
         seconds = (taken_at - previous_time).total_seconds() if previous_time else None
-        for partition_id, value in by_snapshot.get(snapshot_id, []):
-            values[index[partition_id]] = counter_rate(value, last.get(partition_id), seconds)
+        for partition_id, value, rows in by_snapshot.get(snapshot_id, []):
+            before_rows = last_rows.get(partition_id)
+            if rows is not None:
+                last_rows[partition_id] = rows
+            if value is None:
+                continue
+            position, before = index[partition_id], last.get(partition_id)
+            if rows_changed:
+                changed = recent.changed_rows(
+                    recent.Reading(modified_counter=value, rows=last_rows.get(partition_id)),
+                    recent.Reading(modified_counter=before, rows=before_rows),
+                )
+                values[position] = per_second(changed, seconds)
+            else:
+                values[position] = counter_rate(value, before, seconds)
             last[partition_id] = value
         if previous_time is not None:
             points.append([taken_at.isoformat(), *values])
         previous_time = taken_at
     return points
+
+
+def _samples(index: dict[int, int], counter: str, since: datetime, until: datetime | None):
+    """(snapshot, partition, counter, rows) of the samples in the window where the
+    counter (or, for rows changed, the rows it is judged with) changed."""
+    changed = Q(**{f"{counter}__isnull": False})
+    if counter == "modified_counter":
+        changed |= Q(rows__isnull=False)
+        rows = "rows"
+    else:
+        rows = Value(None, output_field=BigIntegerField())
+    return (
+        PartitionSample.objects.filter(changed, partition_id__in=index, **_window(since, until))
+        .order_by("snapshot__taken_at")
+        .values_list("snapshot_id", "partition_id", counter, rows)
+    )
 
 
 def table_history(

@@ -114,10 +114,10 @@ def partition_key(partition: str, subpartition: str) -> str:
 def counter_rate(new: int | None, old: int | None, seconds: float | None) -> float | None:
     """Per-second rate of a cumulative counter; a decrease means it was reset (TRUNCATE,
     restart), so the new value is what accumulated since."""
-    return _per_second(counter_delta(new, old), seconds)
+    return per_second(counter_delta(new, old), seconds)
 
 
-def _per_second(delta: int | None, seconds: float | None) -> float | None:
+def per_second(delta: int | None, seconds: float | None) -> float | None:
     if delta is None or not seconds or seconds <= 0:
         return None
     return delta / seconds
@@ -484,7 +484,7 @@ class PollStore:
         rates = (
             counter_rate(values[_READ_BYTES], before[_READ_BYTES], seconds),
             counter_rate(values[_WRITE_BYTES], before[_WRITE_BYTES], seconds),
-            _per_second(recent.changed_rows(now_read, then_read), seconds),
+            per_second(recent.changed_rows(now_read, then_read), seconds),
         )
         if values == before and rates == before_rates:
             return False

@@ -159,6 +159,14 @@ def test_a_hot_update_loop_is_flagged_at_once_and_an_old_bulk_load_flushed_never
     expected = len(HOT_IDS) * POLL_SECONDS / interval
     assert partitions["p3"]["rows_changed_per_s"] == pytest.approx(expected, rel=0.01), seen
     assert partitions["p3"]["write_share"] == 1.0 and partitions["p3"]["is_hotspot"] is True
+    # The heatmap's series says the same, poll by poll: p3 alone, at its rate.
+    history = admin_client.get(
+        f"/api/v1/tables/{table['id']}/history/",
+        {"metric": "rows_changed_per_s", "since": previous.taken_at.isoformat()},
+    ).json()
+    latest = dict(zip(history["partitions"], history["points"][-1][1:], strict=True))
+    assert latest == {name: p["rows_changed_per_s"] for name, p in partitions.items()}
+    assert latest["p3"] == pytest.approx(expected, rel=0.01)
     health = admin_client.get(f"/api/v1/servers/{server.pk}/health/").json()
     assert health["pressure"]["working_set"]["partitions"] == 1  # p3, not the flushed ones
 

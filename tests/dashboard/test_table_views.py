@@ -439,3 +439,34 @@ def test_the_views_controls_and_legends_fit_a_phone(page, live_server, admin_use
     open_page(page, live_server, f"/servers/{fleet.server.pk}/?sort=rows", "#server-page")
     assert page.evaluate("document.documentElement.scrollWidth") <= 390
     assert page.console_errors == []
+
+
+@pytest.mark.parametrize(
+    ("read_tablestats", "performance_schema", "says"),
+    [
+        (True, "ON", "Write hotspots are judged on rows changed (the application's"),
+        (False, "ON", "Rows changed are not used here: rows changed are not read"),
+        (False, "OFF", "row growth stands in"),
+    ],
+)
+def test_the_page_says_what_write_hotspots_were_judged_on(
+    page, live_server, admin_user, settings, read_tablestats, performance_schema, says
+):
+    """Rows changed where the server gives them; where not, which signal stands in, why,
+    and how late (the table's stored `activity`, as its analysis judged)."""
+    settings.PARTDASH_READ_TABLESTATS = read_tablestats
+    server = builders.server("signals-db", enabled=True)
+    held = builders.hash_table("shop", "sessions", [1000] * 4)
+    for round_ in range(2):
+        held.part("p1").write_bytes += 64 * builders.PAGE * round_
+        builders.poll(server, held, performance_schema=performance_schema)
+    table = PartitionedTable.objects.get(server=server, name="sessions")
+    log_in(page, live_server)
+    open_table(page, live_server, table)
+    text = page.locator("#activity-source").inner_text()
+    assert says in text, text
+    source = {True: "rows_changed", False: "disk" if performance_schema == "ON" else "growth"}
+    assert api(page, f"tables/{table.pk}/")["activity_source"] == source[read_tablestats]
+    if not read_tablestats:
+        assert "min late" in text or performance_schema == "OFF", text
+    assert page.console_errors == []

@@ -208,14 +208,30 @@ async function drawActivity() {
   );
 }
 
+// What write hotspots were judged on: rows changed (the application's writes) where the
+// server gives them, else the signal standing in, with why and how late.
+const SIGNALS = {
+  rows_changed: "rows changed (the application's inserts, updates and deletes, as they happen)",
+  disk: "disk writes (page flushes, minutes after the writes)",
+  growth: "row growth (seen only when InnoDB recalculates a partition's statistics)",
+};
+
 function showActivitySource(activity) {
-  if (!activity) return show("activity-source", "Activity source: not known yet.");
+  if (!activity) return show("activity-source", "Activity: not known yet.");
   const window = activity.window_seconds
-    ? ` over ${count(Math.round(activity.window_seconds / 60))} minutes`
+    ? ` over the last ${count(Math.round(activity.window_seconds / 60))} minutes`
     : "";
-  show(
+  const reads = activity.reads === "disk" ? "; read hotspots on disk reads" : "";
+  const judged = `Write hotspots are judged on ${SIGNALS[activity.source] ?? activity.source}${window}${reads}.`;
+  if (!activity.stands_in) return show("activity-source", judged);
+  const late = activity.lag_seconds
+    ? ` (about ${count(Math.round(activity.lag_seconds / 60))} min late)`
+    : "";
+  return show(
     "activity-source",
-    `Hot partitions from ${activity.source}${window}${activity.estimated ? " (estimated)" : ""}.`,
+    el("strong", {}, "Rows changed are not used here: "),
+    `${activity.stands_in}${late}. `,
+    judged,
   );
 }
 
