@@ -72,8 +72,10 @@ def _hotspot(health: dict, finding: dict | None) -> Condition:
 
 
 def _runway(health: dict, finding: dict | None) -> Condition:
-    days = (health.get("runway") or {}).get("days_left")
-    otherwise = "runway unknown" if days is None else f"{days:g} days left"
+    runway = health.get("runway") or {}
+    days = runway.get("days_left")
+    unknown = f"runway unknown: {runway['reason']}" if runway.get("reason") else "runway unknown"
+    otherwise = unknown if days is None else f"{days:g} days left"
     return _finding_condition(finding, days, RUNWAY_WARNING_DAYS, otherwise)
 
 
