@@ -220,3 +220,63 @@ def test_inserts_into_one_partition_are_flagged_and_a_uniform_table_never(
     shares = {f"p{k}": n / 3000 for k, n in counted}
     for name, partition in partitions.items():
         assert partition["write_share"] == pytest.approx(shares[name], abs=0.02), name
+
+
+def test_iibench_inserts_make_the_newest_range_partition_the_only_hotspot(
+    mariadb_ps, make_server, new_schema, admin_client, monkeypatch, rows_changed_read, application
+):
+    """iiBench's table (a purchases table with three secondary indexes, RANGE by day)
+    with its inserts going to today's partition, batch by batch: today's partition is the
+    hotspot, alone, on rows changed, and normal for RANGE (no finding)."""
+    schema = new_schema(mariadb_ps)
+    today, tomorrow, after = (
+        mariadb_ps.execute(f"SELECT TO_DAYS(UTC_DATE() + INTERVAL {k} DAY)")[0][0]
+        for k in (0, 1, 2)
+    )
+    run(
+        mariadb_ps,
+        schema,
+        "CREATE TABLE purchases (transactionid BIGINT AUTO_INCREMENT, dateandtime DATETIME "
+        "NOT NULL, cashregisterid INT, customerid INT, productid INT, price FLOAT, "
+        "PRIMARY KEY (transactionid, dateandtime), KEY (price, customerid), "
+        "KEY (cashregisterid, price, customerid), KEY (price, dateandtime, customerid)) "
+        "PARTITION BY RANGE (TO_DAYS(dateandtime)) ("
+        f"PARTITION p_old VALUES LESS THAN ({today}), "
+        f"PARTITION p_today VALUES LESS THAN ({tomorrow}), "
+        f"PARTITION p_next VALUES LESS THAN ({after}), "
+        "PARTITION pmax VALUES LESS THAN MAXVALUE)",
+        "INSERT INTO purchases (dateandtime, cashregisterid, customerid, productid, price) "
+        "SELECT UTC_DATE() - INTERVAL 3 DAY, seq % 1000, seq % 100000, seq % 10000, seq % 500 "
+        "FROM seq_1_to_20000",
+        "ANALYZE TABLE purchases",
+    )
+    server = make_server(mariadb_ps)
+    clock = Clock(monkeypatch, minutes_ago=15)
+    clock.poll(server)
+    cursor = application(schema)
+    for _ in range(5):
+        cursor.execute(
+            "INSERT INTO purchases (dateandtime, cashregisterid, customerid, productid, price) "
+            "SELECT UTC_TIMESTAMP(), RAND() * 1000, RAND() * 100000, RAND() * 10000, "
+            "RAND() * 500 FROM seq_1_to_1000"
+        )
+        clock.advance(POLL_SECONDS)
+        clock.poll(server)
+    table, partitions = table_of(admin_client, server, schema, "purchases")
+    counted = dict(
+        run(
+            mariadb_ps,
+            schema,
+            f"SELECT TO_DAYS(dateandtime) >= {today}, COUNT(*) FROM purchases GROUP BY 1",
+        )
+    )
+    assert counted[1] == 5000  # ground truth: every insert went to today's partition
+    assert table["hotspots"] == ["p_today"] and table["activity_source"] == "rows_changed"
+    assert "hotspot" not in [f["kind"] for f in table["findings"]]
+    assert partitions["p_today"]["write_share"] == 1.0
+    assert {n: p["is_hotspot"] for n, p in partitions.items()} == {
+        "p_old": False,
+        "p_today": True,
+        "p_next": False,
+        "pmax": False,
+    }
