@@ -118,6 +118,11 @@ class Collection:
     basis: str | None = None
     dirty: set[PartitionKey] | None = None
     merged: set[PartitionKey] = field(default_factory=set)  # statistics, compression
+    # Partitions a read of every statistics row found no row for: their rows and sizes
+    # are unknown now, not what they were (the store forgets them). EXCHANGE PARTITION
+    # leaves the emptied partition without one until InnoDB recalculates it, which with
+    # STATS_AUTO_RECALC=0 is never (measured on 10.11).
+    unstated: set[PartitionKey] = field(default_factory=set)
     # Assembled before the tablespace list read beside came back (see `Speculation`).
     speculation: "Speculation | None" = None
     # What could not be read: per source as it happens, per table below, and all of it
@@ -486,6 +491,12 @@ def _read_statistics(session: Session, collection: Collection, since: int | None
         _merge_stats,
     )
     collection.stats_incremental = bool(incremental and rows is not None)
+    if rows is not None and not incremental:  # (an incremental read names changes only)
+        collection.unstated = collection.partitions.keys() - collection.merged
+        for key in collection.unstated:  # (reused partitions hold the last poll's)
+            figures = collection.partitions[key]
+            figures.rows = figures.clustered_pages = figures.other_pages = None
+            figures.data_bytes = figures.index_bytes = figures.stats_updated_at = None
     # The server's clock before the read, not the newest refresh seen: on a quiet server
     # the next poll then reads only the last few seconds' refreshes, usually none.
     collection.stats_watermark = collection.facts.clock if rows is not None else None

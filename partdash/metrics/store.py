@@ -39,6 +39,10 @@ _N_SAMPLED = len(SAMPLED)
 _READ_BYTES, _WRITE_BYTES = FIGURES.index("read_bytes"), FIGURES.index("write_bytes")
 _STATS_UPDATED = FIGURES.index("stats_updated_at")
 _READ_OPS = FIGURES.index("read_ops")
+# What the statistics give: unknown, not kept, for a partition they have no row for.
+_STATISTICS = frozenset(
+    FIGURES.index(name) for name in ("rows", "data_bytes", "index_bytes", "stats_updated_at")
+)
 _READING = tuple(
     FIGURES.index(name)
     for name in (
@@ -148,6 +152,18 @@ def _few_reads(new: int | None, old: int | None) -> bool:
         return False
     quantum = settings.PARTDASH_MIN_SAMPLED_READS
     return quantum > 1 and new // quantum == old // quantum
+
+
+def _known(values: tuple, before: tuple, unstated: bool) -> tuple:
+    """Each figure a source could not read (None) as last known; but for a partition the
+    statistics have no row for (`unstated`), its rows and sizes unknown rather than what
+    they were (see `Collection.unstated`)."""
+    if not unstated:
+        return tuple(b if v is None else v for v, b in zip(values, before, strict=True))
+    return tuple(
+        b if v is None and i not in _STATISTICS else v
+        for i, (v, b) in enumerate(zip(values, before, strict=True))
+    )
 
 
 def _keep_reads(values: tuple, before: tuple) -> tuple:
@@ -441,8 +457,9 @@ class PollStore:
             for figures in members:
                 key = (table.pk, figures.slot)
                 old = previous.get(key)
+                unstated = figures.key in self.collection.unstated
                 if old is not None and self._compare(
-                    old, figure_values(figures), seconds, snapshot, samples, updates
+                    old, figure_values(figures), seconds, snapshot, samples, updates, unstated
                 ):
                     updated_keys.append(key)
                     update = updates[-1]
@@ -461,16 +478,19 @@ class PollStore:
         self._remember(snapshot, self.stored_figures, moving if seconds else None)
         return changed, stored
 
-    def _compare(self, old: tuple, values: tuple, seconds, snapshot, samples, updates) -> bool:
+    def _compare(
+        self, old: tuple, values: tuple, seconds, snapshot, samples, updates, unstated=False
+    ) -> bool:
         """Sample the figures that changed and queue the partition's update. A new
-        partition's previous figures are all None, so its first figures are a change."""
+        partition's previous figures are all None, so its first figures are a change.
+        `unstated`: the statistics have no row for it (its rows and sizes are unknown)."""
         partition_id, before, before_rates = old[0], old[1 : _N + 1], old[_N + 1 : _N + 3]
         if _few_reads(values[_READ_OPS], before[_READ_OPS]):
             values = _keep_reads(values, before)
         if values == before and before_rates == (_zero_rates if seconds else _no_rates):
             return False  # the common case, decided by one tuple comparison
         if None in values:  # a source that could not be read keeps the last known value
-            values = tuple(b if v is None else v for v, b in zip(values, before, strict=True))
+            values = _known(values, before, unstated)
         rates = (
             counter_rate(values[_READ_BYTES], before[_READ_BYTES], seconds),
             counter_rate(values[_WRITE_BYTES], before[_WRITE_BYTES], seconds),
