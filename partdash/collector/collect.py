@@ -12,7 +12,7 @@ from datetime import datetime
 
 from django.conf import settings
 
-from partdash.collector import catalogue
+from partdash.collector import catalogue, ddl
 from partdash.collector.catalogue import (
     DEFERRED,
     DROPPED,
@@ -56,6 +56,9 @@ def table_key(schema: str, table: str) -> TableKey:
 # The signature of a table whose definitions were read while DDL changed it: no set of
 # partitions has it, so the next poll reads them again.
 RACED = "raced"
+# The signature stored for a table whose definitions are due again though its partitions
+# did not move (`ddl`), when the poll that found them due had no budget left for it.
+RECHECK = "recheck"
 
 
 @dataclass(slots=True)
@@ -130,6 +133,9 @@ class Collection:
     shortfalls: list[Shortfall] = field(default_factory=list)
     hidden: set[TableKey] = field(default_factory=set)  # listed, but not in information_schema
     raced: set[TableKey] = field(default_factory=set)  # definitions read while DDL changed them
+    # Tables whose definitions are due though their signature did not change (`ddl`), left
+    # for the next polls (stored with the signature RECHECK).
+    recheck: set[TableKey] = field(default_factory=set)
     unreadable: dict[str, list[TableKey]] = field(default_factory=dict)  # reason -> tables
     warnings: list[Shortfall] = field(default_factory=list)
     # Partitions are only ever added during a poll, so their count tells whether the
@@ -452,15 +458,30 @@ def _still_hidden(
     return hidden, looked
 
 
+def _due(
+    collection: Collection, known: dict[TableKey, str], status_before: dict | None
+) -> tuple[list[TableKey], set[TableKey]]:
+    """The tables whose definitions are read: those new or with a changed signature, and
+    the others too where DDL may have changed definitions without moving a file (`ddl`).
+    Returns them, changed ones first, and the set of the others."""
+    signatures = collection.sign()
+    changed = [key for key in collection.tables() if known.get(key) != signatures[key]]
+    altered = sum(1 for key in changed if known.get(key) not in (None, RECHECK))
+    if not ddl.definitions_may_have_moved(status_before, collection.facts.status, altered):
+        return changed, set()
+    unchanged = [key for key in collection.tables() if known.get(key) == signatures[key]]
+    return changed + unchanged, set(unchanged)
+
+
 def _read_definitions(
     session: Session,
     collection: Collection,
     known: dict[TableKey, str],
     hidden_before: set[TableKey],
+    status_before: dict | None = None,
 ) -> None:
     budget = settings.PARTDASH_DEFINITIONS_PER_POLL
-    signatures = collection.sign()
-    wanted = [key for key in collection.tables() if known.get(key) != signatures[key]]
+    wanted, unchanged = _due(collection, known, status_before)
     carried = [key for key in wanted if key in hidden_before]
     hidden, looked = _still_hidden(session, collection, carried)
     collection.hidden |= hidden
@@ -470,6 +491,8 @@ def _read_definitions(
             continue
         if len(collection.definitions) >= budget:
             collection.deferred += 1
+            if table_key in unchanged:
+                collection.recheck.add(table_key)
         elif not _read_one(session, collection, table_key):
             vanished.append(table_key)
     if vanished:
@@ -518,6 +541,7 @@ def collect(
     last_poll: str | None = None,
     open_beside=None,
     speculate: bool = False,
+    status_before: dict | None = None,
 ) -> Collection:
     """Read every source once; definitions only for tables whose signature changed.
     `stats_since` (the previous poll's statistics watermark) allows reading only the
@@ -527,13 +551,16 @@ def collect(
     changed (`partdash.collector.incremental`), `last_poll` being the server's last
     stored poll; `open_beside` opens a second session to the server (a context manager),
     on which the tablespace list is read beside file I/O when a data file was certainly
-    touched (the two are the longest reads of a poll after writes).
+    touched (the two are the longest reads of a poll after writes). `status_before`:
+    the server status stored with the previous poll, which tells whether DDL may have
+    changed definitions without moving a file (`ddl`).
 
     With `speculate`, a poll whose tablespace list is being read beside does not wait
     for it: the collection is assembled as if the list had not changed, which is what
-    that read finds after most writes, and carries a `Speculation` that says, once the
-    read ends, whether it did not (the poll service stores meanwhile, and assembles the
-    collection again with the list read when it did)."""
+    that read finds after most writes (not after an ALTER TABLE), and carries a
+    `Speculation` that says, once the read ends, whether it did not (the poll service
+    stores meanwhile, and assembles the collection again with the list read when it
+    did)."""
     basis, kept = memory.begin(last_poll) if memory is not None else (None, None)
     facts = server_facts.read(session)
     if memory is not None and memory.restarted(facts):
@@ -564,8 +591,11 @@ def collect(
         read_files = lambda: tablespaces.read(session, dialect)  # noqa: E731
     hidden = frozenset(hidden_before)
     reads = _Reads(session, dialect, facts, known, stats_since, hidden, memory, basis, read_io)
+    reads.status_before = status_before
     reads.kept, kept = kept, None  # `assemble` releases it: a build then needs the memory
-    if speculate and beside is not None and remembered is not None:
+    # Not after an ALTER: whether it moved files decides which definitions are read.
+    altered = ddl.altered_since(status_before, facts.status)
+    if speculate and beside is not None and remembered is not None and not altered:
         collection = reads.assemble(lambda: remembered, assumed_unchanged=True)
         redo = lambda: reads.assemble(read_files)  # noqa: E731
         collection.speculation = Speculation(beside, session, memory, redo)
@@ -589,6 +619,7 @@ class _Reads:
     basis: str | None  # the stored poll `memory` continues (None: none)
     read_io: Callable[[], list]  # file I/O's rows, read already
     kept: "Kept | None" = None  # the previous poll's partitions, for the first assembly
+    status_before: dict | None = None  # the previous poll's server status (see `ddl`)
 
     def assemble(self, read_files, assumed_unchanged: bool = False) -> Collection:
         """The collection, the tablespace list's rows being `read_files()`. The previous
@@ -638,7 +669,8 @@ class _Reads:
                 _merge_compression,
             )
         _check_settings(collection)
-        _read_definitions(session, collection, self.known, set(self.hidden_before))
+        hidden_before = set(self.hidden_before)
+        _read_definitions(session, collection, self.known, hidden_before, self.status_before)
         if self.basis is not None:
             collection.basis = self.basis
             collection.dirty = _dirty(collection, memory, files_touched())

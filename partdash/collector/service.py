@@ -81,25 +81,28 @@ class PreviousPoll:
     stats_since: int | None = None  # its statistics watermark, where incremental is safe
     hidden: set[tuple[str, str]] = field(default_factory=set)  # tables hidden from the account
     poll_id: str | None = None
+    status: dict | None = None  # the server status it read (see `collector.ddl`)
 
 
 def previous_poll(server: Server) -> PreviousPoll:
     latest = (
         ServerSnapshot.objects.filter(server=server)
         .order_by("-taken_at")
-        .values_list("stats_watermark", "files_cover_partitions", "warnings", "poll_id")
+        .values_list(
+            "stats_watermark", "files_cover_partitions", "warnings", "poll_id", "status_counters"
+        )
         .first()
     )
     if latest is None:
         return PreviousPoll()
-    watermark, covered, warnings, poll_id = latest
+    watermark, covered, warnings, poll_id, status = latest
     hidden = {
         table_key(schema, table)
         for shortfall in map(Shortfall.from_dict, warnings or [])
         if shortfall.cause == HIDDEN
         for schema, table in shortfall.tables
     }
-    return PreviousPoll(watermark if covered else None, hidden, poll_id)
+    return PreviousPoll(watermark if covered else None, hidden, poll_id, status)
 
 
 LAST_ERROR_CHARS = 2000  # a bound, whatever a server's error message holds
@@ -326,6 +329,7 @@ def _poll(server: Server, poll_id: str | None) -> PollReport:
                 previous.poll_id,
                 (lambda: open_session(target)) if settings.PARTDASH_SECOND_SESSION else None,
                 speculate=settings.PARTDASH_STORE_WHILE_READING,
+                status_before=previous.status,
             )
             stored = None
             if collection.speculation is not None:  # stored while the session is open

@@ -10,7 +10,7 @@ from django.conf import settings
 from django.db import connection, transaction
 from django.utils import timezone
 
-from partdash.collector.collect import Collection, TableKey, table_key
+from partdash.collector.collect import RECHECK, Collection, TableKey, table_key
 from partdash.collector.names import fold
 from partdash.collector.sources.definitions import TableDefinition
 from partdash.health import recent
@@ -325,6 +325,12 @@ class PollStore:
         gone = [p.pk for key, p in existing.items() if key not in wanted and not p.dropped_at]
         Partition.objects.filter(pk__in=gone).update(dropped_at=self.now)
 
+    def _mark_recheck(self) -> None:
+        """Tables whose definitions are due though their partitions did not move, left
+        for the next polls: a signature no poll computes makes those read them."""
+        due = [self.tables[key].pk for key in self.collection.recheck if key in self.tables]
+        PartitionedTable.objects.filter(pk__in=due).update(signature=RECHECK)
+
     def _mark_dropped(self) -> None:
         if not (
             self.collection.sources.get("innodb_table_stats")
@@ -539,6 +545,7 @@ class PollStore:
             self._load_tables()
             for key, definition in collection.definitions.items():
                 self._apply_definition(key, definition)
+            self._mark_recheck()
             self._mark_dropped()
             snapshot = self._snapshot()
             _keep_detail_on_latest_only(last)
