@@ -53,7 +53,19 @@ SERVER_HEALTH = inline_serializer(
         "partitioned_tables": serializers.IntegerField(allow_null=True),
         "hidden_tables": serializers.IntegerField(),
         "warnings": serializers.ListField(child=serializers.DictField()),
+        "unmonitored": serializers.ListField(child=serializers.DictField()),
     },
+)
+# A partitioned table of another engine, listed but not monitored (`health`'s `unmonitored`).
+UNMONITORED_FIELDS = (
+    "schema",
+    "name",
+    "engine",
+    "partitions",
+    "rows",
+    "data_bytes",
+    "index_bytes",
+    "read_at",
 )
 # What to do about a finding: advice, and the statement to run as is where partdash can
 # write one (partdash.health.fixes).
@@ -177,7 +189,8 @@ class ServerViewSet(viewsets.ModelViewSet):
     def health(self, request, pk=None) -> Response:
         """Capabilities, pressure and server-wide compression as of the latest poll; its
         warnings, one per distinct fix, each with every table concerned; how many of the
-        partitioned tables the server lists are hidden from the account."""
+        partitioned tables the server lists are hidden from the account; the partitioned
+        tables of engines partdash does not monitor (MyISAM, Aria, MEMORY...)."""
         server = self.get_object()
         snapshot = latest_snapshot(server.pk)
         health = (snapshot.health if snapshot else None) or {}
@@ -198,6 +211,7 @@ class ServerViewSet(viewsets.ModelViewSet):
                 "partitioned_tables": snapshot.partitioned_tables if snapshot else None,
                 "hidden_tables": sum(w.count for w in warnings if w.cause == HIDDEN),
                 "warnings": [warning.as_dict() for warning in warnings],
+                "unmonitored": list(server.unmonitored.values(*UNMONITORED_FIELDS)),
             }
         )
 

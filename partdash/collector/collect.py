@@ -19,6 +19,7 @@ from partdash.collector.catalogue import (
     ERROR,
     FILE_IO,
     INNODB_TABLE_STATS,
+    OTHER_ENGINES,
     PRIVILEGE,
     TABLESPACES,
     Shortfall,
@@ -36,6 +37,7 @@ from partdash.collector.sources import (
     definitions,
     file_io,
     innodb_stats,
+    other_engines,
     server_facts,
     tablespaces,
     tablestats,
@@ -136,6 +138,9 @@ class Collection:
     # Tables whose definitions are due though their signature did not change (`ddl`), left
     # for the next polls (stored with the signature RECHECK).
     recheck: set[TableKey] = field(default_factory=set)
+    # Partitioned tables of other engines (MyISAM, Aria, MEMORY...), listed but not
+    # monitored; None when not read this poll (only after DDL: see `ddl`).
+    other_tables: list[other_engines.OtherTable] | None = None
     unreadable: dict[str, list[TableKey]] = field(default_factory=dict)  # reason -> tables
     warnings: list[Shortfall] = field(default_factory=list)
     # Partitions are only ever added during a poll, so their count tells whether the
@@ -620,6 +625,7 @@ class _Reads:
     read_io: Callable[[], list]  # file I/O's rows, read already
     kept: "Kept | None" = None  # the previous poll's partitions, for the first assembly
     status_before: dict | None = None  # the previous poll's server status (see `ddl`)
+    other_tables: list | None = None  # read once, for a collection assembled again
 
     def assemble(self, read_files, assumed_unchanged: bool = False) -> Collection:
         """The collection, the tablespace list's rows being `read_files()`. The previous
@@ -671,6 +677,7 @@ class _Reads:
         _check_settings(collection)
         hidden_before = set(self.hidden_before)
         _read_definitions(session, collection, self.known, hidden_before, self.status_before)
+        self._read_other_engines(collection)
         if self.basis is not None:
             collection.basis = self.basis
             collection.dirty = _dirty(collection, memory, files_touched())
@@ -681,6 +688,17 @@ class _Reads:
         if memory is not None and not collection.raced and collection.files_cover_partitions:
             memory.pending = Kept.of(collection)
         return collection
+
+    def _read_other_engines(self, collection: Collection) -> None:
+        """The partitioned tables of other engines, after DDL (once per poll)."""
+        if self.other_tables is None and ddl.tables_may_have_changed(
+            self.status_before, self.facts.status
+        ):
+            read = lambda: other_engines.read(self.session)  # noqa: E731
+            self.other_tables = _read(collection, OTHER_ENGINES.key, read)
+        elif self.other_tables is not None:
+            collection.sources[OTHER_ENGINES.key] = True
+        collection.other_tables = self.other_tables
 
 
 class Refuted(Exception):

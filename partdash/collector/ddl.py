@@ -26,7 +26,16 @@ ALTERS = "com_alter_table"
 # (then the changed signatures cannot vouch for any ALTER).
 ONE_TABLE_EACH = ("com_truncate", "com_create_table")
 ANY_NUMBER = ("com_rename_table", "com_optimize")
-STATUS = ("Com_alter_table", "Com_truncate", "Com_create_table", "Com_rename_table", "Com_optimize")
+# Statements that create, drop or rename tables, or change their engine or partitioning.
+TABLE_DDL = ("com_create_table", "com_alter_table", "com_drop_table", "com_rename_table")
+STATUS = (
+    "Com_alter_table",
+    "Com_truncate",
+    "Com_create_table",
+    "Com_rename_table",
+    "Com_optimize",
+    "Com_drop_table",
+)
 
 
 def _count(status: dict, name: str) -> int | None:
@@ -60,3 +69,13 @@ def definitions_may_have_moved(before: dict | None, now: dict, changed: int) -> 
         return True
     explained = changed - sum(deltas[name] or 0 for name in ONE_TABLE_EACH)
     return deltas[ALTERS] > explained
+
+
+def tables_may_have_changed(before: dict | None, now: dict) -> bool:
+    """Whether a table may have been created, dropped, renamed or altered since the
+    previous poll (or that cannot be told: a first poll, a restart)."""
+    for name in (*TABLE_DDL, "uptime"):
+        old, new = _count(before or {}, name), _count(now, name)
+        if old is None or new is None or (old != new if name != "uptime" else new < old):
+            return True
+    return False

@@ -12,6 +12,7 @@ from django.utils import timezone
 
 from partdash.collector.collect import RECHECK, Collection, TableKey, table_key
 from partdash.collector.names import fold
+from partdash.collector.sources import other_engines
 from partdash.collector.sources.definitions import TableDefinition
 from partdash.health import recent
 from partdash.health.counters import counter_delta
@@ -24,6 +25,7 @@ from partdash.metrics.models import (
     PartitionedTable,
     PartitionSample,
     ServerSnapshot,
+    UnmonitoredTable,
     aware,
 )
 
@@ -331,6 +333,28 @@ class PollStore:
         due = [self.tables[key].pk for key in self.collection.recheck if key in self.tables]
         PartitionedTable.objects.filter(pk__in=due).update(signature=RECHECK)
 
+    def _store_unmonitored(self) -> None:
+        """The partitioned tables of other engines, where this poll listed them."""
+        found = self.collection.other_tables
+        if found is None:
+            return
+        UnmonitoredTable.objects.filter(server=self.server).delete()
+        UnmonitoredTable.objects.bulk_create(
+            UnmonitoredTable(
+                server=self.server,
+                schema=table.schema,
+                name=table.table,
+                engine=table.engine,
+                partitions=table.partitions,
+                rows=table.rows,
+                data_bytes=table.data_bytes,
+                index_bytes=table.index_bytes,
+                files=other_engines.files(table),
+                read_at=self.now,
+            )
+            for table in found
+        )
+
     def _mark_dropped(self) -> None:
         if not (
             self.collection.sources.get("innodb_table_stats")
@@ -547,6 +571,7 @@ class PollStore:
                 self._apply_definition(key, definition)
             self._mark_recheck()
             self._mark_dropped()
+            self._store_unmonitored()
             snapshot = self._snapshot()
             _keep_detail_on_latest_only(last)
             changed, stored = self._store_figures(snapshot, last)
