@@ -208,12 +208,19 @@ class ServerViewSet(viewsets.ModelViewSet):
                 "capabilities": capabilities(snapshot),
                 "pressure": health or None,
                 "innodb_cmp": cmp_rows,
-                "partitioned_tables": snapshot.partitioned_tables if snapshot else None,
+                "partitioned_tables": _partitioned_tables(server, snapshot),
                 "hidden_tables": sum(w.count for w in warnings if w.cause == HIDDEN),
                 "warnings": [warning.as_dict() for warning in warnings],
                 "unmonitored": list(server.unmonitored.values(*UNMONITORED_FIELDS)),
             }
         )
+
+
+def _partitioned_tables(server: Server, snapshot) -> int | None:
+    """As the server's `partitioned_tables`: those of other engines (not monitored) too."""
+    if snapshot is None or snapshot.partitioned_tables is None:
+        return None
+    return snapshot.partitioned_tables + (server.unmonitored_tables or 0)
 
 
 class TableViewSet(mixins.RetrieveModelMixin, viewsets.GenericViewSet):
