@@ -194,6 +194,8 @@ TABLE_OPTIONS_SQL = (
     "WHERE TABLE_SCHEMA = %s AND TABLE_NAME = %s"
 )
 # Not in SOURCES: what it gives is listed, not monitored (see sources/other_engines.py).
+# Engines that keep their data on the server only: opening a SPIDER, FEDERATED, CONNECT or
+# S3 table to count its partitions would reach another server.
 OTHER_ENGINES = Source(
     key="other_engines",
     label="information_schema.TABLES and PARTITIONS (other engines)",
@@ -201,7 +203,8 @@ OTHER_ENGINES = Source(
     loses="the partitioned tables of other engines",
     sql=(
         "SELECT TABLE_SCHEMA, TABLE_NAME, ENGINE FROM information_schema.TABLES "
-        "WHERE TABLE_TYPE = 'BASE TABLE' AND ENGINE NOT IN ('InnoDB', 'PERFORMANCE_SCHEMA') "
+        "WHERE TABLE_TYPE IN ('BASE TABLE', 'SYSTEM VERSIONED') "
+        "AND ENGINE IN ('MyISAM', 'Aria', 'MEMORY', 'ARCHIVE', 'BLACKHOLE', 'ROCKSDB') "
         "AND TABLE_SCHEMA NOT IN ('mysql', 'information_schema', 'performance_schema', 'sys')"
     ),
     privilege=DEFINITIONS.privilege,
