@@ -53,7 +53,19 @@ SERVER_HEALTH = inline_serializer(
         "partitioned_tables": serializers.IntegerField(allow_null=True),
         "hidden_tables": serializers.IntegerField(),
         "warnings": serializers.ListField(child=serializers.DictField()),
+        "unmonitored": serializers.ListField(child=serializers.DictField()),
     },
+)
+# A partitioned table of another engine, listed but not monitored (`health`'s `unmonitored`).
+UNMONITORED_FIELDS = (
+    "schema",
+    "name",
+    "engine",
+    "partitions",
+    "rows",
+    "data_bytes",
+    "index_bytes",
+    "read_at",
 )
 # What to do about a finding: advice, and the statement to run as is where partdash can
 # write one (partdash.health.fixes).
@@ -177,7 +189,8 @@ class ServerViewSet(viewsets.ModelViewSet):
     def health(self, request, pk=None) -> Response:
         """Capabilities, pressure and server-wide compression as of the latest poll; its
         warnings, one per distinct fix, each with every table concerned; how many of the
-        partitioned tables the server lists are hidden from the account."""
+        partitioned tables the server lists are hidden from the account; the partitioned
+        tables of engines partdash does not monitor (MyISAM, Aria, MEMORY...)."""
         server = self.get_object()
         snapshot = latest_snapshot(server.pk)
         health = (snapshot.health if snapshot else None) or {}
@@ -195,11 +208,19 @@ class ServerViewSet(viewsets.ModelViewSet):
                 "capabilities": capabilities(snapshot),
                 "pressure": health or None,
                 "innodb_cmp": cmp_rows,
-                "partitioned_tables": snapshot.partitioned_tables if snapshot else None,
+                "partitioned_tables": _partitioned_tables(server, snapshot),
                 "hidden_tables": sum(w.count for w in warnings if w.cause == HIDDEN),
                 "warnings": [warning.as_dict() for warning in warnings],
+                "unmonitored": list(server.unmonitored.values(*UNMONITORED_FIELDS)),
             }
         )
+
+
+def _partitioned_tables(server: Server, snapshot) -> int | None:
+    """As the server's `partitioned_tables`: those of other engines (not monitored) too."""
+    if snapshot is None or snapshot.partitioned_tables is None:
+        return None
+    return snapshot.partitioned_tables + (server.unmonitored_tables or 0)
 
 
 class TableViewSet(mixins.RetrieveModelMixin, viewsets.GenericViewSet):

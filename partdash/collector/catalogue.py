@@ -193,6 +193,29 @@ TABLE_OPTIONS_SQL = (
     "SELECT CREATE_OPTIONS FROM information_schema.TABLES "
     "WHERE TABLE_SCHEMA = %s AND TABLE_NAME = %s"
 )
+# Not in SOURCES: what it gives is listed, not monitored (see sources/other_engines.py).
+# Engines that keep their data on the server only: opening a SPIDER, FEDERATED, CONNECT or
+# S3 table to count its partitions would reach another server.
+OTHER_ENGINES = Source(
+    key="other_engines",
+    label="information_schema.TABLES and PARTITIONS (other engines)",
+    gives="partitioned MyISAM, Aria, MEMORY... tables: partitions, rows, sizes (not monitored)",
+    loses="the partitioned tables of other engines",
+    sql=(
+        "SELECT TABLE_SCHEMA, TABLE_NAME, ENGINE FROM information_schema.TABLES "
+        "WHERE TABLE_TYPE IN ('BASE TABLE', 'SYSTEM VERSIONED') "
+        "AND ENGINE IN ('MyISAM', 'Aria', 'MEMORY', 'ARCHIVE', 'BLACKHOLE', 'ROCKSDB') "
+        "AND TABLE_SCHEMA NOT IN ('mysql', 'information_schema', 'performance_schema', 'sys')"
+    ),
+    privilege=DEFINITIONS.privilege,
+    grant=DEFINITIONS.grant,
+    read_when="on a first poll and after CREATE, ALTER, DROP or RENAME TABLE",
+)
+OTHER_ENGINE_TOTALS_SQL = (
+    "SELECT COUNT(*), SUM(TABLE_ROWS), SUM(DATA_LENGTH), SUM(INDEX_LENGTH) "
+    "FROM information_schema.PARTITIONS WHERE TABLE_SCHEMA = %s AND TABLE_NAME = %s "
+    "AND PARTITION_NAME IS NOT NULL"
+)
 SERVER_FACTS = Source(
     key="server_facts",
     label="SHOW GLOBAL VARIABLES / STATUS",

@@ -12,13 +12,14 @@ from datetime import datetime
 
 from django.conf import settings
 
-from partdash.collector import catalogue
+from partdash.collector import catalogue, ddl
 from partdash.collector.catalogue import (
     DEFERRED,
     DROPPED,
     ERROR,
     FILE_IO,
     INNODB_TABLE_STATS,
+    OTHER_ENGINES,
     PRIVILEGE,
     TABLESPACES,
     Shortfall,
@@ -36,6 +37,7 @@ from partdash.collector.sources import (
     definitions,
     file_io,
     innodb_stats,
+    other_engines,
     server_facts,
     tablespaces,
     tablestats,
@@ -56,6 +58,9 @@ def table_key(schema: str, table: str) -> TableKey:
 # The signature of a table whose definitions were read while DDL changed it: no set of
 # partitions has it, so the next poll reads them again.
 RACED = "raced"
+# The signature stored for a table whose definitions are due again though its partitions
+# did not move (`ddl`), when the poll that found them due had no budget left for it.
+RECHECK = "recheck"
 
 
 @dataclass(slots=True)
@@ -118,6 +123,11 @@ class Collection:
     basis: str | None = None
     dirty: set[PartitionKey] | None = None
     merged: set[PartitionKey] = field(default_factory=set)  # statistics, compression
+    # Partitions a read of every statistics row found no row for: their rows and sizes
+    # are unknown now, not what they were (the store forgets them). EXCHANGE PARTITION
+    # leaves the emptied partition without one until InnoDB recalculates it, which with
+    # STATS_AUTO_RECALC=0 is never (measured on 10.11).
+    unstated: set[PartitionKey] = field(default_factory=set)
     # Assembled before the tablespace list read beside came back (see `Speculation`).
     speculation: "Speculation | None" = None
     # What could not be read: per source as it happens, per table below, and all of it
@@ -125,6 +135,12 @@ class Collection:
     shortfalls: list[Shortfall] = field(default_factory=list)
     hidden: set[TableKey] = field(default_factory=set)  # listed, but not in information_schema
     raced: set[TableKey] = field(default_factory=set)  # definitions read while DDL changed them
+    # Tables whose definitions are due though their signature did not change (`ddl`), left
+    # for the next polls (stored with the signature RECHECK).
+    recheck: set[TableKey] = field(default_factory=set)
+    # Partitioned tables of other engines (MyISAM, Aria, MEMORY...), listed but not
+    # monitored; None when not read this poll (only after DDL: see `ddl`).
+    other_tables: list[other_engines.OtherTable] | None = None
     unreadable: dict[str, list[TableKey]] = field(default_factory=dict)  # reason -> tables
     warnings: list[Shortfall] = field(default_factory=list)
     # Partitions are only ever added during a poll, so their count tells whether the
@@ -447,15 +463,30 @@ def _still_hidden(
     return hidden, looked
 
 
+def _due(
+    collection: Collection, known: dict[TableKey, str], status_before: dict | None
+) -> tuple[list[TableKey], set[TableKey]]:
+    """The tables whose definitions are read: those new or with a changed signature, and
+    the others too where DDL may have changed definitions without moving a file (`ddl`).
+    Returns them, changed ones first, and the set of the others."""
+    signatures = collection.sign()
+    changed = [key for key in collection.tables() if known.get(key) != signatures[key]]
+    altered = sum(1 for key in changed if known.get(key) not in (None, RECHECK))
+    if not ddl.definitions_may_have_moved(status_before, collection.facts.status, altered):
+        return changed, set()
+    unchanged = [key for key in collection.tables() if known.get(key) == signatures[key]]
+    return changed + unchanged, set(unchanged)
+
+
 def _read_definitions(
     session: Session,
     collection: Collection,
     known: dict[TableKey, str],
     hidden_before: set[TableKey],
+    status_before: dict | None = None,
 ) -> None:
     budget = settings.PARTDASH_DEFINITIONS_PER_POLL
-    signatures = collection.sign()
-    wanted = [key for key in collection.tables() if known.get(key) != signatures[key]]
+    wanted, unchanged = _due(collection, known, status_before)
     carried = [key for key in wanted if key in hidden_before]
     hidden, looked = _still_hidden(session, collection, carried)
     collection.hidden |= hidden
@@ -465,6 +496,8 @@ def _read_definitions(
             continue
         if len(collection.definitions) >= budget:
             collection.deferred += 1
+            if table_key in unchanged:
+                collection.recheck.add(table_key)
         elif not _read_one(session, collection, table_key):
             vanished.append(table_key)
     if vanished:
@@ -486,6 +519,12 @@ def _read_statistics(session: Session, collection: Collection, since: int | None
         _merge_stats,
     )
     collection.stats_incremental = bool(incremental and rows is not None)
+    if rows is not None and not incremental:  # (an incremental read names changes only)
+        collection.unstated = collection.partitions.keys() - collection.merged
+        for key in collection.unstated:  # (reused partitions hold the last poll's)
+            figures = collection.partitions[key]
+            figures.rows = figures.clustered_pages = figures.other_pages = None
+            figures.data_bytes = figures.index_bytes = figures.stats_updated_at = None
     # The server's clock before the read, not the newest refresh seen: on a quiet server
     # the next poll then reads only the last few seconds' refreshes, usually none.
     collection.stats_watermark = collection.facts.clock if rows is not None else None
@@ -507,6 +546,7 @@ def collect(
     last_poll: str | None = None,
     open_beside=None,
     speculate: bool = False,
+    status_before: dict | None = None,
 ) -> Collection:
     """Read every source once; definitions only for tables whose signature changed.
     `stats_since` (the previous poll's statistics watermark) allows reading only the
@@ -516,13 +556,16 @@ def collect(
     changed (`partdash.collector.incremental`), `last_poll` being the server's last
     stored poll; `open_beside` opens a second session to the server (a context manager),
     on which the tablespace list is read beside file I/O when a data file was certainly
-    touched (the two are the longest reads of a poll after writes).
+    touched (the two are the longest reads of a poll after writes). `status_before`:
+    the server status stored with the previous poll, which tells whether DDL may have
+    changed definitions without moving a file (`ddl`).
 
     With `speculate`, a poll whose tablespace list is being read beside does not wait
     for it: the collection is assembled as if the list had not changed, which is what
-    that read finds after most writes, and carries a `Speculation` that says, once the
-    read ends, whether it did not (the poll service stores meanwhile, and assembles the
-    collection again with the list read when it did)."""
+    that read finds after most writes (not after an ALTER TABLE), and carries a
+    `Speculation` that says, once the read ends, whether it did not (the poll service
+    stores meanwhile, and assembles the collection again with the list read when it
+    did)."""
     basis, kept = memory.begin(last_poll) if memory is not None else (None, None)
     facts = server_facts.read(session)
     if memory is not None and memory.restarted(facts):
@@ -553,8 +596,11 @@ def collect(
         read_files = lambda: tablespaces.read(session, dialect)  # noqa: E731
     hidden = frozenset(hidden_before)
     reads = _Reads(session, dialect, facts, known, stats_since, hidden, memory, basis, read_io)
+    reads.status_before = status_before
     reads.kept, kept = kept, None  # `assemble` releases it: a build then needs the memory
-    if speculate and beside is not None and remembered is not None:
+    # Not after an ALTER: whether it moved files decides which definitions are read.
+    altered = ddl.altered_since(status_before, facts.status)
+    if speculate and beside is not None and remembered is not None and not altered:
         collection = reads.assemble(lambda: remembered, assumed_unchanged=True)
         redo = lambda: reads.assemble(read_files)  # noqa: E731
         collection.speculation = Speculation(beside, session, memory, redo)
@@ -578,6 +624,8 @@ class _Reads:
     basis: str | None  # the stored poll `memory` continues (None: none)
     read_io: Callable[[], list]  # file I/O's rows, read already
     kept: "Kept | None" = None  # the previous poll's partitions, for the first assembly
+    status_before: dict | None = None  # the previous poll's server status (see `ddl`)
+    other_tables: list | None = None  # read once, for a collection assembled again
 
     def assemble(self, read_files, assumed_unchanged: bool = False) -> Collection:
         """The collection, the tablespace list's rows being `read_files()`. The previous
@@ -627,7 +675,9 @@ class _Reads:
                 _merge_compression,
             )
         _check_settings(collection)
-        _read_definitions(session, collection, self.known, set(self.hidden_before))
+        hidden_before = set(self.hidden_before)
+        _read_definitions(session, collection, self.known, hidden_before, self.status_before)
+        self._read_other_engines(collection)
         if self.basis is not None:
             collection.basis = self.basis
             collection.dirty = _dirty(collection, memory, files_touched())
@@ -638,6 +688,17 @@ class _Reads:
         if memory is not None and not collection.raced and collection.files_cover_partitions:
             memory.pending = Kept.of(collection)
         return collection
+
+    def _read_other_engines(self, collection: Collection) -> None:
+        """The partitioned tables of other engines, after DDL (once per poll)."""
+        if self.other_tables is None and ddl.tables_may_have_changed(
+            self.status_before, self.facts.status
+        ):
+            read = lambda: other_engines.read(self.session)  # noqa: E731
+            self.other_tables = _read(collection, OTHER_ENGINES.key, read)
+        elif self.other_tables is not None:
+            collection.sources[OTHER_ENGINES.key] = True
+        collection.other_tables = self.other_tables
 
 
 class Refuted(Exception):

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from celery.exceptions import SoftTimeLimitExceeded
 from django.conf import settings
 from django.db import DatabaseError, OperationalError, transaction
+from django.db.models import Count, Sum
 from django.utils import timezone
 
 from partdash.alerts.service import evaluate_after_failure, evaluate_after_poll
@@ -28,7 +29,7 @@ from partdash.collector.incremental import SourceMemory
 from partdash.lib.commands import store_unavailable
 from partdash.lib.secrets import SecretError
 from partdash.metrics.analysis import analyse_server
-from partdash.metrics.models import PartitionedTable, ServerSnapshot
+from partdash.metrics.models import PartitionedTable, ServerSnapshot, UnmonitoredTable
 from partdash.metrics.store import PollStore, StoreResult, forget_figures
 from partdash.servers.choices import ServerStatus
 from partdash.servers.connection import ConnectionFailure, open_session, target_for
@@ -81,25 +82,28 @@ class PreviousPoll:
     stats_since: int | None = None  # its statistics watermark, where incremental is safe
     hidden: set[tuple[str, str]] = field(default_factory=set)  # tables hidden from the account
     poll_id: str | None = None
+    status: dict | None = None  # the server status it read (see `collector.ddl`)
 
 
 def previous_poll(server: Server) -> PreviousPoll:
     latest = (
         ServerSnapshot.objects.filter(server=server)
         .order_by("-taken_at")
-        .values_list("stats_watermark", "files_cover_partitions", "warnings", "poll_id")
+        .values_list(
+            "stats_watermark", "files_cover_partitions", "warnings", "poll_id", "status_counters"
+        )
         .first()
     )
     if latest is None:
         return PreviousPoll()
-    watermark, covered, warnings, poll_id = latest
+    watermark, covered, warnings, poll_id, status = latest
     hidden = {
         table_key(schema, table)
         for shortfall in map(Shortfall.from_dict, warnings or [])
         if shortfall.cause == HIDDEN
         for schema, table in shortfall.tables
     }
-    return PreviousPoll(watermark if covered else None, hidden, poll_id)
+    return PreviousPoll(watermark if covered else None, hidden, poll_id, status)
 
 
 LAST_ERROR_CHARS = 2000  # a bound, whatever a server's error message holds
@@ -124,11 +128,15 @@ def record_failure(server: Server, message: str) -> None:
 
 def _record_success(server: Server, collection: Collection, snapshot_at) -> None:
     """`last_error` holds one line per distinct fix (the tables concerned are on the
-    snapshot); `partitioned_tables` counts what the server lists, hidden tables too."""
+    snapshot); `partitioned_tables` counts what the server lists, hidden tables too, and
+    with `partitions` the tables of engines partdash does not monitor."""
     if collection.listed:
         partitioned_tables = len(collection.signatures)
     else:
         partitioned_tables = PartitionedTable.objects.filter(server=server, dropped_at=None).count()
+    other = UnmonitoredTable.objects.filter(server=server).aggregate(
+        tables=Count("id"), partitions=Sum("partitions")
+    )
     Server.objects.filter(pk=server.pk).update(
         status=ServerStatus.DEGRADED if collection.warnings else ServerStatus.OK,
         flavor=collection.flavor,
@@ -136,8 +144,9 @@ def _record_success(server: Server, collection: Collection, snapshot_at) -> None
         last_poll_at=snapshot_at,
         last_success_at=snapshot_at,
         last_error="\n".join(collection.lines)[:LAST_ERROR_CHARS],
-        partitioned_tables=partitioned_tables,
-        partitions=len(collection.partitions),
+        partitioned_tables=partitioned_tables + other["tables"],
+        partitions=len(collection.partitions) + (other["partitions"] or 0),
+        unmonitored_tables=other["tables"],
     )
 
 
@@ -326,6 +335,7 @@ def _poll(server: Server, poll_id: str | None) -> PollReport:
                 previous.poll_id,
                 (lambda: open_session(target)) if settings.PARTDASH_SECOND_SESSION else None,
                 speculate=settings.PARTDASH_STORE_WHILE_READING,
+                status_before=previous.status,
             )
             stored = None
             if collection.speculation is not None:  # stored while the session is open

@@ -115,10 +115,24 @@ def limit_pressure(setting: str, partitions: int, limit: int | str | None) -> Li
     return LimitPressure(setting, partitions, number, ratio, level_of(ratio))
 
 
-def server_limits(partitions: int, variables: Mapping[str, int | str]) -> list[LimitPressure]:
+def server_limits(
+    partitions: int,
+    variables: Mapping[str, int | str],
+    other_partitions: int = 0,
+    other_files: int = 0,
+) -> list[LimitPressure]:
     """Partitions on the server against table_open_cache, table_definition_cache and
-    open_files_limit (the ServerSnapshot's `variables`)."""
-    return [limit_pressure(name, partitions, variables.get(name)) for name in LIMIT_SETTINGS]
+    open_files_limit (the ServerSnapshot's `variables`). The partitions of other engines
+    (MyISAM, Aria, MEMORY: `other_partitions`, holding `other_files` data and index
+    files) count against the table cache (the partitioning handler opens each of them
+    in every instance of its table) and the file limit, not against the definition
+    cache, whose per-partition entries are InnoDB's dictionary."""
+    counted = {
+        "table_open_cache": partitions + other_partitions,
+        "table_definition_cache": partitions,
+        "open_files_limit": partitions + other_files,
+    }
+    return [limit_pressure(name, counted[name], variables.get(name)) for name in LIMIT_SETTINGS]
 
 
 def working_set(

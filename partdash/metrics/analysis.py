@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING
 
 from django.conf import settings
 from django.db import connection
+from django.db.models import Sum
 
 from partdash.health import findings as rules
 from partdash.health import recent
@@ -48,7 +49,13 @@ from partdash.health.pressure import (
 from partdash.health.runway import table_runway
 from partdash.health.skew import judge_skew
 from partdash.lib.bulk import update_each
-from partdash.metrics.models import Partition, PartitionedTable, ServerSnapshot, aware
+from partdash.metrics.models import (
+    Partition,
+    PartitionedTable,
+    ServerSnapshot,
+    UnmonitoredTable,
+    aware,
+)
 
 if TYPE_CHECKING:
     from partdash.metrics.store import StoredFigures
@@ -494,7 +501,12 @@ def server_pressure(server, snapshot: ServerSnapshot) -> dict:
         written_bytes, written_count, variables.get("innodb_buffer_pool_size")
     )
     ratio = verdict.ratio
-    limits = server_limits(snapshot.partitions or 0, variables)
+    other = UnmonitoredTable.objects.filter(server=server).aggregate(
+        partitions=Sum("partitions"), files=Sum("files")
+    )
+    limits = server_limits(
+        snapshot.partitions or 0, variables, other["partitions"] or 0, other["files"] or 0
+    )
     found = [rules.limit_finding(limit) for limit in limits] + [rules.working_set_finding(verdict)]
     return {
         "limits": [plain(p) for p in limits],

@@ -159,6 +159,31 @@ class Partition(models.Model):
         return f"{self.table}#{self.name}" + (f"#{self.subpartition}" if self.subpartition else "")
 
 
+class UnmonitoredTable(models.Model):
+    """A partitioned table of an engine partdash does not monitor (MyISAM, Aria, MEMORY...),
+    as of the poll that last listed them (after DDL): counted in the server's totals and
+    its file and cache pressure, listed on the server page, never analysed."""
+
+    server = models.ForeignKey(
+        "servers.Server", on_delete=models.CASCADE, related_name="unmonitored"
+    )
+    schema = models.CharField(max_length=64)
+    name = models.CharField(max_length=64)
+    engine = models.CharField(max_length=64)
+    partitions = models.PositiveIntegerField()
+    rows = models.BigIntegerField(null=True)
+    data_bytes = models.BigIntegerField(null=True)
+    index_bytes = models.BigIntegerField(null=True)
+    files = models.PositiveIntegerField(default=0)  # data and index files of its partitions
+    read_at = models.DateTimeField()
+
+    class Meta:
+        ordering = ["schema", "name"]
+
+    def __str__(self) -> str:
+        return f"{self.schema}.{self.name} ({self.engine})"
+
+
 class PartitionSample(models.Model):
     """What changed in one partition at one poll. Only the figures that changed since the
     partition's previous sample are stored; the others are NULL (unchanged), which keeps

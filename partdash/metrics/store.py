@@ -10,8 +10,9 @@ from django.conf import settings
 from django.db import connection, transaction
 from django.utils import timezone
 
-from partdash.collector.collect import Collection, TableKey, table_key
+from partdash.collector.collect import RECHECK, Collection, TableKey, table_key
 from partdash.collector.names import fold
+from partdash.collector.sources import other_engines
 from partdash.collector.sources.definitions import TableDefinition
 from partdash.health import recent
 from partdash.health.counters import counter_delta
@@ -24,6 +25,7 @@ from partdash.metrics.models import (
     PartitionedTable,
     PartitionSample,
     ServerSnapshot,
+    UnmonitoredTable,
     aware,
 )
 
@@ -41,6 +43,10 @@ _N_SAMPLED = len(SAMPLED)
 _READ_BYTES, _WRITE_BYTES = FIGURES.index("read_bytes"), FIGURES.index("write_bytes")
 _STATS_UPDATED = FIGURES.index("stats_updated_at")
 _READ_OPS = FIGURES.index("read_ops")
+# What the statistics give: unknown, not kept, for a partition they have no row for.
+_STATISTICS = frozenset(
+    FIGURES.index(name) for name in ("rows", "data_bytes", "index_bytes", "stats_updated_at")
+)
 _READING = tuple(
     FIGURES.index(name)
     for name in (
@@ -153,6 +159,18 @@ def _few_reads(new: int | None, old: int | None) -> bool:
         return False
     quantum = settings.PARTDASH_MIN_SAMPLED_READS
     return quantum > 1 and new // quantum == old // quantum
+
+
+def _known(values: tuple, before: tuple, unstated: bool) -> tuple:
+    """Each figure a source could not read (None) as last known; but for a partition the
+    statistics have no row for (`unstated`), its rows and sizes unknown rather than what
+    they were (see `Collection.unstated`)."""
+    if not unstated:
+        return tuple(b if v is None else v for v, b in zip(values, before, strict=True))
+    return tuple(
+        b if v is None and i not in _STATISTICS else v
+        for i, (v, b) in enumerate(zip(values, before, strict=True))
+    )
 
 
 def _keep_reads(values: tuple, before: tuple) -> tuple:
@@ -314,6 +332,34 @@ class PollStore:
         gone = [p.pk for key, p in existing.items() if key not in wanted and not p.dropped_at]
         Partition.objects.filter(pk__in=gone).update(dropped_at=self.now)
 
+    def _mark_recheck(self) -> None:
+        """Tables whose definitions are due though their partitions did not move, left
+        for the next polls: a signature no poll computes makes those read them."""
+        due = [self.tables[key].pk for key in self.collection.recheck if key in self.tables]
+        PartitionedTable.objects.filter(pk__in=due).update(signature=RECHECK)
+
+    def _store_unmonitored(self) -> None:
+        """The partitioned tables of other engines, where this poll listed them."""
+        found = self.collection.other_tables
+        if found is None:
+            return
+        UnmonitoredTable.objects.filter(server=self.server).delete()
+        UnmonitoredTable.objects.bulk_create(
+            UnmonitoredTable(
+                server=self.server,
+                schema=table.schema,
+                name=table.table,
+                engine=table.engine,
+                partitions=table.partitions,
+                rows=table.rows,
+                data_bytes=table.data_bytes,
+                index_bytes=table.index_bytes,
+                files=other_engines.files(table),
+                read_at=self.now,
+            )
+            for table in found
+        )
+
     def _mark_dropped(self) -> None:
         if not (
             self.collection.sources.get("innodb_table_stats")
@@ -446,8 +492,9 @@ class PollStore:
             for figures in members:
                 key = (table.pk, figures.slot)
                 old = previous.get(key)
+                unstated = figures.key in self.collection.unstated
                 if old is not None and self._compare(
-                    old, figure_values(figures), seconds, snapshot, samples, updates
+                    old, figure_values(figures), seconds, snapshot, samples, updates, unstated
                 ):
                     updated_keys.append(key)
                     update = updates[-1]
@@ -466,9 +513,12 @@ class PollStore:
         self._remember(snapshot, self.stored_figures, moving if seconds else None)
         return changed, stored
 
-    def _compare(self, old: tuple, values: tuple, seconds, snapshot, samples, updates) -> bool:
+    def _compare(
+        self, old: tuple, values: tuple, seconds, snapshot, samples, updates, unstated=False
+    ) -> bool:
         """Sample the figures that changed and queue the partition's update. A new
-        partition's previous figures are all None, so its first figures are a change."""
+        partition's previous figures are all None, so its first figures are a change.
+        `unstated`: the statistics have no row for it (its rows and sizes are unknown)."""
         partition_id, before, before_rates = (
             old[0],
             old[1 : _N + 1],
@@ -479,7 +529,7 @@ class PollStore:
         if values == before and before_rates == (_zero_rates if seconds else _no_rates):
             return False  # the common case, decided by one tuple comparison
         if None in values:  # a source that could not be read keeps the last known value
-            values = tuple(b if v is None else v for v, b in zip(values, before, strict=True))
+            values = _known(values, before, unstated)
         now_read, then_read = _reading(values), _reading(before)
         rates = (
             counter_rate(values[_READ_BYTES], before[_READ_BYTES], seconds),
@@ -530,7 +580,9 @@ class PollStore:
             self._load_tables()
             for key, definition in collection.definitions.items():
                 self._apply_definition(key, definition)
+            self._mark_recheck()
             self._mark_dropped()
+            self._store_unmonitored()
             snapshot = self._snapshot()
             _keep_detail_on_latest_only(last)
             changed, stored = self._store_figures(snapshot, last)

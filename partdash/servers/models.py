@@ -23,6 +23,7 @@ LATEST_POLL_FIELDS = (
     "last_error",
     "partitioned_tables",
     "partitions",
+    "unmonitored_tables",
     "tls_offered",
     "tls_checked_at",
     "consecutive_failures",
@@ -97,6 +98,9 @@ class Server(models.Model):
     consecutive_failures = models.PositiveIntegerField(default=0, editable=False)
     partitioned_tables = models.PositiveIntegerField(null=True, blank=True, editable=False)
     partitions = models.PositiveIntegerField(null=True, blank=True, editable=False)
+    # Of `partitioned_tables`, those of engines partdash does not monitor (MyISAM, Aria,
+    # MEMORY...): counted, with their partitions in `partitions`, but not analysed.
+    unmonitored_tables = models.PositiveIntegerField(null=True, blank=True, editable=False)
     # Whether the server offered TLS when last looked at (None: not known yet), so a new
     # process knows without a throw-away connection; looked at again once a day.
     tls_offered = models.BooleanField(null=True, blank=True, editable=False)

@@ -899,7 +899,8 @@ def test_after_writes_a_poll_stores_while_the_tablespace_list_is_read_and_loses_
     sample per partition and poll, and what is stored is what a read of every row says.
     A write that changes no tablespace row is confirmed and committed as it was stored;
     so too when the store, about to replace more figures than it keeps to put back,
-    waits for the list first."""
+    waits for the list first. After an ALTER TABLE the poll does not speculate: it waits
+    for the list, which decides whose definitions are read (`collector.ddl`)."""
     from partdash.metrics.models import ServerSnapshot
 
     schema, server, outcomes = speculating_server(
@@ -919,6 +920,8 @@ def test_after_writes_a_poll_stores_while_the_tablespace_list_is_read_and_loses_
         print(what, outcomes)
         if what.endswith("written"):
             assert outcomes == ["confirmed"], what  # no file grew: nothing to store again
+        elif statements[0].startswith("ALTER TABLE"):
+            assert outcomes == [], what  # after an ALTER, the poll waits for the list
         elif what != "a table dropped":  # (its files' list may be read before the drop)
             assert outcomes[:1] == ["refuted"], what
 

@@ -175,8 +175,36 @@ function hiddenNotice(health) {
   );
 }
 
+// Partitioned tables of other engines: counted in the totals, listed, not monitored.
+function unmonitoredNotice(health) {
+  const tables = health?.unmonitored ?? [];
+  if (!tables.length) return null;
+  const partitions = tables.reduce((sum, table) => sum + table.partitions, 0);
+  const engines = [...new Set(tables.map((table) => table.engine))].join(", ");
+  return el(
+    "div",
+    { className: "notice unmonitored-tables" },
+    `${count(tables.length)} partitioned ${engines} tables (${count(partitions)} partitions) `,
+    "are not monitored: partdash reads InnoDB's own statistics, which other engines do not keep. ",
+    "They are counted in the server's totals and its file and table cache pressure; ",
+    `their rows and sizes are as of the last DDL (${when(tables[0].read_at)}).`,
+    el(
+      "ul",
+      {},
+      tables.map((table) =>
+        el(
+          "li",
+          {},
+          `${table.schema}.${table.name}: ${table.engine}, ${count(table.partitions)} partitions, `,
+          `${count(table.rows)} rows, ${bytes((table.data_bytes ?? 0) + (table.index_bytes ?? 0))}`,
+        ),
+      ),
+    ),
+  );
+}
+
 function notices(server, health) {
-  const items = [pollNotice(server), hiddenNotice(health)];
+  const items = [pollNotice(server), hiddenNotice(health), unmonitoredNotice(health)];
   const io = health?.capabilities?.find((item) => item.source === FILE_IO);
   if (io && !io.ok) {
     const why = io.causes?.includes("setting")

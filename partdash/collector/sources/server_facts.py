@@ -2,6 +2,7 @@
 
 from dataclasses import dataclass, field
 
+from partdash.collector import ddl
 from partdash.collector.catalogue import CLOCK_AND_ACCOUNT_SQL, SERVER_FACTS
 from partdash.lib.quoting import account
 from partdash.servers.connection import Session
@@ -24,6 +25,7 @@ STATUS = (
     "Performance_schema_file_handles_lost",
     "Performance_schema_file_instances_lost",
     "Uptime",
+    *ddl.STATUS,
 )
 
 
