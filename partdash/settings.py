@@ -303,9 +303,16 @@ PARTDASH_REMEMBERED_PARTITIONS = env.int("PARTDASH_REMEMBERED_PARTITIONS", defau
 # Tables whose definitions one poll may read (each read opens the table once); the rest
 # follow in the next polls.
 PARTDASH_DEFINITIONS_PER_POLL = env.int("PARTDASH_DEFINITIONS_PER_POLL", default=1000)
-# INNODB_SYS_TABLESTATS (MODIFIED_COUNTER, AUTOINC) makes InnoDB read partition pages on
-# large servers: off unless asked for.
-PARTDASH_READ_TABLESTATS = env.bool("PARTDASH_READ_TABLESTATS", default=False)
+# INNODB_SYS_TABLESTATS (MODIFIED_COUNTER, AUTOINC): InnoDB fills it by loading every
+# table it has into its dictionary cache, which reads pages of every partition evicted
+# from that cache. `auto`: read when rows changed since the last read and the cache holds
+# every InnoDB table (so the read loads none); `on`: whenever rows changed; `off`: never.
+PARTDASH_READ_TABLESTATS = env.str("PARTDASH_READ_TABLESTATS", default="auto").lower()
+PARTDASH_READ_TABLESTATS = {"1": "on", "true": "on", "yes": "on", "0": "off", "false": "off"}.get(
+    PARTDASH_READ_TABLESTATS, PARTDASH_READ_TABLESTATS
+)
+if PARTDASH_READ_TABLESTATS not in ("auto", "on", "off"):
+    raise ImproperlyConfigured("PARTDASH_READ_TABLESTATS must be auto, on or off")
 # Read counters grow by a few pages for every partition of a table that is opened; a
 # partition's reads are sampled once they reach the next multiple of this many page
 # reads (any growth by this many or more is sampled).

@@ -16,6 +16,7 @@ from datetime import date, timedelta
 from itertools import count
 from uuid import uuid4
 
+from django.conf import settings
 from django.utils import timezone
 
 from partdash.alerts.models import Alert, Notification, Silence
@@ -212,6 +213,7 @@ class Part:
     index_pages: int = 0
     read_bytes: int = 0
     write_bytes: int = 0
+    modified: int = 0  # MODIFIED_COUNTER (read where PARTDASH_READ_TABLESTATS=on)
     space_id: int = field(default_factory=lambda: next(_space_ids))
 
     def pages(self) -> int:
@@ -335,6 +337,13 @@ def _collection(server: Server, variables: dict, tables, hidden, ungranted) -> C
     every = (*tables, *hidden)
     compressed = any(t.compressed for t in every)
     collection.sources, collection.shortfalls = _sources_read(facts, compressed, ungranted)
+    # Rows changed: read where switched on (the counters of `Part.modified`), off where
+    # off; by default not said, so a table is judged on what its figures hold.
+    mode = settings.PARTDASH_READ_TABLESTATS
+    if mode != "auto":
+        collection.tablestats_plan = "read" if mode == "on" else "off"
+        if mode == "on":
+            collection.sources["tablestats"] = True
     zipped = sum(p.pages() for t in every if t.compressed for p in t.parts)
     collection.innodb_cmp = [
         {
@@ -387,6 +396,8 @@ def _figures(of: Table, part: Part, now, read: dict[str, bool]) -> PartitionFigu
     if read[FILE_IO.key]:
         figures.read_bytes, figures.write_bytes = part.read_bytes, part.write_bytes
         figures.read_ops, figures.write_ops = part.read_bytes // PAGE, part.write_bytes // PAGE
+    if read.get("tablestats"):
+        figures.modified_counter = part.modified
     if read.get(CMP_PER_INDEX.key) and of.compressed:
         figures.compress_ops = figures.compress_ops_ok = part.pages()
         figures.compress_time = figures.uncompress_ops = figures.uncompress_time = 0

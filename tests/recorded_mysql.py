@@ -49,6 +49,9 @@ STATUS = [
     ("Performance_schema_file_handles_lost", "0"),
     ("Performance_schema_file_instances_lost", "0"),
     ("Uptime", "86400"),
+    ("Handler_write", "5000"),
+    ("Handler_update", "700"),
+    ("Handler_delete", "20"),
 ]
 
 
@@ -70,6 +73,8 @@ def _partitions(schema_table: tuple, sep: str) -> dict[str, list[tuple]]:
             for i, (p, d) in enumerate(zip(names, ("740000", "740365", "MAXVALUE"), strict=True))
         ],
         "information_schema.TABLES": [("partitioned",)],
+        # Partitioned tables of other engines (MyISAM, MEMORY...): none recorded.
+        "SELECT TABLE_SCHEMA, TABLE_NAME, ENGINE FROM information_schema.TABLES": [],
     }
 
 
@@ -87,6 +92,7 @@ def mysql80(version: str = "8.0.36") -> tuple[str, str, dict]:
             )
         ],
         "information_schema.INNODB_TABLESTATS": [("shop/orders#p#p2027", 17, 251)],
+        "SELECT COUNT(*) FROM information_schema.INNODB_TABLESPACES": [(7,)],
         "information_schema.INNODB_CMP": [(1024, 0, 0, 0, 0, 0), (8192, 0, 0, 0, 0, 0)],
     }
     return "mysql", version, results
@@ -106,6 +112,7 @@ def mysql57() -> tuple[str, str, dict]:
             )
         ],
         "information_schema.INNODB_SYS_TABLESTATS": [("shop/orders#P#p2027", 17, 251)],
+        "SELECT COUNT(*) FROM information_schema.INNODB_SYS_TABLES": [(7,)],
         "information_schema.INNODB_CMP": [(1024, 0, 0, 0, 0, 0)],
     }
     return "mysql", "5.7.44-log", results

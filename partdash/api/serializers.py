@@ -23,6 +23,7 @@ from partdash.metrics.readings import (
     health_fields,
     latest_snapshot,
     partition_figures,
+    stored_signals,
     table_shares,
     with_fix,
 )
@@ -499,7 +500,10 @@ def partition_rows(table: PartitionedTable, page_size: int) -> list[dict]:
     partitions = table.partitions.filter(dropped_at=None).order_by(*Partition._meta.ordering)
     stored = [SimpleNamespace(**values) for values in partitions.values(*PARTITION_COLUMNS)]
     shares = activity_shares(
-        [PartitionState.from_object(p).label for p in stored], [p.recent for p in stored], now
+        [PartitionState.from_object(p).label for p in stored],
+        [p.recent for p in stored],
+        now,
+        stored_signals(table.activity),
     )
     for partition in stored:
         values = vars(partition)

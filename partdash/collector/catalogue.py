@@ -161,12 +161,17 @@ TABLESTATS = Source(
         "SELECT NAME, MODIFIED_COUNTER, {autoinc} FROM {tablestats} "
         "WHERE MODIFIED_COUNTER > 0 AND (NAME LIKE '%%#P#%%' OR NAME LIKE '%%#p#%%')"
     ),
-    # No probe: even a LIMIT 1 read fills the whole table, which is what makes it costly.
+    # No probe: even a LIMIT 1 read fills the whole table, which is what makes it costly:
+    # InnoDB walks SYS_TABLES and loads every table missing from its dictionary cache
+    # (pages of its partition files), whatever the WHERE clause says.
     privilege="PROCESS",
     grant="GRANT PROCESS ON *.* TO {account}",
-    read_when="only with PARTDASH_READ_TABLESTATS=1 (each read makes InnoDB read pages of "
-    "many partition files)",
+    read_when="when rows changed since its last read and InnoDB's dictionary cache "
+    "(table_definition_cache) holds every InnoDB table (PARTDASH_READ_TABLESTATS)",
 )
+# How many tables InnoDB's dictionary has (a partition is one), counted without loading
+# any: a TABLESTATS read is free only when table_definition_cache holds them all.
+DICTIONARY_TABLES_SQL = "SELECT COUNT(*) FROM {dictionary}"
 DEFINITIONS = Source(
     key="definitions",
     label="information_schema.PARTITIONS",

@@ -122,12 +122,15 @@ class Collection:
     # from that poll's (`dirty`; None: any may). The store compares only those.
     basis: str | None = None
     dirty: set[PartitionKey] | None = None
-    merged: set[PartitionKey] = field(default_factory=set)  # statistics, compression
+    merged: set[PartitionKey] = field(default_factory=set)  # statistics, counters, compression
     # Partitions a read of every statistics row found no row for: their rows and sizes
     # are unknown now, not what they were (the store forgets them). EXCHANGE PARTITION
     # leaves the emptied partition without one until InnoDB recalculates it, which with
     # STATS_AUTO_RECALC=0 is never (measured on 10.11).
     unstated: set[PartitionKey] = field(default_factory=set)
+    # What the poll did about the tablestats counters: read, kept (no row changed since
+    # they were read), uncached (reading would load tables), off; "" before deciding.
+    tablestats_plan: str = ""
     # Assembled before the tablespace list read beside came back (see `Speculation`).
     speculation: "Speculation | None" = None
     # What could not be read: per source as it happens, per table below, and all of it
@@ -252,14 +255,17 @@ def _merge_io(collection: Collection, rows: list[file_io.PartitionIO], only=None
             figures.read_ops, figures.write_ops, figures.read_bytes, figures.write_bytes = row[1:]
 
 
-def _merge_changes(collection: Collection, rows: list[tablestats.PartitionChanges]) -> None:
-    for figures in collection.partitions.values():
-        figures.modified_counter = 0
-    for row in rows:
-        figures = collection.partitions.get(row.name.key)
-        if figures is not None:
-            figures.modified_counter = row.modified_counter
-            figures.autoinc = row.autoinc or None
+def _merge_changes(collection: Collection, changes: tablestats.Changes, adopted: bool) -> None:
+    """Every partition's counters (0 where absent); only the changed ones' where the
+    partitions are the previous poll's (`adopted`), which hold the others already. The
+    changed ones are the store's to compare (`merged`)."""
+    partitions = collection.partitions
+    changed = partitions.keys() if changes.changed is None else changes.changed & partitions.keys()
+    for key in changed if adopted else partitions.keys():
+        figures = partitions[key]
+        figures.modified_counter, autoinc = changes.counters.get(key, (0, 0))
+        figures.autoinc = autoinc or None
+    collection.merged |= changed
 
 
 def _merge_compression(
@@ -626,6 +632,50 @@ class _Reads:
     kept: "Kept | None" = None  # the previous poll's partitions, for the first assembly
     status_before: dict | None = None  # the previous poll's server status (see `ddl`)
     other_tables: list | None = None  # read once, for a collection assembled again
+    # What this poll did about the tablestats counters (`tablestats.plan`) and what it
+    # got, once decided: an assembly again (a refuted speculation) does not read again.
+    tablestats_plan: str = ""
+    tablestats_changes: "tablestats.Changes | None" = None
+
+    def changes(self, collection: Collection) -> "tablestats.Changes | None":
+        """The tablestats counters for this poll, read only where they can have changed
+        and the read loads no table into InnoDB's dictionary cache (see `tablestats`);
+        None where they are not known (switched off, or the cache is too small)."""
+        if not self.tablestats_plan:
+            self.tablestats_plan, self.tablestats_changes = self._plan_changes(collection)
+        collection.tablestats_plan = self.tablestats_plan
+        return self.tablestats_changes
+
+    def _plan_changes(self, collection: Collection) -> tuple[str, "tablestats.Changes | None"]:
+        memory, mode = self.memory, settings.PARTDASH_READ_TABLESTATS
+        last = memory.tablestats if memory is not None else None
+        refreshed = (
+            not collection.stats_incremental
+            or bool(collection.merged)
+            or _tables_changed(collection, self.known)
+        )
+        row_writes = self.facts.row_writes
+        plan = tablestats.plan(
+            mode, last, row_writes, continues=self.basis is not None, refreshed=refreshed
+        )
+        if plan == tablestats.KEPT:
+            return plan, tablestats.Changes(last.counters, set())
+        if plan == tablestats.READ and mode == "auto":
+            cache = self.facts.number("table_definition_cache")
+            if not tablestats.fits_cache(
+                self.session, self.dialect, cache, len(collection.partitions)
+            ):
+                plan = tablestats.UNCACHED
+        if plan != tablestats.READ:
+            if memory is not None:  # a later read compares every partition
+                uncached = plan == tablestats.UNCACHED and row_writes is not None
+                memory.tablestats = tablestats.LastRead(row_writes, {}, False) if uncached else None
+            return plan, None
+        rows = tablestats.read(self.session, self.dialect)
+        changes = tablestats.changes(rows, last if self.basis is not None else None)
+        if memory is not None and row_writes is not None:
+            memory.tablestats = tablestats.LastRead(row_writes, changes.counters)
+        return plan, changes
 
     def assemble(self, read_files, assumed_unchanged: bool = False) -> Collection:
         """The collection, the tablespace list's rows being `read_files()`. The previous
@@ -658,10 +708,12 @@ class _Reads:
             _merge_io(collection, rows, reuse.io_only(collection, touched))
 
         _read(collection, "file_io", self.read_io, merge_io)
-        if settings.PARTDASH_READ_TABLESTATS:
-            _read(
-                collection, "tablestats", lambda: tablestats.read(session, dialect), _merge_changes
-            )
+        adopted = reuse.adopted == len(collection.partitions)
+        changes = _read(collection, "tablestats", lambda: self.changes(collection))
+        if changes is not None:
+            _merge_changes(collection, changes, adopted)
+        elif collection.tablestats_plan in (tablestats.OFF, tablestats.UNCACHED):
+            del collection.sources["tablestats"]  # not read: says nothing of the source
         collection.innodb_cmp = _read(
             collection, "innodb_cmp", lambda: compression.read_cmp(session)
         )
@@ -794,7 +846,6 @@ def _dirty(
     if (
         collection.definitions
         or not collection.stats_incremental
-        or settings.PARTDASH_READ_TABLESTATS
         or files_touched is None
         or (FILE_IO.key in touched and touched[FILE_IO.key] is None)
     ):

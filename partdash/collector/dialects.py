@@ -19,6 +19,9 @@ class Dialect:
     tablestats_table: str
     # Column giving a compressed tablespace's physical page size (None: PAGE_SIZE says it).
     zip_page_size_column: str | None
+    # Lists InnoDB's tables (a partition is one) without loading them into the
+    # dictionary cache: what tells whether that cache can hold them all.
+    dictionary_table: str = "information_schema.INNODB_SYS_TABLES"
     has_autoinc: bool = True
 
 
@@ -45,6 +48,9 @@ MYSQL8 = Dialect(
     tablespaces_table="information_schema.INNODB_TABLESPACES",
     tablestats_table="information_schema.INNODB_TABLESTATS",
     zip_page_size_column="ZIP_PAGE_SIZE",
+    # The data dictionary's tablespaces (one per table or partition with a file of its
+    # own): read by every poll already, so known not to load tables.
+    dictionary_table="information_schema.INNODB_TABLESPACES",
 )
 
 _VERSION = re.compile(r"(\d+)\.(\d+)")

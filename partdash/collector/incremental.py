@@ -112,6 +112,9 @@ class SourceMemory:
     # This poll's `Shape.witness` row, once read and until its source is (in a 1-tuple:
     # the row may be None).
     looked: tuple | None = None
+    # The last read of the tablestats counters (`tablestats.LastRead`): kept while no
+    # row changed since.
+    tablestats: object | None = None
     # A read of this memory under way in another thread (`collect`'s read beside), which
     # may outlive a failed poll: the next one waits for it.
     in_flight: Future | None = None

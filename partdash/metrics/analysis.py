@@ -87,15 +87,39 @@ def hold_slots() -> int:
     return max(1, -(-settings.PARTDASH_HOTSPOT_HOLD_SECONDS // length))
 
 
-def signals_of(sources: dict | None) -> Signals:
-    """The activity signals a poll's sources (`ServerSnapshot.sources`) gave. A source
-    absent from them was not needed this poll (nothing it counts could have moved), not
-    unreadable; rows changed are not read at all when switched off."""
-    sources = sources or {}
-    rows_changed = sources.get("tablestats")
-    if rows_changed is None:
-        rows_changed = True if settings.PARTDASH_READ_TABLESTATS else False
-    return Signals(rows_changed=rows_changed, disk=sources.get("file_io"))
+def signals_of(snapshot: ServerSnapshot) -> tuple[Signals, str | None]:
+    """The activity signals a poll gave (`ServerSnapshot.sources`), and why rows changed
+    were not among them (None where they were, or it is not known). Rows changed are
+    read, kept (no row written since they were read), not read because the read would
+    load tables into InnoDB's dictionary cache, or switched off (`tablestats.plan`).
+    A poll that does not say (stored before) is judged on what its figures hold."""
+    sources = snapshot.sources or {}
+    plan = sources.get("tablestats_plan")
+    disk = sources.get("file_io")
+    if plan in ("read", "kept"):
+        read = sources.get("tablestats", True)
+        why = (
+            None
+            if read
+            else (
+                "rows changed could not be read (INNODB_SYS_TABLESTATS needs the PROCESS "
+                "privilege; see the server page)"
+            )
+        )
+        return Signals(rows_changed=read, disk=disk), why
+    if plan == "off":
+        return Signals(False, disk), "rows changed are not read (PARTDASH_READ_TABLESTATS=off)"
+    if plan == "uncached":
+        variables = snapshot.variables or {}
+        cache, partitions = variables.get("table_definition_cache"), snapshot.partitions
+        return Signals(False, disk), (
+            "rows changed are not read: InnoDB fills INNODB_SYS_TABLESTATS by loading every "
+            f"table into its dictionary cache, which holds {cache} (table_definition_cache) "
+            f"of this server's {partitions or 0:,} partitions, so each read would load the rest "
+            "and read their pages. Raise table_definition_cache above the partitions to "
+            "have rows changed (or set PARTDASH_READ_TABLESTATS=on to read them anyway)"
+        )
+    return Signals(disk=disk), None
 
 
 # Why a write signal stands in for rows changed, and how late it is, for the pages.
@@ -107,22 +131,17 @@ _STANDS_IN = {
 }
 
 
-def activity_signal(source: str | None, signals: Signals, seconds: float) -> dict | None:
+def activity_signal(
+    source: str | None, signals: Signals, seconds: float, why: str | None = None
+) -> dict | None:
     """What a table's write hotspots were judged on, for the API and the pages: the
-    signal, its typical lag, and where rows changed could not be read, why another
-    signal stands in."""
+    signal, its typical lag, and where rows changed were not, why (`why`, from
+    `signals_of`) and which signal stands in."""
     if source is None:
         return None
     note = None
     if source != "rows_changed":
-        cause = (
-            "rows changed (INNODB_SYS_TABLESTATS / INNODB_TABLESTATS) could not be read"
-            if signals.rows_changed is False and settings.PARTDASH_READ_TABLESTATS
-            else "rows changed are not read (PARTDASH_READ_TABLESTATS=0)"
-            if not settings.PARTDASH_READ_TABLESTATS
-            else "no rows changed are known yet"
-        )
-        note = f"{cause}; {_STANDS_IN[source]}."
+        note = f"{why or 'no rows changed are known yet'}; {_STANDS_IN[source]}."
     return {
         "source": source,
         "window_seconds": seconds,
@@ -266,6 +285,7 @@ def table_health(
     buffer_pool,
     windows: dict[str, Window] | None = None,
     signals: Signals = UNKNOWN_SIGNALS,
+    why: str | None = None,
 ) -> dict:
     """Every health figure of one table, as stored in `PartitionedTable.health`.
     `states` in definition order, `recents` their stored recent activity; `windows`: a
@@ -346,7 +366,7 @@ def table_health(
         "active": hotspots is not None,
         # Where the shares come from; the shares themselves are derived when asked for
         # (`activity_shares`), which keeps a busy table's stored row from growing.
-        "activity": activity_signal(source, signals, seconds),
+        "activity": activity_signal(source, signals, seconds, why),
         "activity_source": source,
         "compression": None if compression is None else plain(api_fields(compression)),
         # How old the totals' statistics are, and whose: the oldest partition's.
@@ -436,7 +456,7 @@ def _write_results(tables: list[PartitionedTable]) -> None:
 
 
 def _analyse(
-    tables: list[PartitionedTable], now: datetime, variables: dict, stored, signals: Signals
+    tables: list[PartitionedTable], now: datetime, variables: dict, stored, signals: tuple
 ) -> None:
     page_size = as_number(variables.get("innodb_page_size")) or 16384
     buffer_pool = variables.get("innodb_buffer_pool_size")
@@ -448,7 +468,7 @@ def _analyse(
         recents = [text for _, text in members]
         windows = stored.windows.setdefault(table.pk, {}) if stored else None
         table.health = table_health(
-            table, states, recents, now, page_size, buffer_pool, windows, signals
+            table, states, recents, now, page_size, buffer_pool, windows, *signals
         )
         table.activity = table.health.pop("activity")
         table.score = table.health["score"]
@@ -473,7 +493,7 @@ def analyse_server(
     now = snapshot.taken_at
     tables = _tables_to_analyse(server, changed_tables, now)
     variables = snapshot.variables or {}
-    signals = signals_of(snapshot.sources)
+    signals = signals_of(snapshot)
     for start in range(0, len(tables), TABLES_PER_BATCH):
         _analyse(tables[start : start + TABLES_PER_BATCH], now, variables, stored, signals)
     snapshot.health = server_pressure(server, snapshot)

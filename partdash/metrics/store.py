@@ -117,6 +117,11 @@ def partition_key(partition: str, subpartition: str) -> str:
     return f"{fold(partition)}#{fold(subpartition)}"
 
 
+def _plan(collection: Collection) -> dict:
+    plan = collection.tablestats_plan
+    return {"tablestats_plan": plan} if plan else {}
+
+
 def counter_rate(new: int | None, old: int | None, seconds: float | None) -> float | None:
     """Per-second rate of a cumulative counter; a decrease means it was reset (TRUNCATE,
     restart), so the new value is what accumulated since."""
@@ -609,7 +614,9 @@ class PollStore:
             variables=collection.facts.variables,
             status_counters=collection.facts.status,
             innodb_cmp=collection.innodb_cmp,
-            sources=collection.sources,
+            # With what the poll did about the rows-changed counters (`tablestats.plan`):
+            # the analysis says why they stand in where they were not read.
+            sources={**collection.sources, **_plan(collection)},
             partitioned_tables=len(collection.signatures) if collection.listed else len(live),
             partitions=len(collection.partitions),
             definitions_read=len(collection.definitions),

@@ -148,9 +148,9 @@ class _Prober:
             self.read[CMP_PER_INDEX.key] = False
 
     def tablestats(self, process: bool) -> None:
-        """Read by a poll only when asked for; even a LIMIT 1 read of it costs what a
-        full one does, so PROCESS (which it needs) stands for it."""
-        if django_settings.PARTDASH_READ_TABLESTATS:
+        """Read by polls unless switched off; even a LIMIT 1 read of it costs what a full
+        one does, so PROCESS (which it needs) stands for it."""
+        if django_settings.PARTDASH_READ_TABLESTATS != "off":
             self.read[TABLESTATS.key] = process
             if not process:
                 self.denied(TABLESTATS)

@@ -140,7 +140,7 @@ def test_the_poll_test_connection_and_the_panel_give_the_same_fixes(
         None: set(),
         "PROCESS": {
             (source, f"GRANT PROCESS ON *.* TO {account}")
-            for source in ("tablespaces", "innodb_cmp", "cmp_per_index")
+            for source in ("tablespaces", "tablestats", "innodb_cmp", "cmp_per_index")
         },
         "statistics": {
             ("innodb_table_stats", f"GRANT SELECT ON mysql.innodb_table_stats TO {account}")

@@ -33,8 +33,7 @@ def test_mysql_caps_statements_in_milliseconds_and_mariadb_in_seconds(settings):
 
 
 @pytest.mark.parametrize("recording", [mysql80, mysql57, lambda: mysql80("8.4.3")])
-def test_a_mysql_poll_reads_every_partition_with_the_right_dialect(recording, settings):
-    settings.PARTDASH_READ_TABLESTATS = True
+def test_a_mysql_poll_reads_every_partition_with_the_right_dialect(recording):
     flavor, version, results = recording()
     session = RecordedSession(flavor, version, results)
     collection = collect(session, known={})
@@ -61,11 +60,40 @@ def test_a_mysql_poll_never_scans_all_partitions_nor_reads_reset_tables(recordin
             assert args == ("shop", "orders")
 
 
-def test_tablestats_are_not_read_unless_asked_for():
+def test_tablestats_are_not_read_when_switched_off(settings):
+    settings.PARTDASH_READ_TABLESTATS = "off"
     session = RecordedSession(*mysql80())
     collection = collect(session, known={})
     assert not any("TABLESTATS" in sql for sql, _ in session.queries)
     assert all(f.modified_counter is None for f in collection.partitions.values())
+
+
+@pytest.mark.parametrize(
+    ("recording", "counted"),
+    [
+        (mysql80, "information_schema.INNODB_TABLESPACES"),
+        (mysql57, "information_schema.INNODB_SYS_TABLES"),
+    ],
+)
+@pytest.mark.parametrize(("cache", "read"), [("7", True), ("6", False)])
+def test_tablestats_are_read_only_where_the_dictionary_cache_holds_every_table(
+    recording, counted, cache, read
+):
+    """The recording's dictionary has 7 tables: with table_definition_cache 6 a read
+    would load some again every time, so by default it is not read."""
+    flavor, version, results = recording()
+    variables = [
+        (n, cache if n == "table_definition_cache" else v)
+        for n, v in results["SHOW GLOBAL VARIABLES"]
+    ]
+    session = RecordedSession(flavor, version, results | {"SHOW GLOBAL VARIABLES": variables})
+    collection = collect(session, known={})
+    queries = " ".join(sql for sql, _ in session.queries)
+    assert f"SELECT COUNT(*) FROM {counted}" in queries
+    assert ("TABLESTATS" in queries) is read
+    counters = sorted((f.modified_counter for f in collection.partitions.values()), key=str)
+    assert counters == ([0, 0, 17] if read else [None, None, None])
+    assert collection.tablestats_plan == ("read" if read else "uncached")
 
 
 def test_mysql8_reads_the_data_dictionary_tables_and_57_the_sys_tables():

@@ -356,7 +356,7 @@ def test_in_memory_statistics_reach_named_partitions_and_never_a_cut_name(
 ):
     """INNODB_SYS_TABLESTATS spells names encoded and cuts them at 64 characters: a cut
     `...#P#p10` reads `...#P#p1`, another partition's name."""
-    settings.PARTDASH_READ_TABLESTATS = True
+    settings.PARTDASH_READ_TABLESTATS = "on"
     schema = f"stats_ü_{uuid4().hex[:6]}"
     prefix = f"{encode_filename(schema)}/"
     # The long table's name for p10 is 65 characters, cut to its p1's 64.

@@ -220,6 +220,7 @@ def test_a_poll_without_privileges_succeeds_degraded(mariadb_ps, monitor, make_s
     assert report.ok, report.error
     assert report.warnings == [
         "cannot read information_schema.INNODB_SYS_TABLESPACES (file sizes), "
+        "information_schema.INNODB_SYS_TABLESTATS (rows modified since the statistics), "
         "information_schema.INNODB_CMP (compression counters), "
         "information_schema.INNODB_CMP_PER_INDEX (per-partition compression failure rates): "
         "GRANT PROCESS ON *.* TO 'probe_mon'@'%'",

@@ -26,6 +26,13 @@ STATUS = (
     "Performance_schema_file_instances_lost",
     "Uptime",
     *ddl.STATUS,
+    # Rows written, updated and deleted through any table's handler (MariaDB counts its
+    # internal temporary tables apart, as Handler_tmp_*; it has no Innodb_rows_* since
+    # 10.6): while these stand still, no partition's MODIFIED_COUNTER can move, InnoDB
+    # moving it only from the handler's write, update and delete (see `tablestats`).
+    "Handler_write",
+    "Handler_update",
+    "Handler_delete",
 )
 
 
@@ -48,6 +55,13 @@ class ServerFacts:
     @property
     def page_size(self) -> int:
         return self.number("innodb_page_size", 16384)
+
+    @property
+    def row_writes(self) -> tuple[str, ...] | None:
+        """The server's counts of rows written, updated and deleted (None: not shown)."""
+        names = ("handler_write", "handler_update", "handler_delete")
+        counts = tuple(self.status.get(name) for name in names)
+        return None if None in counts else counts
 
 
 def _show(session: Session, what: str, names: tuple[str, ...]) -> dict[str, str]:
