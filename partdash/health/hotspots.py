@@ -29,9 +29,9 @@ The rule has two parts, judged separately for writes and for reads:
   A slot is *active* when the table did any of that kind in it; the partition is *hot in
   a slot* when its share of that slot reaches the same threshold. It must be hot in
   slots adding up to the hold (`PARTDASH_HOTSPOT_HOLD_SECONDS`, whole slots, at least
-  one) and in at least half of the active slots (`HOT_SLOT_FRACTION`). On disk I/O it
-  must be hot in at least `MIN_DISK_SLOTS` slots: one checkpoint, or one diagnostic
-  COUNT(*), fills one or two.
+  one) and in at least half of the active slots (`HOT_SLOT_FRACTION`). On disk I/O and
+  growth it must be hot in at least `MIN_DISK_SLOTS` slots: one checkpoint, one
+  diagnostic COUNT(*) or one statistics recalculation fills one or two.
 All writes into the newest RANGE partition, poll after poll, are hot; a uniformly
 written HASH table (share 1/n each, give or take noise) never is.
 """
@@ -181,10 +181,10 @@ def slots_needed(
     slots_active: int, source: Source = "rows_changed", hold_slots: int = 1, kind: Kind = "write"
 ) -> int:
     """How many of `slots_active` slots a partition must be hot in: the hold (in whole
-    slots), half of the active ones (rounded up), and on disk I/O at least
-    MIN_DISK_SLOTS."""
+    slots), half of the active ones (rounded up), and on disk I/O or growth (signals
+    that arrive in bursts: flushes, statistics recalculations) at least MIN_DISK_SLOTS."""
     needed = max(1, hold_slots, math.ceil(slots_active * HOT_SLOT_FRACTION))
-    if source == "disk" or kind == "read":
+    if source != "rows_changed" or kind == "read":
         needed = max(needed, MIN_DISK_SLOTS)
     return needed
 

@@ -235,6 +235,7 @@ HASH4 = ["p0", "p1", "p2", "p3"]
 )
 def test_on_disk_io_a_hot_partition_must_be_hot_in_half_the_active_slots_and_three(active, needed):
     assert hotspots.slots_needed(active, "disk") == needed
+    assert hotspots.slots_needed(active, "growth") == needed
     assert hotspots.slots_needed(active, "rows_changed", kind="read") == needed
 
 
