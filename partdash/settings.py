@@ -172,8 +172,10 @@ LOGIN_URL = "/login/"
 LOGIN_REDIRECT_URL = "/"
 
 # Password guessing (django-axes): after AXES_FAILURE_LIMIT failed logins from one address
-# for one user name, or from one address whatever the name, that pair (or address) is
-# refused for PARTDASH_LOCKOUT_MINUTES, /login/ and /admin/login/ alike. Lift it early with
+# for one user name, that pair is refused for PARTDASH_LOCKOUT_MINUTES, /login/ and
+# /admin/login/ alike: someone guessing `dba` does not lock `admin` out of a shared
+# address. An address that fails PARTDASH_LOGIN_ADDRESS_FAILURE_LIMIT times whatever the
+# names (spraying) is refused for every name. Lift it early with
 # `python manage.py axes_reset` (or axes_reset_ip ADDRESS, axes_reset_username NAME).
 AUTHENTICATION_BACKENDS = [
     "partdash.accounts.backends.LockoutBackend",
@@ -181,7 +183,8 @@ AUTHENTICATION_BACKENDS = [
 ]
 AXES_FAILURE_LIMIT = env.int("PARTDASH_LOGIN_FAILURE_LIMIT", default=5)
 AXES_COOLOFF_TIME = env.float("PARTDASH_LOCKOUT_MINUTES", default=15.0) / 60  # hours
-AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"], "ip_address"]
+AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
+PARTDASH_LOGIN_ADDRESS_FAILURE_LIMIT = env.int("PARTDASH_LOGIN_ADDRESS_FAILURE_LIMIT", default=50)
 AXES_RESET_ON_SUCCESS = True
 AXES_LOCKOUT_CALLABLE = "partdash.accounts.lockout.locked_out"
 AXES_VERBOSE = False
