@@ -11,6 +11,7 @@ from pathlib import Path
 import environ
 from django.core.exceptions import ImproperlyConfigured
 
+from partdash.lib.addresses import parse_networks
 from partdash.lib.private_files import PRIVATE_UMASK, private_directory, read_keys_file, tighten
 
 BASE_DIR = Path(__file__).resolve().parent.parent
@@ -335,6 +336,15 @@ PARTDASH_CONNECT_TIMEOUT = env.int("PARTDASH_CONNECT_TIMEOUT", default=5)
 PARTDASH_READ_TIMEOUT = env.int("PARTDASH_READ_TIMEOUT", default=30)
 PARTDASH_STATEMENT_TIMEOUT = env.int("PARTDASH_STATEMENT_TIMEOUT", default=20)
 PARTDASH_LOCK_WAIT_TIMEOUT = env.int("PARTDASH_LOCK_WAIT_TIMEOUT", default=3)
+# Addresses partdash may connect to (partdash.lib.addresses): CIDR lists or `loopback`,
+# `link-local`, `private`; the deny list wins, a non-empty allow list admits only itself.
+PARTDASH_CONNECT_ALLOW = env.list("PARTDASH_CONNECT_ALLOW", default=[])
+PARTDASH_CONNECT_DENY = env.list("PARTDASH_CONNECT_DENY", default=[])
+for _setting in ("PARTDASH_CONNECT_ALLOW", "PARTDASH_CONNECT_DENY"):
+    try:
+        parse_networks(globals()[_setting], _setting)
+    except ValueError as _bad:
+        raise ImproperlyConfigured(str(_bad)) from None
 
 # Email: console backend unless EMAIL_HOST is set.
 EMAIL_HOST = env.str("EMAIL_HOST", default="")
