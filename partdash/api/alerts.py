@@ -400,7 +400,8 @@ class NotificationQuery(serializers.Serializer):
     def apply(self, notifications):
         query = self.validated_data
         if query.get("failed") is not None:
-            failed = notifications.exclude(last_error="")
+            # One superseded (its alerts announced once recipients existed) is history.
+            failed = notifications.exclude(last_error="").filter(superseded_by="")
             notifications = failed if query["failed"] else notifications.filter(last_error="")
         if query.get("server") is not None:
             notifications = notifications.filter(server_id=query["server"])
