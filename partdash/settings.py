@@ -11,6 +11,7 @@ from pathlib import Path
 import environ
 from django.core.exceptions import ImproperlyConfigured
 
+from partdash.lib.addresses import parse_networks
 from partdash.lib.private_files import PRIVATE_UMASK, private_directory, read_keys_file, tighten
 
 BASE_DIR = Path(__file__).resolve().parent.parent
@@ -172,8 +173,10 @@ LOGIN_URL = "/login/"
 LOGIN_REDIRECT_URL = "/"
 
 # Password guessing (django-axes): after AXES_FAILURE_LIMIT failed logins from one address
-# for one user name, or from one address whatever the name, that pair (or address) is
-# refused for PARTDASH_LOCKOUT_MINUTES, /login/ and /admin/login/ alike. Lift it early with
+# for one user name, that pair is refused for PARTDASH_LOCKOUT_MINUTES, /login/ and
+# /admin/login/ alike: someone guessing `dba` does not lock `admin` out of a shared
+# address. An address that fails PARTDASH_LOGIN_ADDRESS_FAILURE_LIMIT times whatever the
+# names (spraying) is refused for every name. Lift it early with
 # `python manage.py axes_reset` (or axes_reset_ip ADDRESS, axes_reset_username NAME).
 AUTHENTICATION_BACKENDS = [
     "partdash.accounts.backends.LockoutBackend",
@@ -181,7 +184,8 @@ AUTHENTICATION_BACKENDS = [
 ]
 AXES_FAILURE_LIMIT = env.int("PARTDASH_LOGIN_FAILURE_LIMIT", default=5)
 AXES_COOLOFF_TIME = env.float("PARTDASH_LOCKOUT_MINUTES", default=15.0) / 60  # hours
-AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"], "ip_address"]
+AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
+PARTDASH_LOGIN_ADDRESS_FAILURE_LIMIT = env.int("PARTDASH_LOGIN_ADDRESS_FAILURE_LIMIT", default=50)
 AXES_RESET_ON_SUCCESS = True
 AXES_LOCKOUT_CALLABLE = "partdash.accounts.lockout.locked_out"
 AXES_VERBOSE = False
@@ -332,6 +336,15 @@ PARTDASH_CONNECT_TIMEOUT = env.int("PARTDASH_CONNECT_TIMEOUT", default=5)
 PARTDASH_READ_TIMEOUT = env.int("PARTDASH_READ_TIMEOUT", default=30)
 PARTDASH_STATEMENT_TIMEOUT = env.int("PARTDASH_STATEMENT_TIMEOUT", default=20)
 PARTDASH_LOCK_WAIT_TIMEOUT = env.int("PARTDASH_LOCK_WAIT_TIMEOUT", default=3)
+# Addresses partdash may connect to (partdash.lib.addresses): CIDR lists or `loopback`,
+# `link-local`, `private`; the deny list wins, a non-empty allow list admits only itself.
+PARTDASH_CONNECT_ALLOW = env.list("PARTDASH_CONNECT_ALLOW", default=[])
+PARTDASH_CONNECT_DENY = env.list("PARTDASH_CONNECT_DENY", default=[])
+for _setting in ("PARTDASH_CONNECT_ALLOW", "PARTDASH_CONNECT_DENY"):
+    try:
+        parse_networks(globals()[_setting], _setting)
+    except ValueError as _bad:
+        raise ImproperlyConfigured(str(_bad)) from None
 
 # Email: console backend unless EMAIL_HOST is set.
 EMAIL_HOST = env.str("EMAIL_HOST", default="")

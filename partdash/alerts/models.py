@@ -142,6 +142,10 @@ class Notification(models.Model):
     sent_at = models.DateTimeField(null=True, blank=True)
     attempts = models.PositiveIntegerField(default=0)
     last_error = models.TextField(blank=True)
+    # One that had no recipients, never sent: once recipients exist, its alerts still
+    # firing are announced in this evaluation instead (`alerts.belated`), and it stops
+    # being listed as a failure.
+    superseded_by = models.CharField(max_length=64, blank=True, default="")
 
     class Meta:
         ordering = ["-created_at"]

@@ -4,7 +4,7 @@ import logging
 
 from celery import shared_task
 
-from partdash.alerts import delivery, service
+from partdash.alerts import belated, delivery, service
 
 log = logging.getLogger(__name__)
 
@@ -33,10 +33,13 @@ def deliver_notification(notification_id: int) -> bool:
 @shared_task(name="partdash.alerts.tasks.sweep_outbox", ignore_result=True)
 def sweep_outbox() -> int:
     """Beat, every PARTDASH_ALERT_SWEEP_SECONDS: group what a killed worker left
-    ungrouped, and queue an attempt for each email whose lease has run out."""
+    ungrouped, queue an attempt for each email whose lease has run out, and announce the
+    alerts that fired while there were no recipients, once there are (`belated`)."""
     due = delivery.sweep()
     for notification_id in due:
         deliver_notification.delay(notification_id)
+    for server_id, evaluation in belated.announce_belated():
+        deliver_evaluation.delay(server_id, evaluation)
     return len(due)
 
 

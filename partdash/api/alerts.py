@@ -10,10 +10,12 @@ from rest_framework import mixins, serializers, viewsets
 from rest_framework.decorators import action
 from rest_framework.response import Response
 
+from partdash.alerts.delivery import one_line
 from partdash.alerts.listing import alerts_as_shown, open_counts
 from partdash.alerts.models import Alert, AlertRule, Notification, RuleName, Severity, Silence
 from partdash.alerts.overrides import override_problems, recipient_list, recipient_problems
 from partdash.alerts.silences import active_silences, silence_problems
+from partdash.alerts.testalert import TestAlertRefused, send_test_alert
 from partdash.api.export import WITH_CSV
 from partdash.api.views import FIX
 from partdash.servers.models import Server
@@ -159,6 +161,10 @@ class OpenCountsSerializer(serializers.Serializer):
     silenced = serializers.IntegerField(help_text="open (pending or firing) and silenced")
 
 
+class TestAlertSerializer(serializers.Serializer):
+    sent_to = serializers.ListField(child=serializers.EmailField(), help_text="its recipients")
+
+
 @extend_schema_view(list=extend_schema(parameters=[AlertQuery]))
 class AlertViewSet(QueryFilteredMixin, viewsets.ReadOnlyModelViewSet):
     """Alerts, open and resolved: `?state=firing|pending|resolved`, `server`, `table`,
@@ -183,6 +189,20 @@ class AlertViewSet(QueryFilteredMixin, viewsets.ReadOnlyModelViewSet):
             for pk, count in sorted(counts.items())
         ]
         return Response(OpenCountsSerializer(rows, many=True).data)
+
+    @extend_schema(request=None, responses=TestAlertSerializer)
+    @action(detail=False, methods=["post"], url_path="test")
+    def send_test(self, request) -> Response:
+        """Operators: send a test alert now, one email to ALERT_EMAILS and every enabled
+        rule's recipients. 200 with `sent_to`; 400 when there is nobody to send to; 502
+        with the SMTP server's answer when it could not be sent."""
+        try:
+            recipients = send_test_alert(requested_by=request.user.get_username())
+        except TestAlertRefused as refused:
+            return Response({"detail": str(refused)}, status=400)
+        except Exception as error:  # noqa: BLE001 SMTP, network, TLS: said, not raised
+            return Response({"detail": f"test alert not sent: {one_line(error)}"}, status=502)
+        return Response({"sent_to": recipients})
 
 
 # --- alert rules ----------------------------------------------------------------------
@@ -400,7 +420,8 @@ class NotificationQuery(serializers.Serializer):
     def apply(self, notifications):
         query = self.validated_data
         if query.get("failed") is not None:
-            failed = notifications.exclude(last_error="")
+            # One superseded (its alerts announced once recipients existed) is history.
+            failed = notifications.exclude(last_error="").filter(superseded_by="")
             notifications = failed if query["failed"] else notifications.filter(last_error="")
         if query.get("server") is not None:
             notifications = notifications.filter(server_id=query["server"])

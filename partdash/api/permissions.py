@@ -12,11 +12,11 @@ from rest_framework.permissions import SAFE_METHODS, BasePermission
 
 # A method's model permission (DjangoModelPermissions' verbs).
 VERBS = {"POST": "add", "PUT": "change", "PATCH": "change", "DELETE": "delete"}
-# Actions that are not a model write, by name, wherever they are routed.
-ACTION_PERMISSIONS = {"poll": "servers.poll_server"}
-
 POLL = "servers.poll_server"
 ADD_SILENCE = "alerts.add_silence"
+SEND_TEST_ALERT = "alerts.change_alertrule"  # whoever edits the rules may test them
+# Actions that are not a model write, by name, wherever they are routed.
+ACTION_PERMISSIONS = {"poll": POLL, "send_test": SEND_TEST_ALERT}
 
 
 def can(user, permission: str) -> bool:

@@ -11,11 +11,14 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.utils import timezone
+from django.views.decorators.http import require_POST
 
+from partdash.alerts.delivery import one_line
 from partdash.alerts.listing import OPEN, alerts_as_shown
 from partdash.alerts.models import RuleName, Silence
 from partdash.alerts.silences import DURATIONS, alerts_matched_by
-from partdash.api.permissions import ADD_SILENCE, can
+from partdash.alerts.testalert import TestAlertRefused, send_test_alert
+from partdash.api.permissions import ADD_SILENCE, SEND_TEST_ALERT, can
 from partdash.metrics.models import PartitionedTable
 from partdash.servers.models import Server
 
@@ -44,8 +47,27 @@ def alerts(request: HttpRequest) -> HttpResponse:
         "chosen_rule": chosen["rule"],
         "chosen_table": chosen["table"],
         "may_write": can(request.user, ADD_SILENCE),
+        "may_test": can(request.user, SEND_TEST_ALERT),
     }
     return render(request, "dashboard/alerts.html", context)
+
+
+@login_required
+@require_POST
+def send_test(request: HttpRequest) -> HttpResponse:
+    """The "Send a test alert" button (operators): send it now, then back to the alerts
+    page saying to whom it went, or why it was not sent."""
+    if not can(request.user, SEND_TEST_ALERT):
+        return HttpResponse("Operators only.", status=403, content_type="text/plain")
+    try:
+        recipients = send_test_alert(requested_by=request.user.get_username())
+    except TestAlertRefused as refused:
+        messages.error(request, f"Test alert not sent: {refused}.")
+    except Exception as error:  # noqa: BLE001 SMTP, network, TLS: said on the page
+        messages.error(request, f"Test alert not sent: {one_line(error)}")
+    else:
+        messages.success(request, f"Test alert sent to {', '.join(recipients)}.")
+    return redirect("alerts")
 
 
 class SilenceForm(forms.Form):

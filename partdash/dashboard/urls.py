@@ -21,5 +21,6 @@ urlpatterns = [
     path("tables/<int:table_id>/", views.table, name="table"),
     path("alerts/", alerts.alerts, name="alerts"),
     path("alerts/silence/", alerts.silence, name="silence"),
+    path("alerts/test/", alerts.send_test, name="send-test-alert"),
     path("search/", search.search, name="search"),
 ]

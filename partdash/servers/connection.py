@@ -21,6 +21,7 @@ import pymysql
 from django.conf import settings
 from pymysql.constants import CLIENT
 
+from partdash.lib.addresses import AddressPolicy, parse_networks
 from partdash.servers.choices import Flavor, TlsMode
 
 ER_ACCESS_DENIED = 1045
@@ -61,7 +62,8 @@ class Target:
 
 class ConnectionFailure(Exception):
     """A monitored server could not be reached or refused us. `kind` is one of
-    dns, refused, timeout, unreachable, lost, access_denied, too_many_connections, tls, error.
+    dns, refused, timeout, unreachable, lost, access_denied, too_many_connections, tls,
+    forbidden (PARTDASH_CONNECT_ALLOW/DENY refuse the address), error.
     `tls_offered` is what the server's greeting said about TLS, None if none arrived."""
 
     def __init__(self, kind: str, message: str, tls_offered: bool | None = None):
@@ -111,11 +113,14 @@ class GuardedConnection(pymysql.connections.Connection):
       timeout; the read and write timeouts apply from the first query on.
     """
 
-    def __init__(self, *, tls_required: bool, **kwargs):
+    def __init__(self, *, tls_required: bool, addresses: tuple = (), **kwargs):
         super().__init__(**kwargs, defer_connect=True)
         if self.ssl and not tls_required:
             self._ssl_required = False
             self.client_flag &= ~CLIENT.SSL  # asked for only where the server offers it
+        # The resolved addresses the connect policy admitted, (family, sockaddr) each: the
+        # connection goes to one of them, not to whatever a second lookup would answer.
+        self._admitted = addresses
 
     @property
     def tls_offered(self) -> bool | None:
@@ -131,9 +136,33 @@ class GuardedConnection(pymysql.connections.Connection):
         query_timeouts = self._read_timeout, self._write_timeout
         self._read_timeout = self._write_timeout = self.connect_timeout
         try:
+            if sock is None and self._admitted:
+                sock = self._open_admitted()
             super().connect(sock)
         finally:
             self._read_timeout, self._write_timeout = query_timeouts
+
+    def _open_admitted(self) -> socket.socket:
+        """A TCP connection to the first admitted address that answers (as PyMySQL's own
+        `socket.create_connection` would try each), failing as PyMySQL fails."""
+        failure: OSError | None = None
+        for family, sockaddr in self._admitted:
+            sock = socket.socket(family, socket.SOCK_STREAM)
+            sock.settimeout(self.connect_timeout)
+            try:
+                sock.connect(sockaddr)
+            except OSError as exc:
+                sock.close()
+                failure = exc
+                continue
+            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_KEEPALIVE, 1)
+            return sock
+        error = pymysql.err.OperationalError(
+            CR_CONN_HOST_ERROR, f"Can't connect to MySQL server on {self.host!r} ({failure})"
+        )
+        error.original_exception = failure
+        raise error
 
     def _request_authentication(self) -> None:
         plugin = self._auth_plugin_name.encode("ascii", "replace")
@@ -261,13 +290,44 @@ def tls_context(target: Target) -> ssl.SSLContext | None:
         raise ConnectionFailure("tls", f"{where}: {_ca_load_reason(exc)}") from None
 
 
-def _resolve(target: Target) -> None:
+def _resolve(target: Target) -> list[tuple]:
+    """The host's addresses, (family, sockaddr) each, in the resolver's order."""
     try:
-        socket.getaddrinfo(target.host, target.port, type=socket.SOCK_STREAM)
+        found = socket.getaddrinfo(target.host, target.port, type=socket.SOCK_STREAM)
     except socket.gaierror as exc:
         raise ConnectionFailure(
             "dns", f"cannot resolve host {target.host!r}: {exc.strerror}"
         ) from None
+    return [(family, sockaddr) for family, _, _, _, sockaddr in found]
+
+
+@lru_cache(maxsize=4)
+def _policy(allow: tuple[str, ...], deny: tuple[str, ...]) -> AddressPolicy:
+    return AddressPolicy(
+        parse_networks(allow, "PARTDASH_CONNECT_ALLOW"),
+        parse_networks(deny, "PARTDASH_CONNECT_DENY"),
+    )
+
+
+def connect_policy() -> AddressPolicy:
+    """PARTDASH_CONNECT_ALLOW and PARTDASH_CONNECT_DENY, as networks."""
+    return _policy(tuple(settings.PARTDASH_CONNECT_ALLOW), tuple(settings.PARTDASH_CONNECT_DENY))
+
+
+def admitted(target: Target, addresses: list[tuple]) -> tuple:
+    """The addresses the connect policy lets partdash connect to; none of them: a
+    ConnectionFailure (kind `forbidden`) naming the address and the setting, before
+    any packet is sent. Without a policy: () (PyMySQL resolves and connects itself)."""
+    policy = connect_policy()
+    if not policy.active:
+        return ()
+    refusals = [(sockaddr[0], policy.refusal(sockaddr[0])) for _, sockaddr in addresses]
+    allowed = tuple(a for a, (_, why) in zip(addresses, refusals, strict=True) if why is None)
+    if not allowed:
+        address, why = refusals[0]
+        named = "" if address == target.host else f" ({target.host} resolves to {address})"
+        raise ConnectionFailure("forbidden", f"not connecting to {target.address}{named}: {why}")
+    return allowed
 
 
 def _kind_and_message(exc: Exception, target: Target, limit: str) -> tuple[str, str]:
@@ -342,7 +402,7 @@ def connect(target: Target) -> GuardedConnection:
     on queries. No second, throw-away connection is ever made: each would count as an
     aborted connect on the server, and enough of them get partdash's host blocked
     (max_connect_errors)."""
-    _resolve(target)
+    addresses = admitted(target, _resolve(target))
     context = tls_context(target)
     conn = GuardedConnection(
         host=target.host,
@@ -355,6 +415,7 @@ def connect(target: Target) -> GuardedConnection:
         ssl=context,
         ssl_disabled=context is None,
         tls_required=target.tls_mode in VERIFYING_MODES,
+        addresses=addresses,
         charset="utf8mb4",
         autocommit=True,
         program_name="partdash",

@@ -226,3 +226,15 @@ class Server(models.Model):
             errors.setdefault("ssl_ca", problem)
         if errors:
             raise ValidationError(errors)
+
+
+class DemoRegistration(models.Model):
+    """That this install registered the demo server (under `name`): `make up` registers
+    it once, so a user who deleted or renamed it does not get it back, and with it the
+    alerts they had silenced, on the next start."""
+
+    name = models.CharField(max_length=100, unique=True)
+    registered_at = models.DateTimeField(auto_now_add=True)
+
+    def __str__(self) -> str:
+        return f"demo registered as {self.name}"

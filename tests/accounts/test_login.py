@@ -62,11 +62,44 @@ def test_thirty_wrong_passwords_are_cut_off_at_the_fifth(viewer):
     assert b"Try again in 15 minutes" in locked.content
 
 
-def test_the_lockout_holds_for_one_address_whatever_the_user_name(viewer, operator):
+def test_five_failures_for_a_stranger_do_not_lock_another_user_out_of_the_address(operator):
     client = Client()
     for n in range(5):
-        log_in(client, f"nobody{n}", "guess")
-    assert log_in(client, "operator", "operator-pw").status_code == 429
+        log_in(client, "dba", f"guess{n}")  # no such user
+
+    assert log_in(client, "operator", "operator-pw").status_code == 302
+    client.post("/logout/")
+    refused = log_in(client, "dba", "guess5")
+    assert refused.status_code == 429
+    # The page names the user who failed, never the one asking next.
+    assert b'<strong id="locked-user">dba</strong>' in refused.content
+    assert b"operator" not in refused.content
+
+
+def test_the_lockout_page_names_the_user_locked_out_not_another(operator):
+    client = Client()
+    for n in range(5):
+        log_in(client, "dba", f"guess{n}")
+    for n in range(5):
+        log_in(client, "operator", f"guess{n}")
+
+    locked = log_in(client, "operator", "operator-pw")
+    assert locked.status_code == 429
+    assert b'<strong id="locked-user">operator</strong>' in locked.content
+    assert b"dba" not in locked.content
+
+
+def test_an_address_failing_for_many_names_is_refused_for_every_name(operator, settings):
+    settings.PARTDASH_LOGIN_ADDRESS_FAILURE_LIMIT = 12
+    client = Client()
+    for name in ("dba", "root", "oracle"):
+        for n in range(4):  # under the per-name limit of 5 each
+            assert log_in(client, name, f"guess{n}").status_code == 200
+
+    sprayed = log_in(client, "operator", "operator-pw")
+    assert sprayed.status_code == 429
+    assert b"whatever the user name" in sprayed.content
+    assert b"operator" not in sprayed.content
     other_address = log_in(Client(), "operator", "operator-pw", REMOTE_ADDR="10.0.0.9")
     assert other_address.status_code == 302
 

@@ -5,8 +5,8 @@ import os
 from partdash.lib.commands import PartdashCommand
 from partdash.lib.demo import DEMO_SCHEMA, create_demo_schema, demo_schema_exists
 from partdash.lib.dsn import DsnError, parse_dsn
-from partdash.servers.connection import ConnectionFailure
-from partdash.servers.models import Server
+from partdash.servers.connection import ConnectionFailure, Target
+from partdash.servers.models import DemoRegistration, Server
 
 DEFAULT_DSN = "mysql://root@127.0.0.1:3306/"
 
@@ -22,7 +22,10 @@ class Command(PartdashCommand):
         )
         parser.add_argument("--register", metavar="NAME", help="also register it as server NAME")
         parser.add_argument(
-            "--if-missing", action="store_true", help="keep the schema if it exists already"
+            "--if-missing",
+            action="store_true",
+            help="keep the schema if it exists already, and do not register again a demo "
+            "server this install registered before (one the user has since deleted)",
         )
 
     def handle(self, *args, **options) -> None:
@@ -38,10 +41,21 @@ class Command(PartdashCommand):
         except (DsnError, ConnectionFailure) as exc:
             self.fail(str(exc), code=1)
         if options["register"]:
-            server = Server.objects.filter(name=options["register"]).first() or Server(
-                name=options["register"]
+            self.register(options["register"], target, once=options["if_missing"])
+
+    def register(self, name: str, target: Target, once: bool) -> None:
+        """Register (or update) server `name`. With `once` (`make up`), a demo this
+        install registered before and the user deleted (or renamed) stays deleted."""
+        server = Server.objects.filter(name=name).first()
+        if server is None and once and DemoRegistration.objects.exists():
+            self.stdout.write(
+                "the demo server was registered before and has been deleted or renamed since: "
+                f"not registered again (`manage.py demo --register {name}` does)"
             )
-            server.host, server.port, server.user = target.host, target.port, target.user
-            server.set_password(target.password)
-            server.save()
-            self.stdout.write(f"registered as server {server.name} (id {server.pk})")
+            return
+        server = server or Server(name=name)
+        server.host, server.port, server.user = target.host, target.port, target.user
+        server.set_password(target.password)
+        server.save()
+        DemoRegistration.objects.get_or_create(name=name)
+        self.stdout.write(f"registered as server {server.name} (id {server.pk})")
