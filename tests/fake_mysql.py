@@ -2,8 +2,9 @@
 optionally offers TLS, then asks the client for its password in clear text (an
 AuthSwitchRequest for `mysql_clear_password` or MariaDB's `dialog`), or RSA-encrypted
 under a public key of its own (`caching_sha2_password` full authentication,
-`sha256_password`), and records every byte it receives. It never lets anyone in:
-whatever the answer, it ends with "access denied".
+`sha256_password`), and records every byte it receives. It lets nobody in ("access
+denied") unless given `accept`: then the client that answers with that password is let
+in, and every command it sends after gets an OK.
 
 Each connection is a `Conversation`: `wire` holds the bytes as they crossed the network
 (TLS records still encrypted), `payloads` the packets as the server read them.
@@ -59,6 +60,8 @@ def greeting(plugin: str, offer_tls: bool) -> bytes:
 RSA_PLUGINS = ("caching_sha2_password", "sha256_password")
 REQUEST_PUBLIC_KEY = {"caching_sha2_password": b"\x02", "sha256_password": b"\x01"}
 PERFORM_FULL_AUTHENTICATION = b"\x01\x04"
+OK = b"\x00\x00\x00\x02\x00\x00\x00"  # no rows, no insert id, autocommit on, no warnings
+COM_QUIT = b"\x01"
 
 
 def auth_switch(plugin: str) -> bytes:
@@ -157,9 +160,12 @@ class FakeMySQL:
     - `greeting_plugin`: the plugin named in the greeting (the client's first answer);
     - `switch_to`: the plugin of the AuthSwitchRequest sent after it (None: none); for
       `caching_sha2_password` and `sha256_password` it then asks for full authentication
-      and hands out the public key of `rsa_key` (its own);
+      and hands out the public key of `rsa_key` (its own); with no switch and a
+      `caching_sha2_password` greeting, it asks for full authentication after the
+      client's first answer;
     - `tls`: a server context to offer TLS with (None: TLS not offered);
-    - `silent`: accept connections and never send a byte.
+    - `silent`: accept connections and never send a byte;
+    - `accept`: a password (bytes) the server lets in when the client sends it as is.
     """
 
     def __init__(
@@ -169,8 +175,10 @@ class FakeMySQL:
         tls: ssl.SSLContext | None = None,
         silent: bool = False,
         rsa_key=None,
+        accept: bytes | None = None,
     ):
         self.switch_to = switch_to
+        self.accept = accept
         self.rsa_key = rsa_key
         self.greeting_plugin = greeting_plugin
         self.tls = tls
@@ -188,6 +196,10 @@ class FakeMySQL:
 
     def __exit__(self, *exc_info) -> None:
         self.listener.close()
+        # Each conversation ends when the client hangs up: closing its socket before would
+        # cut the fake's reading short, and what it never read it could not record.
+        for thread in self._threads:
+            thread.join(timeout=2)
         for sock in self._sockets:
             sock.close()
         for thread in self._threads:
@@ -236,22 +248,43 @@ class FakeMySQL:
         if is_ssl_request and self.tls is not None:
             channel.start_tls(self.tls)
             sequence, answer = channel.read_packet()
+        plugin = self.switch_to
         if self.switch_to:
             channel.write_packet(sequence + 1, auth_switch(self.switch_to))
             conversation.switched = True
             sequence, answer = channel.read_packet()
             conversation.answered = True
-            if self.switch_to in RSA_PLUGINS:
-                sequence = self._full_authentication(channel, conversation, sequence, answer)
+        elif self.greeting_plugin == "caching_sha2_password":
+            plugin = self.greeting_plugin
+        if plugin in RSA_PLUGINS:
+            sequence, answer = self._full_authentication(
+                channel, conversation, plugin, sequence, answer
+            )
+        # The password as is: alone, or within the handshake response (sha256_password).
+        if self.accept is not None and self.accept + b"\0" in answer:
+            self._let_in(channel, sequence)
+            return
         channel.write_packet(sequence + 1, access_denied())
 
-    def _full_authentication(self, channel, conversation, sequence: int, answer: bytes) -> int:
-        """Ask for the password under our own public key; decrypt whatever comes."""
-        if self.switch_to == "caching_sha2_password":  # the answer was the fast-path scramble
+    def _let_in(self, channel: Channel, sequence: int) -> None:
+        """OK to the password, then to every command until the client hangs up."""
+        channel.write_packet(sequence + 1, OK)
+        while True:
+            _, command = channel.read_packet()
+            if command[:1] == COM_QUIT:
+                return
+            channel.write_packet(1, OK)
+
+    def _full_authentication(
+        self, channel, conversation, plugin: str, sequence: int, answer: bytes
+    ) -> tuple[int, bytes]:
+        """Ask for the password under our own public key; decrypt whatever comes. Returns
+        the client's last answer (over TLS, the password itself)."""
+        if plugin == "caching_sha2_password":  # the answer was the fast-path scramble
             channel.write_packet(sequence + 1, PERFORM_FULL_AUTHENTICATION)
             sequence, answer = channel.read_packet()
-        if answer != REQUEST_PUBLIC_KEY[self.switch_to]:
-            return sequence
+        if answer != REQUEST_PUBLIC_KEY[plugin]:
+            return sequence, answer
         public = self.rsa_key.public_key().public_bytes(
             serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo
         )
@@ -263,7 +296,7 @@ class FakeMySQL:
         conversation.decrypted = bytes(
             b ^ SCRAMBLE[i % len(SCRAMBLE)] for i, b in enumerate(salted)
         )
-        return sequence
+        return sequence, answer
 
 
 def server_tls_context(cert: str, key: str) -> ssl.SSLContext:

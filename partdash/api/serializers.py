@@ -92,6 +92,7 @@ class ServerSerializer(serializers.ModelSerializer):
             "password",
             "tls_mode",
             "ssl_ca",
+            "tls_approved_fingerprint",
             "poll_interval",
             "enabled",
             "tags",
@@ -128,6 +129,8 @@ class ServerSerializer(serializers.ModelSerializer):
             raise serializers.ValidationError(exc.message_dict) from None
         if "tags" in attrs:
             attrs["tags"] = server.tags
+        if "tls_approved_fingerprint" in attrs:
+            attrs["tls_approved_fingerprint"] = server.tls_approved_fingerprint
         return attrs
 
     def _save(self, server: Server, validated: dict) -> Server:

@@ -345,9 +345,11 @@ def _poll(server: Server, poll_id: str | None) -> PollReport:
         message = str(failure)
         log.warning("poll of %s failed: %s", server.name, message)
         record_failure(server, message)
-        server.record_tls(getattr(failure, "tls_offered", None))
+        server.record_tls(
+            getattr(failure, "tls_offered", None), getattr(failure, "tls_fingerprint", "")
+        )
         return PollReport(server=server.name, ok=False, error=message)
-    server.record_tls(session.tls_offered)
+    server.record_tls(session.tls_offered, session.tls_fingerprint)
     set_stage("storing and analysing the snapshot")
     if stored is None:
         stored = _store_analyse_evaluate(server, collection, poll_id, time.monotonic() - started)

@@ -22,7 +22,7 @@ def probe_server(server: Server) -> ProbeResult:
         result = probe(target_for(server))
     except SecretError as exc:
         return ProbeResult(reachable=False, error_kind="secret", error=str(exc))
-    server.record_tls(result.tls_offered)
+    server.record_tls(result.tls_offered, result.tls_fingerprint)
     return result
 
 
@@ -54,7 +54,7 @@ class ServerAdmin(admin.ModelAdmin):
     actions = ["test_connection", "poll_now"]
     fieldsets = [
         (None, {"fields": ["name", "host", "port", "user", "password", "clear_password"]}),
-        ("TLS", {"fields": ["tls_mode", "ssl_ca"]}),
+        ("TLS", {"fields": ["tls_mode", "ssl_ca", "tls_approved_fingerprint"]}),
         ("Polling", {"fields": ["poll_interval", "enabled", "tags"]}),
         (
             "Latest poll",

@@ -3,10 +3,12 @@
 Every failure becomes a `ConnectionFailure` with a one-line reason a user can act on
 (DNS, refused, timeout, access denied, TLS), never a stack trace. The password is
 passed to PyMySQL only and never appears in a message; it is never sent in clear text
-over an unencrypted connection (see `GuardedConnection`).
+over an unencrypted connection, nor over TLS whose certificate partdash has not verified
+(see `GuardedConnection`).
 """
 
 import errno
+import hashlib
 import os
 import re
 import socket
@@ -39,6 +41,28 @@ CLEAR_TEXT_PLUGINS = (b"mysql_clear_password", b"dialog")
 # log file from being read whole on every save.
 MAX_CA_FILE_BYTES = 16 * 1024 * 1024
 VERIFYING_MODES = (TlsMode.VERIFY_CA, TlsMode.VERIFY_IDENTITY)
+FINGERPRINT_PREFIX = "SHA256:"
+FINGERPRINT_LENGTH = len(FINGERPRINT_PREFIX) + 64
+
+
+def fingerprint_of(certificate: bytes) -> str:
+    """`SHA256:` and the hex SHA-256 of a DER certificate, as `openssl x509 -fingerprint
+    -sha256` prints it without the colons."""
+    return FINGERPRINT_PREFIX + hashlib.sha256(certificate).hexdigest()
+
+
+def parse_fingerprint(text: str) -> str:
+    """`text` as a stored fingerprint (`SHA256:` + 64 lower-case hex digits; "" stays "").
+    Takes the `SHA256:` prefix or none, any case, and OpenSSL's colons; ValueError else."""
+    digits = text.strip()
+    if digits[: len(FINGERPRINT_PREFIX)].upper() == FINGERPRINT_PREFIX:
+        digits = digits[len(FINGERPRINT_PREFIX) :]
+    digits = digits.replace(":", "").lower()
+    if not digits and not text.strip():
+        return ""
+    if not re.fullmatch(r"[0-9a-f]{64}", digits):
+        raise ValueError("a certificate fingerprint is SHA256: followed by 64 hex digits")
+    return FINGERPRINT_PREFIX + digits
 
 
 @dataclass(frozen=True)
@@ -51,6 +75,10 @@ class Target:
     password: str = ""
     tls_mode: str = TlsMode.PREFERRED
     ssl_ca: str = ""
+    # The certificate an operator approved (`fingerprint_of`): over TLS that a CA did not
+    # verify, the password itself goes only to a server presenting this one.
+    approved_fingerprint: str = ""
+    name: str = ""  # the server's, for messages; "" for a DSN
 
     def __repr__(self) -> str:  # never show the password
         return f"Target({self.user}@{self.host}:{self.port})"
@@ -59,6 +87,11 @@ class Target:
     def address(self) -> str:
         return f"{self.host}:{self.port}"
 
+    @property
+    def label(self) -> str:
+        """The server as a message names it: `db1 (10.0.0.5:3306)`, or the address."""
+        return f"{self.name} ({self.address})" if self.name else self.address
+
 
 class ConnectionFailure(Exception):
     """A monitored server could not be reached or refused us. `kind` is one of
@@ -66,14 +99,21 @@ class ConnectionFailure(Exception):
     forbidden (PARTDASH_CONNECT_ALLOW/DENY refuse the address), error.
     `tls_offered` is what the server's greeting said about TLS, None if none arrived."""
 
-    def __init__(self, kind: str, message: str, tls_offered: bool | None = None):
+    def __init__(
+        self, kind: str, message: str, tls_offered: bool | None = None, tls_fingerprint: str = ""
+    ):
         super().__init__(message)
         self.kind = kind
         self.message = message
         self.tls_offered = tls_offered
+        self.tls_fingerprint = tls_fingerprint
 
 
-class ClearTextRefused(pymysql.err.OperationalError):
+class PasswordRefused(pymysql.err.OperationalError):
+    """partdash would not send the password where the server asked for it."""
+
+
+class ClearTextRefused(PasswordRefused):
     """The server asked for the password in clear text over an unencrypted connection."""
 
     def __init__(self, plugin: bytes):
@@ -99,13 +139,54 @@ class OwnKeyRefused(ClearTextRefused):
         )
 
 
+class CertificateNotApproved(PasswordRefused):
+    """The server asked for the password itself (clear text, or caching_sha2_password /
+    sha256_password full authentication, which send it as is inside TLS) over TLS whose
+    certificate neither a CA nor an operator's approval vouches for: a man in the middle
+    with a certificate of its own would read it. `fingerprint` is the one to approve."""
+
+    def __init__(self, plugin: str, fingerprint: str):
+        super().__init__(f"{plugin} over TLS with an unverified certificate {fingerprint}")
+        self.plugin, self.fingerprint = plugin, fingerprint
+
+
+class _GuardedPassword(bytes):
+    """The password as PyMySQL holds it (`Connection.password`). PyMySQL builds every
+    message that carries the password itself, in clear or RSA-encrypted, as
+    `password + b"\\0"` (mysql_clear_password, dialog, sha256_password, caching_sha2_password
+    full authentication), while the scrambles (mysql_native_password, the caching_sha2 fast
+    path, ed25519) only hash it: so concatenating it asks `before_sending` first, whatever
+    path PyMySQL took to get there. tests/servers/test_certificate_approval.py drives each
+    path against a fake server and fails should a PyMySQL version build it otherwise."""
+
+    def __new__(cls, password: bytes, before_sending) -> "_GuardedPassword":
+        guarded = super().__new__(cls, password)
+        guarded.before_sending = before_sending
+        return guarded
+
+    def __add__(self, other: bytes) -> bytes:
+        if self:
+            self.before_sending()
+        return bytes(self) + other
+
+    def __radd__(self, other: bytes) -> bytes:
+        if self:
+            self.before_sending()
+        return other + bytes(self)
+
+
 class GuardedConnection(pymysql.connections.Connection):
-    """PyMySQL's connection with three changes, each keeping a credential or a worker safe:
+    """PyMySQL's connection with four changes, each keeping a credential or a worker safe:
 
     - it never answers a clear-text authentication request (`CLEAR_TEXT_PLUGINS`, in the
       greeting or in an auth switch) unless the connection is encrypted: PyMySQL would
       send the stored password to whoever listens at the address; nor does it encrypt the
       password under a public key the server sent over plain TCP (`OwnKeyRefused`);
+    - over TLS it sends the password itself (clear text, or caching_sha2_password and
+      sha256_password full authentication, which send it as is inside TLS) only when the
+      certificate is verified, by a CA (`verify_ca`, `verify_identity`) or by the
+      operator's approval of its fingerprint (`approved_fingerprint`); else
+      `CertificateNotApproved`. Scrambles, which never carry the password, go anywhere;
     - with `tls_required=False` (the `preferred` mode) it decides from the greeting's
       CLIENT.SSL flag whether to start TLS, within this one connection (PyMySQL does that
       only when given no TLS context, and we pass our own, cached one);
@@ -113,7 +194,14 @@ class GuardedConnection(pymysql.connections.Connection):
       timeout; the read and write timeouts apply from the first query on.
     """
 
-    def __init__(self, *, tls_required: bool, addresses: tuple = (), **kwargs):
+    def __init__(
+        self,
+        *,
+        tls_required: bool,
+        addresses: tuple = (),
+        approved_fingerprint: str = "",
+        **kwargs,
+    ):
         super().__init__(**kwargs, defer_connect=True)
         if self.ssl and not tls_required:
             self._ssl_required = False
@@ -121,6 +209,34 @@ class GuardedConnection(pymysql.connections.Connection):
         # The resolved addresses the connect policy admitted, (family, sockaddr) each: the
         # connection goes to one of them, not to whatever a second lookup would answer.
         self._admitted = addresses
+        self.password = _GuardedPassword(self.password, self._before_sending_password)
+        self.approved_fingerprint = approved_fingerprint
+        self.tls_fingerprint = ""  # the server's certificate, once TLS is up
+        self._asking_plugin = ""
+
+    @property
+    def certificate_verified(self) -> bool:
+        """Whether a CA verified the certificate in the handshake (the verifying modes;
+        `preferred` accepts any)."""
+        return bool(self._secure) and self.ctx.verify_mode == ssl.CERT_REQUIRED
+
+    def _peer_fingerprint(self) -> str:
+        if isinstance(self._sock, ssl.SSLSocket) and not self.tls_fingerprint:
+            try:
+                certificate = self._sock.getpeercert(binary_form=True)
+            except (OSError, ValueError):  # never mask the failure under way
+                certificate = None
+            self.tls_fingerprint = fingerprint_of(certificate) if certificate else ""
+        return self.tls_fingerprint
+
+    def _before_sending_password(self) -> None:
+        """Called as PyMySQL is about to send the password itself (`_GuardedPassword`)."""
+        if not self._secure:
+            raise ClearTextRefused(self._asking_plugin.encode())
+        fingerprint = self._peer_fingerprint()
+        if self.certificate_verified or (fingerprint and fingerprint == self.approved_fingerprint):
+            return
+        raise CertificateNotApproved(self._asking_plugin, fingerprint)
 
     @property
     def tls_offered(self) -> bool | None:
@@ -165,12 +281,16 @@ class GuardedConnection(pymysql.connections.Connection):
         raise error
 
     def _request_authentication(self) -> None:
+        self._asking_plugin = self._auth_plugin_name
         plugin = self._auth_plugin_name.encode("ascii", "replace")
         starts_tls = self.ssl and self.tls_offered
         # Where TLS is required but not offered, PyMySQL refuses first, saying so.
         if plugin in CLEAR_TEXT_PLUGINS and not starts_tls and not self._ssl_required:
             raise ClearTextRefused(plugin)
-        super()._request_authentication()
+        try:
+            super()._request_authentication()
+        finally:  # the certificate, for Test connection, even when authentication failed
+            self._peer_fingerprint()
 
     # PyMySQL stores the RSA public key the server sends (sha256_password,
     # caching_sha2_password full authentication) here, then encrypts the password with it.
@@ -185,6 +305,7 @@ class GuardedConnection(pymysql.connections.Connection):
         self._server_public_key = key
 
     def _process_auth(self, plugin_name, auth_packet, handler=None):
+        self._asking_plugin = plugin_name.decode("ascii", "replace")
         if plugin_name in CLEAR_TEXT_PLUGINS and not self._secure:
             raise ClearTextRefused(plugin_name)
         return super()._process_auth(plugin_name, auth_packet, handler)
@@ -199,6 +320,8 @@ class Session:
     version: str
     tls_offered: bool | None = None
     encrypted: bool = False
+    tls_fingerprint: str = ""  # the server's certificate (`fingerprint_of`), "" without TLS
+    certificate_verified: bool = False  # by a CA in the handshake
 
     def rows(self, sql: str, args: tuple = ()) -> list[tuple]:
         with self.conn.cursor() as cursor:
@@ -218,6 +341,8 @@ def target_for(server) -> Target:
         password=server.get_password(),
         tls_mode=server.tls_mode,
         ssl_ca=server.ssl_ca,
+        approved_fingerprint=server.tls_approved_fingerprint,
+        name=server.name,
     )
 
 
@@ -335,6 +460,8 @@ def _kind_and_message(exc: Exception, target: Target, limit: str) -> tuple[str, 
     code = exc.args[0] if exc.args and isinstance(exc.args[0], int) else None
     text = str(exc.args[1]) if len(exc.args) > 1 else str(exc.args[0] if exc.args else exc)
     cause = getattr(exc, "original_exception", None) or exc.__cause__ or exc.__context__
+    if isinstance(exc, CertificateNotApproved):
+        return "tls", _not_approved_message(exc, target)
     if isinstance(exc, ClearTextRefused):
         return "tls", text
     if code in (ER_ACCESS_DENIED, ER_DBACCESS_DENIED, ER_ACCESS_DENIED_NO_PASSWORD):
@@ -362,13 +489,28 @@ def _kind_and_message(exc: Exception, target: Target, limit: str) -> tuple[str, 
     return "error", f"{where}: {text}"
 
 
+def _not_approved_message(exc: CertificateNotApproved, target: Target) -> str:
+    """One line naming the server, the mode and the fingerprint to approve."""
+    approved = target.approved_fingerprint
+    was = f"; the approved one is {approved}" if approved else ""
+    return (
+        f"refused to send the password to {target.label} for {exc.plugin}: its TLS "
+        f"certificate {exc.fingerprint} is not verified (tls_mode {target.tls_mode}{was}); "
+        "approve that fingerprint if it is the server's, or verify it with a CA (verify_ca)"
+    )
+
+
 def classify(
-    exc: Exception, target: Target, tls_offered: bool | None = None, limit: str = ""
+    exc: Exception,
+    target: Target,
+    tls_offered: bool | None = None,
+    limit: str = "",
+    tls_fingerprint: str = "",
 ) -> ConnectionFailure:
     """Turn a PyMySQL/socket exception into a one-line, user-facing failure. `limit` names
     the timeout that applied ("the read timeout of 30 s"), for a timeout's message."""
     kind, message = _kind_and_message(exc, target, limit)
-    return ConnectionFailure(kind, " ".join(message.split()), tls_offered)
+    return ConnectionFailure(kind, " ".join(message.split()), tls_offered, tls_fingerprint)
 
 
 GROUP_CONCAT_MAX_LEN = 64 * 1024 * 1024
@@ -416,6 +558,7 @@ def connect(target: Target) -> GuardedConnection:
         ssl_disabled=context is None,
         tls_required=target.tls_mode in VERIFYING_MODES,
         addresses=addresses,
+        approved_fingerprint=target.approved_fingerprint,
         charset="utf8mb4",
         autocommit=True,
         program_name="partdash",
@@ -424,7 +567,7 @@ def connect(target: Target) -> GuardedConnection:
         conn.connect()
     except pymysql.MySQLError as exc:
         limit = f"the connect timeout of {settings.PARTDASH_CONNECT_TIMEOUT} s"
-        raise classify(exc, target, conn.tls_offered, limit) from None
+        raise classify(exc, target, conn.tls_offered, limit, conn.tls_fingerprint) from None
     if target.tls_mode in VERIFYING_MODES and not conn.encrypted:  # PyMySQL refuses first
         conn.close()
         raise ConnectionFailure(
@@ -444,10 +587,18 @@ def open_session(target: Target) -> Iterator[Session]:
             flavor = flavor_of(version)
             for statement in _session_settings(flavor):
                 cursor.execute(statement)
-        yield Session(conn, flavor, version, conn.tls_offered, conn.encrypted)
+        yield Session(
+            conn,
+            flavor,
+            version,
+            conn.tls_offered,
+            conn.encrypted,
+            conn.tls_fingerprint,
+            conn.certificate_verified,
+        )
     except pymysql.MySQLError as exc:  # a source's lost connection included
         limit = f"the read timeout of {settings.PARTDASH_READ_TIMEOUT} s"
-        raise classify(exc, target, conn.tls_offered, limit) from None
+        raise classify(exc, target, conn.tls_offered, limit, conn.tls_fingerprint) from None
     finally:
         if conn.open:
             conn.close()

@@ -30,6 +30,7 @@ class ServerForm(forms.ModelForm):
             "clear_password",
             "tls_mode",
             "ssl_ca",
+            "tls_approved_fingerprint",
             "poll_interval",
             "enabled",
             "tags",

@@ -10,7 +10,7 @@ from django.utils import timezone
 
 from partdash.lib import secrets
 from partdash.servers.choices import Flavor, ServerStatus, TlsMode
-from partdash.servers.connection import ca_file_problem
+from partdash.servers.connection import FINGERPRINT_LENGTH, ca_file_problem, parse_fingerprint
 
 MIN_POLL_INTERVAL = 10
 # What the latest poll wrote: read-only everywhere a server is shown.
@@ -26,6 +26,7 @@ LATEST_POLL_FIELDS = (
     "unmonitored_tables",
     "tls_offered",
     "tls_checked_at",
+    "tls_fingerprint",
     "consecutive_failures",
     "next_poll_at",
 )
@@ -56,6 +57,13 @@ def default_poll_interval() -> int:
     return settings.PARTDASH_DEFAULT_POLL_INTERVAL
 
 
+def validate_fingerprint(text: str) -> None:
+    try:
+        parse_fingerprint(text)
+    except ValueError as exc:
+        raise ValidationError(str(exc)) from None
+
+
 class Server(models.Model):
     """A MySQL/MariaDB server partdash polls. Its password is stored encrypted (Fernet)
     and is never shown back; `status` and the counts reflect the latest poll."""
@@ -74,6 +82,18 @@ class Server(models.Model):
     tls_mode = models.CharField(max_length=20, choices=TlsMode, default=TlsMode.PREFERRED)
     ssl_ca = models.CharField(
         "TLS CA file", max_length=500, blank=True, help_text="Path to a PEM CA bundle."
+    )
+    # Over TLS that no CA verified (`preferred`), the password itself (clear text, or
+    # sha256 full authentication) goes only to a server presenting this certificate.
+    tls_approved_fingerprint = models.CharField(
+        "approved TLS certificate",
+        max_length=FINGERPRINT_LENGTH + 32,  # room for OpenSSL's colons before `clean`
+        blank=True,
+        validators=[validate_fingerprint],
+        help_text="SHA256:… of the server's certificate, as Test connection shows it. Accounts "
+        "whose authentication sends the password itself (PAM, LDAP, sha256_password, "
+        "caching_sha2_password full authentication) are answered over TLS only when a CA "
+        "(verify_ca) or this approval vouches for the certificate.",
     )
     poll_interval = models.PositiveIntegerField(
         default=default_poll_interval,
@@ -105,6 +125,11 @@ class Server(models.Model):
     # process knows without a throw-away connection; looked at again once a day.
     tls_offered = models.BooleanField(null=True, blank=True, editable=False)
     tls_checked_at = models.DateTimeField(null=True, blank=True, editable=False)
+    # The certificate the server presented when last connected to (`SHA256:` + hex), ""
+    # before any TLS connection: what an operator approves.
+    tls_fingerprint = models.CharField(
+        "TLS certificate", max_length=FINGERPRINT_LENGTH, blank=True, editable=False
+    )
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 
@@ -202,21 +227,30 @@ class Server(models.Model):
             return None
         return f"{self.address} is also registered as {', '.join(names)}: it will be polled twice"
 
-    def record_tls(self, offered: bool | None) -> None:
-        """Remember whether the server's greeting offered TLS: written when it changed or
+    def record_tls(self, offered: bool | None, fingerprint: str = "") -> None:
+        """Remember whether the server's greeting offered TLS and the certificate it
+        presented (`fingerprint`, "" where none was seen): written when either changed or
         is over a day old (every connection reads the greeting, so this costs no
         connection), and never when no greeting arrived."""
         if offered is None:
             return
+        fingerprint = (fingerprint or self.tls_fingerprint) if offered else ""
         now = timezone.now()
         checked = self.tls_checked_at
-        if offered == self.tls_offered and checked and now - checked < TLS_RECHECK:
+        same = offered == self.tls_offered and fingerprint == self.tls_fingerprint
+        if same and checked and now - checked < TLS_RECHECK:
             return
-        Server.objects.filter(pk=self.pk).update(tls_offered=offered, tls_checked_at=now)
-        self.tls_offered, self.tls_checked_at = offered, now
+        Server.objects.filter(pk=self.pk).update(
+            tls_offered=offered, tls_checked_at=now, tls_fingerprint=fingerprint
+        )
+        self.tls_offered, self.tls_checked_at, self.tls_fingerprint = offered, now, fingerprint
 
     def clean(self) -> None:
         self.tags = ", ".join(dict.fromkeys(self.tag_list))
+        try:
+            self.tls_approved_fingerprint = parse_fingerprint(self.tls_approved_fingerprint)
+        except ValueError:
+            pass  # the field's validator says so
         errors = {
             name: f"changing the {DESTINATION_FIELDS[name]} needs the password again"
             for name in self.password_reuse()

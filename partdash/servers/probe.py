@@ -71,6 +71,11 @@ class ProbeResult:
     # connection was encrypted.
     tls_offered: bool | None = None
     encrypted: bool = False
+    # The certificate the server presented (`SHA256:` + hex, "" without TLS), whether a CA
+    # verified it in the handshake (the verifying modes) and whether it is the approved one.
+    tls_fingerprint: str = ""
+    certificate_verified: bool = False
+    certificate_approved: bool = False
 
     @property
     def flavor_label(self) -> str:
@@ -82,6 +87,19 @@ class ProbeResult:
         return all(source["ok"] for source in self.sources)
 
     @property
+    def certificate(self) -> str:
+        """One line on the certificate for an operator who may approve it ("" without TLS)."""
+        if not self.tls_fingerprint:
+            return ""
+        if self.certificate_verified:
+            trust = "verified by the CA"
+        elif self.certificate_approved:
+            trust = "approved"
+        else:
+            trust = "not verified: approve it to answer authentication that sends the password"
+        return f"TLS certificate {self.tls_fingerprint} ({trust})"
+
+    @property
     def summary(self) -> str:
         """One line for a message or the CLI."""
         if not self.reachable:
@@ -90,6 +108,8 @@ class ProbeResult:
         parts += [f"{name}={'ON' if on else 'OFF'}" for name, on in self.settings.items()]
         if self.missing_privileges:
             parts.append("missing: " + ", ".join(m.privilege for m in self.missing_privileges))
+        if self.certificate:
+            parts.append(self.certificate)
         return "; ".join(parts)
 
 
@@ -216,6 +236,10 @@ def _fixes(states: list[SourceState]) -> list[str]:
     return list(dict.fromkeys([f"{grant};" for grant in grants] + lines))
 
 
+def _approved(fingerprint: str, target: Target) -> bool:
+    return bool(fingerprint) and fingerprint == target.approved_fingerprint
+
+
 def probe(target: Target) -> ProbeResult:
     """Connect and report reachability, flavour, version and every source's state."""
     try:
@@ -229,6 +253,8 @@ def probe(target: Target) -> ProbeResult:
             error_kind=failure.kind,
             error=failure.message,
             tls_offered=failure.tls_offered,
+            tls_fingerprint=failure.tls_fingerprint,
+            certificate_approved=_approved(failure.tls_fingerprint, target),
         )
     return ProbeResult(
         reachable=True,
@@ -241,4 +267,7 @@ def probe(target: Target) -> ProbeResult:
         sources=[state.as_dict() for state in states],
         tls_offered=session.tls_offered,
         encrypted=session.encrypted,
+        tls_fingerprint=session.tls_fingerprint,
+        certificate_verified=session.certificate_verified,
+        certificate_approved=_approved(session.tls_fingerprint, target),
     )

@@ -63,3 +63,25 @@ def write_certificates(directory: Path, label: str = "test") -> CertificateFiles
         )
     )
     return files
+
+
+def write_self_signed(directory: Path, label: str) -> CertificateFiles:
+    """A self-signed certificate for 127.0.0.1 and localhost, as a MySQL server generates
+    for itself (its `ca` is the certificate itself)."""
+    directory.mkdir(parents=True, exist_ok=True)
+    key = ec.generate_private_key(ec.SECP256R1())
+    names = [x509.IPAddress(ipaddress.ip_address("127.0.0.1")), x509.DNSName("localhost")]
+    name = _name(f"MySQL_Server_{label}_Auto_Generated_Server_Certificate")
+    certificate = _certificate(name, name, key.public_key(), key, ca=False, names=names)
+    cert, key_file = directory / f"{label}-cert.pem", directory / f"{label}-key.pem"
+    cert.write_bytes(certificate.public_bytes(PEM))
+    key_file.write_bytes(
+        key.private_bytes(PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption())
+    )
+    return CertificateFiles(cert, cert, key_file)
+
+
+def fingerprint(files: CertificateFiles) -> str:
+    """The server certificate's SHA-256, computed here rather than by partdash."""
+    certificate = x509.load_pem_x509_certificate(files.cert.read_bytes())
+    return "SHA256:" + certificate.fingerprint(hashes.SHA256()).hex()

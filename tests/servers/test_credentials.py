@@ -119,10 +119,17 @@ def test_a_password_under_the_servers_own_key_over_plain_tcp_is_refused(plugin, 
 
 
 @pytest.mark.parametrize("plugin", ["mysql_clear_password", "dialog"])
-def test_over_tls_the_clear_text_request_is_answered_encrypted(certificates, plugin):
+def test_over_tls_a_ca_verified_the_clear_text_request_is_answered_encrypted(certificates, plugin):
+    """Over TLS nobody verified it is refused (tests/servers/test_certificate_approval.py)."""
     context = server_tls_context(str(certificates.cert), str(certificates.key))
     with FakeMySQL(switch_to=plugin, tls=context) as tls_server:
-        failure = connect(tls_server)
+        target = Target(
+            tls_server.host, tls_server.port, "root", PASSWORD, "verify_ca", str(certificates.ca)
+        )
+        with pytest.raises(ConnectionFailure) as raised:
+            with open_session(target):
+                pass
+        failure = raised.value
 
     (conversation,) = tls_server.conversations
     assert conversation.encrypted and conversation.answered

@@ -19,33 +19,16 @@ from partdash.servers import connection
 from partdash.servers.connection import ConnectionFailure, Target, open_session
 from partdash.servers.models import Server
 from tests.fake_mysql import FakeMySQL
-from tests.servers.certificates import CertificateFiles, write_certificates
-from tests.services import MariaDB, MariaDBFactory
+from tests.servers.certificates import write_certificates
+from tests.services import MariaDB
 
 pytestmark = pytest.mark.django_db
-
-
-@pytest.fixture(scope="session")
-def certificates(tmp_path_factory) -> CertificateFiles:
-    return write_certificates(tmp_path_factory.mktemp("tls"), "server")
 
 
 @pytest.fixture(scope="session")
 def other_ca(tmp_path_factory) -> Path:
     """A CA that signed nothing the servers present."""
     return write_certificates(tmp_path_factory.mktemp("tls-other"), "other").ca
-
-
-@pytest.fixture(scope="session")
-def mariadb_tls(mariadb_factory: MariaDBFactory, certificates: CertificateFiles) -> MariaDB:
-    """A private MariaDB presenting a certificate of the test CA for 127.0.0.1."""
-    return mariadb_factory.get(
-        {
-            "ssl_cert": str(certificates.cert),
-            "ssl_key": str(certificates.key),
-            "ssl_ca": str(certificates.ca),
-        }
-    )
 
 
 @pytest.fixture

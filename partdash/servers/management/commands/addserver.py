@@ -13,7 +13,7 @@ from django.core.exceptions import ValidationError
 from partdash.lib.commands import PartdashCommand
 from partdash.lib.secrets import SecretError
 from partdash.servers.choices import TlsMode
-from partdash.servers.connection import target_for
+from partdash.servers.connection import parse_fingerprint, target_for
 from partdash.servers.models import Server
 from partdash.servers.probe import probe
 
@@ -26,6 +26,13 @@ def port_number(text: str) -> int:
     if not 1 <= port <= 65535:
         raise argparse.ArgumentTypeError(f"port {port} is out of range 1-65535")
     return port
+
+
+def fingerprint(text: str) -> str:
+    try:
+        return parse_fingerprint(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 def readable_file(path: str) -> str:
@@ -48,6 +55,13 @@ class Command(PartdashCommand):
         parser.add_argument("--interval", type=int, metavar="SECONDS", help="poll interval")
         parser.add_argument("--ssl-ca", metavar="FILE", type=readable_file)
         parser.add_argument("--tls-mode", choices=TlsMode.values)
+        parser.add_argument(
+            "--approve-certificate",
+            metavar="SHA256:HEX",
+            type=fingerprint,
+            help="trust the server's TLS certificate with this fingerprint (as the check or "
+            "Test connection shows it) for authentication that sends the password; '' clears",
+        )
         parser.add_argument("--tags", help="comma-separated labels")
         parser.add_argument("--disabled", action="store_true", help="register without polling")
         parser.add_argument(
@@ -74,6 +88,8 @@ class Command(PartdashCommand):
             server.tls_mode = TlsMode.VERIFY_CA
         if options["tls_mode"]:
             server.tls_mode = options["tls_mode"]
+        if options["approve_certificate"] is not None:
+            server.tls_approved_fingerprint = options["approve_certificate"]
         if options["tags"] is not None:
             server.tags = options["tags"]
         server.enabled = not options["disabled"]
@@ -102,5 +118,5 @@ class Command(PartdashCommand):
             result = probe(target_for(server))
         except SecretError as exc:
             return f"unreachable: {exc}"
-        server.record_tls(result.tls_offered)
+        server.record_tls(result.tls_offered, result.tls_fingerprint)
         return result.summary
