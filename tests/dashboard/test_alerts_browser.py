@@ -16,6 +16,9 @@ pytestmark = [
 PRIME_FIX = {
     "advice": "A prime number of partitions spreads the steps.",
     "sql": "ALTER TABLE `shop`.`orders` ADD PARTITION PARTITIONS 3",
+    "safety": "copies",
+    "rows": 900,
+    "bytes": 1 << 20,
 }
 SMTP_ERROR = "SMTPRecipientsRefused: {'dba@example.com': (550, b'5.1.1 no such user')}"
 
