@@ -56,7 +56,8 @@ PARTITION_FUNCTIONS = frozenset(
 SLASH_BUG = (
     "the table's name holds `/`, and MariaDB (measured on 10.11) fails partition "
     'ALTERs on such a table with "Unknown database" after deleting the table\'s '
-    "definition: the table is lost. Rename it first (RENAME TABLE), or leave it"
+    "definition: the table is lost. Rename it (RENAME TABLE, to a name without `/`) "
+    "and the next analysis writes the fix"
 )
 
 
@@ -200,7 +201,7 @@ def _token_sql(tokens: list[tuple[str, str]], i: int) -> str:
             raise Unsafe(f"the partitioning expression calls {text}()")
         return word
     if word in _OPERATOR_WORDS:
-        return f" {word.upper()} "
+        return word.upper()
     return name_sql(text)
 
 
@@ -215,4 +216,22 @@ def expression_sql(expression: str | None) -> str:
             raise Unsafe("the partitioning expression's parentheses do not match")
     if not tokens or depth:
         raise Unsafe("the partitioning expression's parentheses do not match")
-    return "".join(_token_sql(tokens, i) for i in range(len(tokens)))
+    written = [_token_sql(tokens, i) for i in range(len(tokens))]
+    return written[0] + "".join(
+        _gap(before, text) + text for before, text in zip(written, written[1:], strict=False)
+    )
+
+
+_ARITHMETIC = frozenset("+-*/%")
+
+
+def _gap(before: str, after: str) -> str:
+    """A space between two operators (`/` `*` would open a comment, `-` `-` start one)
+    and between two words or names (two back-quoted names side by side read as one);
+    none elsewhere: `to_days(` then the column."""
+    operators = before in _ARITHMETIC and after in _ARITHMETIC
+    words = _WORDLIKE.match(before[-1]) and _WORDLIKE.match(after[0])
+    return " " if operators or words else ""
+
+
+_WORDLIKE = re.compile(r"[\w$`]")

@@ -448,8 +448,9 @@ def table_fix(kind: str, table: TableFacts, horizon_days: int) -> Fix | None:
     except Unsafe as reason:
         return Fix(f"partdash writes no statement for this table: {reason}.")
     problem = table_problem(table.schema, table.name)
-    if problem and fix.sql is not None:
-        return Fix(f"{fix.advice} partdash writes no statement for this table: {problem}.")
+    if problem and (fix.sql is not None or kind == "runway"):
+        # Not even in words: the statement the advice would describe is what breaks.
+        return Fix(f"partdash writes no statement for this table: {problem}.")
     return fix
 
 
