@@ -158,10 +158,20 @@ def name_sql(name: str) -> str:
     return identifier(name)
 
 
+# MariaDB reads a schema or table name beginning so as the file name that follows (the
+# pre-5.1 encoding): a statement naming it may reach another table than the one shown.
+FILE_NAME_PREFIX = "#mysql50#"
+
+
 def table_problem(schema: str, table: str) -> str | None:
     """Why no statement may be written for this table, or None."""
     if "/" in schema or "/" in table:
         return SLASH_BUG
+    if FILE_NAME_PREFIX in (schema[:9].lower(), table[:9].lower()):
+        return (
+            f"MariaDB reads a name beginning {FILE_NAME_PREFIX} as a file name, so a "
+            "statement naming this table may reach another one"
+        )
     return name_problem(schema) or name_problem(table)
 
 
