@@ -75,6 +75,9 @@ FILE_OVERHEAD_PAGES = 3  # a file-per-table tablespace's header pages; 4 pages a
 RUNWAY_FIX = {
     "advice": "Add monthly partitions before rows land in the catch-all.",
     "sql": "ALTER TABLE `shop`.`orders` REORGANIZE PARTITION `p_max` INTO (...)",
+    "safety": "copies",
+    "rows": 1200,
+    "bytes": 5 << 20,
 }
 
 

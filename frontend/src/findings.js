@@ -1,6 +1,7 @@
 // Findings (skew, hotspot, runway, ...) as short badges with their message.
 import { urls } from "./api.js";
 import { el, link } from "./dom.js";
+import { bytes, count } from "./format.js";
 
 export function severityBadge(severity) {
   return el("span", { className: `badge sev-${severity}` }, severity);
@@ -23,14 +24,36 @@ export function findingLine(finding) {
   );
 }
 
-// A finding's or an alert's fix: the advice, and the statement to run where there is one.
+// What running a fix's statement does, in one line (as the alert emails say it:
+// partdash/health/fixes.py `safety_words`): "copies ~1,200 rows, 5.0 MiB", "instant".
+export function safetyWords(fix) {
+  if (!fix?.safety) return "";
+  if (fix.safety === "copies" || fix.safety === "destroys") {
+    const amounts = [fix.rows == null ? "its rows" : `~${count(fix.rows)} rows`];
+    if (fix.bytes != null) amounts.push(bytes(fix.bytes));
+    return `${fix.safety} ${amounts.join(", ")}`;
+  }
+  return fix.safety === "blocks" ? "blocks writes while it runs" : fix.safety;
+}
+
+// A finding's or an alert's fix: the advice, and the statement to run where there is one,
+// with what running it does.
 export function fixBlock(fix) {
   if (!fix) return null;
+  const safety = safetyWords(fix);
   return el(
     "div",
     { className: "fix" },
     el("p", { className: "advice" }, fix.advice),
     fix.sql ? el("pre", { className: "sql" }, el("code", {}, fix.sql)) : null,
+    fix.sql && safety
+      ? el(
+          "p",
+          { className: `safety safety-${fix.safety}`, dataset: { safety: fix.safety } },
+          "Safety: ",
+          safety,
+        )
+      : null,
   );
 }
 

@@ -38,7 +38,7 @@ ADVICE = {
 
 
 def advice(rule: str) -> dict:
-    return {"advice": ADVICE[rule], "sql": None}
+    return {"advice": ADVICE[rule], "sql": None, "safety": None, "rows": None, "bytes": None}
 
 
 # -- a table's stored health -----------------------------------------------------------

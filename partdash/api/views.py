@@ -34,6 +34,7 @@ from partdash.api.serializers import (
 from partdash.collector.catalogue import HIDDEN, Shortfall
 from partdash.collector.scheduling import PollRequest, poll_now
 from partdash.health.compression import failure_rate
+from partdash.health.fixes import stored_fix
 from partdash.health.pressure import as_number
 from partdash.metrics.history import METRICS, table_history
 from partdash.metrics.models import PartitionedTable, ServerSnapshot
@@ -67,16 +68,34 @@ UNMONITORED_FIELDS = (
     "index_bytes",
     "read_at",
 )
-# What to do about a finding: advice, and the statement to run as is where partdash can
-# write one (partdash.health.fixes).
-FIX = inline_serializer(
-    "Fix",
-    {
-        "advice": serializers.CharField(),
-        "sql": serializers.CharField(allow_null=True),
-    },
-    allow_null=True,
-)
+
+
+class FixSerializer(serializers.Serializer):
+    """What to do about a finding: advice, and the statement to run as is where partdash
+    can write one, with what running it does (partdash.health.fixes)."""
+
+    advice = serializers.CharField()
+    sql = serializers.CharField(
+        allow_null=True, help_text="One statement to run as is; null where none is safe."
+    )
+    safety = serializers.ChoiceField(
+        choices=["instant", "copies", "blocks", "destroys"],
+        allow_null=True,
+        help_text="What running `sql` does: instant; copies `rows`/`bytes` (the partitions "
+        "it rewrites); blocks writes while it runs; destroys data. Null when `sql` is null.",
+    )
+    rows = serializers.IntegerField(
+        allow_null=True, help_text="Rows the statement copies or destroys (estimate)."
+    )
+    bytes = serializers.IntegerField(
+        allow_null=True, help_text="Data and index bytes the statement copies or destroys."
+    )
+
+    def to_representation(self, instance):
+        return super().to_representation(stored_fix(instance))
+
+
+FIX = FixSerializer(allow_null=True)
 FINDINGS = inline_serializer(
     "Finding",
     {

@@ -12,6 +12,11 @@ statement to run as is (names quoted, numbers computed to clear the finding).
 - pressure: SET GLOBAL of the setting, sized so the partitions fill two thirds of it,
   and the my.cnf line that keeps it after a restart.
 Everything else is advice only: where no statement is safe to run blind, `sql` is None.
+
+Every statement has a safety class (`Safety`): instant, copies (the rows and bytes of the
+partitions it rewrites), blocks (writes, while it runs) or destroys (data). Nothing the
+server sent is copied into a statement as text (`fix_values`), and a table whose name
+MariaDB mishandles gets no statement at all (`fix_values.table_problem`).
 """
 
 import math
@@ -19,9 +24,11 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
+from typing import Literal
 
 from partdash.health.bounds import is_catchall, parse_expression
 from partdash.health.compression import Compression
+from partdash.health.fix_values import Unsafe, name_sql, table_problem
 from partdash.health.partitions import (
     LIST_METHODS,
     PartitionState,
@@ -37,7 +44,7 @@ from partdash.health.runway_fix import (
     runway_plan,
 )
 from partdash.health.skew_fix import skew_plan
-from partdash.lib.quoting import identifier, qualified
+from partdash.lib.quoting import identifier
 
 # A limit raised to clear a pressure finding leaves the partitions at this share of it,
 # so the finding stays away while the partitions grow by half again.
@@ -54,12 +61,64 @@ _QUOTED = re.compile(r"`((?:[^`]|``)*)`")
 _BARE = re.compile(r"[\w$]+")
 
 
+Safety = Literal["instant", "copies", "blocks", "destroys"]
+
+
 @dataclass(frozen=True, slots=True)
 class Fix:
-    """`advice` in words; `sql` a statement to run as is, or None."""
+    """`advice` in words; `sql` a statement to run as is, or None; `safety` what running
+    it does (None without `sql`); `rows` and `bytes` what it copies or destroys (the
+    partitions it rewrites: data and index), None where unknown or nothing."""
 
     advice: str
     sql: str | None = None
+    safety: Safety | None = None
+    rows: int | None = None
+    bytes: int | None = None
+
+    def __post_init__(self) -> None:
+        if (self.sql is None) != (self.safety is None):
+            raise ValueError("a fix has a safety class exactly when it has a statement")
+
+
+def copies(advice: str, sql: str, partitions: Sequence[PartitionState]) -> Fix:
+    """A statement rewriting these partitions: their rows and bytes (None if unknown)."""
+    return Fix(advice, sql, "copies", _known_sum(p.rows for p in partitions), _bytes(partitions))
+
+
+def _known_sum(values) -> int | None:
+    known = [v for v in values if v is not None]
+    return sum(known) if known else None
+
+
+def _bytes(partitions: Sequence[PartitionState]) -> int | None:
+    return _known_sum(
+        None if p.data_bytes is None else p.data_bytes + (p.index_bytes or 0) for p in partitions
+    )
+
+
+def safety_words(safety: str | None, rows: int | None, size: int | None) -> str:
+    """The one line shown with a statement: `copies ~1,200 rows, 5.0 MiB`, `instant`,
+    `blocks writes while it runs`; empty without a statement (the pages say the same:
+    frontend/src/findings.js)."""
+    if safety in ("copies", "destroys"):
+        amounts = [f"~{rows:,} rows" if rows is not None else "its rows"]
+        if size is not None:
+            amounts.append(_size_words(size))
+        return f"{safety} {', '.join(amounts)}"
+    return {"instant": "instant", "blocks": "blocks writes while it runs"}.get(safety or "", "")
+
+
+def _size_words(size: int) -> str:
+    """1536 -> `1.5 KiB`, as the pages' `bytes()` writes it."""
+    scaled, unit = float(size), 0
+    while abs(scaled) >= 1024 and unit < len(_BYTE_UNITS) - 1:
+        scaled, unit = scaled / 1024, unit + 1
+    digits = 0 if unit == 0 or scaled >= 100 else 1
+    return f"{scaled:.{digits}f} {_BYTE_UNITS[unit]}"
+
+
+_BYTE_UNITS = ("B", "KiB", "MiB", "GiB", "TiB", "PiB")
 
 
 @dataclass(frozen=True, slots=True)
@@ -83,8 +142,8 @@ class TableFacts:
 
     @property
     def quoted(self) -> str:
-        """`schema`.`table`, quoted for a statement."""
-        return qualified(self.schema, self.name)
+        """`schema`.`table`, quoted for a statement (Unsafe where a name cannot be)."""
+        return f"{name_sql(self.schema)}.{name_sql(self.name)}"
 
 
 def column_of(expression: str | None) -> str | None:
@@ -114,11 +173,11 @@ def partition_list(
     names: Sequence[str], all_names: Sequence[str] = (), most: int = LISTED_PARTITIONS
 ) -> str:
     """`p1`, `p2` (each once, in order), or ALL when they are all of `all_names` or more
-    than `most`."""
+    than `most` (Unsafe where a name cannot go into a statement)."""
     unique = list(dict.fromkeys(names))
     if len(unique) > most or (all_names and set(unique) >= set(all_names)):
         return "ALL"
-    return ", ".join(identifier(name) for name in unique)
+    return ", ".join(name_sql(name) for name in unique)
 
 
 # -- runway -----------------------------------------------------------------------------
@@ -174,7 +233,10 @@ def runway_fix(table: TableFacts, horizon_days: int) -> Fix:
         )
     except CannotPlan as reason:
         return _runway_advice(table, catchall, str(reason))
-    return Fix(_plan_words(table, plan, runway, note), plan.sql)
+    words = _plan_words(table, plan, runway, note)
+    if plan.catchall is None or runway.catchall_rows == 0:
+        return Fix(words, plan.sql, "instant")
+    return copies(words, plan.sql, [p for p in table.partitions if p.name == plan.catchall])
 
 
 def _plan_words(table: TableFacts, plan, runway: Runway, note: str) -> str:
@@ -208,7 +270,7 @@ def _beyond_check(table: TableFacts, plan, runway: Runway) -> str:
     if runway.bound_kind == "id" or column is None:
         return ""
     query = (
-        f"SELECT MAX({identifier(column)}) FROM {table.quoted} "
+        f"SELECT MAX({name_sql(column)}) FROM {table.quoted} "
         f"PARTITION ({identifier(plan.catchall)})"
     )
     return (
@@ -253,13 +315,15 @@ _THEN_ANALYZE = (
 
 def rebuild_fix(table: TableFacts) -> Fix:
     names = partition_list(table.fragmented, _names(table))
-    return Fix(
+    rebuilt = set(table.fragmented)
+    return copies(
         f"REBUILD PARTITION rewrites {names} (~{table.fragmented_bytes / (1 << 20):,.0f} MiB "
         "free inside them) and gives the free space back to the file system. It copies "
         "their rows and blocks writes to the table while it runs: plan it off-peak. "
         "(OPTIMIZE PARTITION on InnoDB rebuilds the whole table.) "
         + _THEN_ANALYZE.format(statement=_analyze(table, names)),
         f"ALTER TABLE {table.quoted} REBUILD PARTITION {names}",
+        [p for p in table.partitions if p.name in rebuilt],
     )
 
 
@@ -270,6 +334,7 @@ def analyze_fix(table: TableFacts) -> Fix:
         "quick). InnoDB did not recalculate them itself: check innodb_stats_auto_recalc "
         "and the table's STATS_AUTO_RECALC.",
         _analyze(table, names),
+        "instant",
     )
 
 
@@ -301,11 +366,12 @@ def compression_fix(table: TableFacts) -> Fix:
             None,
         )
     larger = kib * 2
-    return Fix(
+    return copies(
         f"Raise KEY_BLOCK_SIZE from {kib} to {larger}: pages fit more often (fewer failed "
         f"compressions and page splits) for a smaller saving. Or use {page_compression}. "
         "Either rebuilds every partition (copies the rows, blocks writes): plan it off-peak.",
         f"ALTER TABLE {table.quoted} KEY_BLOCK_SIZE={larger}",
+        table.partitions,
     )
 
 
@@ -316,7 +382,7 @@ def stop_compressing_fix(table: TableFacts, kib: int) -> Fix:
     the data gives without failed compressions (random bytes gain nothing, and then its
     own finding says so)."""
     plain = f"ALTER TABLE {table.quoted} ROW_FORMAT=DYNAMIC KEY_BLOCK_SIZE=0"
-    return Fix(
+    return copies(
         f"The data does not compress to half its size, so KEY_BLOCK_SIZE={kib} only splits "
         "pages and spends CPU on failed compressions, and a larger KEY_BLOCK_SIZE saves "
         f"nothing. Stop compressing its rows: {plain}. If part of the data does compress, "
@@ -325,6 +391,7 @@ def stop_compressing_fix(table: TableFacts, kib: int) -> Fix:
         "OPTIMIZE TABLE). Either rebuilds every partition (copies the rows): plan it "
         "off-peak.",
         plain,
+        table.partitions,
     )
 
 
@@ -345,7 +412,9 @@ def skew_fix(table: TableFacts) -> Fix:
     advice = plan.advice
     if plan.analyze:  # what it wrote reads 0 rows until analysed (see _THEN_ANALYZE)
         advice += " " + _THEN_ANALYZE.format(statement=_analyze(table, "ALL"))
-    return Fix(advice, plan.sql)
+    if plan.sql is None:
+        return Fix(advice)
+    return copies(advice, plan.sql, table.partitions)  # every row moves to a new count
 
 
 def hotspot_fix(table: TableFacts) -> Fix:
@@ -359,18 +428,30 @@ def hotspot_fix(table: TableFacts) -> Fix:
     )
 
 
+_TABLE_FIXES = {
+    "fragmentation": rebuild_fix,
+    "staleness": analyze_fix,
+    "compression": compression_fix,
+    "skew": skew_fix,
+    "hotspot": hotspot_fix,
+}
+
+
 def table_fix(kind: str, table: TableFacts, horizon_days: int) -> Fix | None:
-    """The fix of a table's finding of this kind."""
-    if kind == "runway":
-        return runway_fix(table, horizon_days)
-    build = {
-        "fragmentation": rebuild_fix,
-        "staleness": analyze_fix,
-        "compression": compression_fix,
-        "skew": skew_fix,
-        "hotspot": hotspot_fix,
-    }.get(kind)
-    return build(table) if build else None
+    """The fix of a table's finding of this kind; advice alone where the table's name is
+    one partdash writes no statement for, or a name it would write cannot be."""
+    build = _TABLE_FIXES.get(kind)
+    if kind != "runway" and build is None:
+        return None
+    try:
+        fix = runway_fix(table, horizon_days) if kind == "runway" else build(table)  # type: ignore[misc]
+    except Unsafe as reason:
+        return Fix(f"partdash writes no statement for this table: {reason}.")
+    problem = table_problem(table.schema, table.name)
+    if problem and (fix.sql is not None or kind == "runway"):
+        # Not even in words: the statement the advice would describe is what breaks.
+        return Fix(f"partdash writes no statement for this table: {problem}.")
+    return fix
 
 
 # -- server pressure --------------------------------------------------------------------
@@ -406,6 +487,7 @@ def limit_fix(limit: LimitPressure) -> Fix:
         "entry takes memory and, for table_open_cache, file handles (open_files_limit). "
         "Or merge or drop partitions.",
         f"SET GLOBAL {setting} = {value}",
+        "instant",
     )
 
 
@@ -420,4 +502,21 @@ def working_set_fix(working: WorkingSet) -> Fix:
         f"background. Also set it in my.cnf under [mysqld]: innodb_buffer_pool_size = {mib}M. "
         "Or write fewer partitions at once (fewer open time ranges, fewer HASH partitions).",
         f"SET GLOBAL innodb_buffer_pool_size = {size}",
+        "instant",
     )
+
+
+def stored_fix(fix: dict | None) -> dict | None:
+    """A fix as stored (a finding's or an alert's JSON) in the contract's shape. One
+    stored before fixes had a safety class was written by a partdash that copied what the
+    server sent into its statement: its `sql` is withheld until the table's next analysis
+    (at most a day later) writes it again."""
+    if fix is None:
+        return None
+    shown = {"advice": fix.get("advice") or "", "sql": fix.get("sql"), "safety": None}
+    if "safety" in fix:
+        shown.update(safety=fix["safety"], rows=fix.get("rows"), bytes=fix.get("bytes"))
+        return shown
+    if shown["sql"] is not None:
+        shown["advice"] += " (The statement returns with the table's next analysis.)"
+    return {**shown, "sql": None, "rows": None, "bytes": None}

@@ -16,7 +16,9 @@ Bounds are written the way the table writes them: `TO_DAYS('2025-01-01')`,
 `TO_SECONDS('2025-01-01 00:00:00')`, the year for `YEAR()`, the epoch seconds (with the
 UTC time in a comment) for `UNIX_TIMESTAMP()`, which would otherwise depend on the
 session's time zone, quoted literals for RANGE COLUMNS (the other columns' values
-copied from the last bound) and integers for ids.
+read from the last bound and written again: `fix_values`) and integers for ids. Nothing
+the server sent is copied as text: a value or name partdash cannot parse and re-write
+strictly makes the plan fail (`CannotPlan`), and the fix is advice without SQL.
 """
 
 import re
@@ -31,13 +33,12 @@ from partdash.health.bounds import (
     TO_SECONDS_EPOCH,
     Bound,
     Calendar,
-    first_value,
     is_catchall,
     parse_expression,
     read_bounds,
 )
+from partdash.health.fix_values import Unsafe, bound_values, name_sql, table_problem
 from partdash.health.partitions import RANGE_METHODS, PartitionState, merge_subpartitions
-from partdash.lib.quoting import identifier, qualified
 
 # MySQL and MariaDB refuse a table of more partitions than this (subpartitions count).
 MAX_PARTITIONS = 8192
@@ -398,19 +399,33 @@ def _check_encoding(encoding: str, point: Point) -> None:
 
 
 def _other_columns(description: str | None) -> str:
-    """`,0` from `'2024-01-01',0`: the values after the first, copied into new bounds."""
-    first = first_value(description) or ""
-    text = (description or "").strip()
-    if text.startswith("(") and text.endswith(")"):
-        text = text[1:-1].strip()
-    return text[len(first) :] if text.startswith(first) else ""
+    """`,0` from `'2024-01-01',0`: the values after the first, parsed and written again
+    (`fix_values.bound_values`), for the new bounds."""
+    return "".join(f",{value}" for value in _values(description)[1:])
+
+
+def _values(description: str | None) -> tuple[str, ...]:
+    try:
+        return bound_values(description)
+    except Unsafe as reason:
+        raise CannotPlan(str(reason)) from None
 
 
 def _catchall_sql(method: str, description: str | None) -> str:
-    if method.upper().strip() == "RANGE COLUMNS":
-        text = (description or "MAXVALUE").strip()
-        return f"VALUES LESS THAN ({text.removeprefix('(').removesuffix(')')})"
-    return "VALUES LESS THAN MAXVALUE"
+    if method.upper().strip() != "RANGE COLUMNS":
+        return "VALUES LESS THAN MAXVALUE"
+    values = _values(description or "MAXVALUE")
+    if values[0] != "MAXVALUE":
+        raise CannotPlan("the catch-all's bound is not MAXVALUE")
+    return f"VALUES LESS THAN ({','.join(values)})"
+
+
+def _name(name: str) -> str:
+    """A name back-quoted, or CannotPlan where it cannot go into a statement."""
+    try:
+        return name_sql(name)
+    except Unsafe as reason:
+        raise CannotPlan(str(reason)) from None
 
 
 def _reached(point: Point, target: Point) -> bool:
@@ -529,6 +544,9 @@ def runway_plan(
     everything below it then has a bounded partition). Raises CannotPlan."""
     if (method or "").upper().strip() not in RANGE_METHODS:
         raise CannotPlan("the table is not RANGE-partitioned")
+    problem = table_problem(schema, table)
+    if problem:
+        raise CannotPlan(problem)
     if parse_expression(expression) is None:
         raise CannotPlan("the partitioning expression is not one partdash can continue")
     merged = merge_subpartitions(partitions)
@@ -560,17 +578,17 @@ def runway_plan(
     names = _name_new(namings, last, bounds, raw, taken, dated)
     rest = _other_columns(bounded[-1].description)
     new = [NewPartition(n, b) for n, b in zip(names, bounds, strict=True)]
-    lines = [f"PARTITION {identifier(p.name)} {bound_sql(encoding, p.bound, rest)}" for p in new]
+    lines = [f"PARTITION {_name(p.name)} {bound_sql(encoding, p.bound, rest)}" for p in new]
     catchall = catchalls[0] if catchalls else None
     if catchall is not None:
         lines.append(
-            f"PARTITION {identifier(catchall.name)} {_catchall_sql(method, catchall.description)}"
+            f"PARTITION {_name(catchall.name)} {_catchall_sql(method, catchall.description)}"
         )
-        head = f"REORGANIZE PARTITION {identifier(catchall.name)} INTO"
+        head = f"REORGANIZE PARTITION {_name(catchall.name)} INTO"
     else:
         head = "ADD PARTITION"
     body = ",\n  ".join(lines)
-    sql = f"ALTER TABLE {qualified(schema, table)} {head} (\n  {body}\n)"
+    sql = f"ALTER TABLE {_name(schema)}.{_name(table)} {head} (\n  {body}\n)"
     return RunwayPlan(sql, new, catchall.name if catchall else None, step, last, encoding)
 
 

@@ -27,8 +27,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from statistics import median_low
 
+from partdash.health.fix_values import Unsafe, expression_sql, name_sql
 from partdash.health.partitions import LIST_METHODS, PartitionState
-from partdash.lib.quoting import identifier
 
 # A stride's rows: the fewest largest partitions holding this share of the rows above the
 # background (the median partition). The rest is noise, which a new count leaves wherever
@@ -116,7 +116,7 @@ def new_partition_names(existing: Sequence[str], count: int) -> list[str]:
 
 
 def _partitions_clause(names: Sequence[str]) -> str:
-    return "(" + ", ".join(f"PARTITION {identifier(name)}" for name in names) + ")"
+    return "(" + ", ".join(f"PARTITION {name_sql(name)}" for name in names) + ")"
 
 
 def add_partitions_sql(quoted: str, names: Sequence[str], count: int) -> str:
@@ -147,7 +147,7 @@ _FEW_VALUES = {
 
 
 def _few_values(method: str, names: list[str], rows: list) -> SkewPlan:
-    held = ", ".join(identifier(names[i]) for i in sorted(excess_partitions(rows))) or "some"
+    held = ", ".join(name_sql(names[i]) for i in sorted(excess_partitions(rows))) or "some"
     return SkewPlan(
         f"A few values of the partitioning key hold most rows: "
         f"{_FEW_VALUES[method].format(held=held)}. No partition count spreads a value's "
@@ -184,7 +184,7 @@ def _hash_plan(quoted: str, expression: str, names: list[str], rows: list) -> Sk
     prime = next_prime(count)
     sql = add_partitions_sql(quoted, names, prime)
     if period == count:
-        largest = identifier(names[rows.index(max(rows))])
+        largest = name_sql(names[rows.index(max(rows))])
         placed = f"its values go in steps of {count} (HASH puts value v in partition v mod {count})"
         spread = f"a prime number of partitions ({prime})"
         return _one_partition(quoted, expression, largest, placed, spread, sql)
@@ -208,7 +208,7 @@ def _linear_hash_plan(quoted: str, expression: str, names: list[str], rows: list
         "fewer bits for the partitions past the count)"
     )
     if period == len(names):
-        largest = identifier(names[rows.index(max(rows))])
+        largest = name_sql(names[rows.index(max(rows))])
         spread = f"plain HASH over {prime} partitions"
         return _one_partition(
             quoted,
@@ -258,7 +258,7 @@ def _key_plan(quoted: str, method: str, expression: str, names: list[str], rows:
         spread = f"plain KEY over {spread}"
     holding = excess_partitions(rows)
     if len(holding) == 1:
-        largest = identifier(names[holding[0]])
+        largest = name_sql(names[holding[0]])
         placed = "many values land there, as KEY's hash of integers does " + (
             "over an even count" if method == "KEY" else "at any LINEAR count"
         )
@@ -288,7 +288,7 @@ def is_list_default(partition: PartitionState, partitions: Sequence[PartitionSta
 def _list_plan(quoted: str, expression: str, partitions: list[PartitionState]) -> SkewPlan:
     rows = [p.rows or 0 for p in partitions]
     largest = partitions[rows.index(max(rows))]
-    name = identifier(largest.name)
+    name = name_sql(largest.name)
     columns = expression or "<partitioning expression>"
     query = (
         f"SELECT {columns}, COUNT(*) FROM {quoted} PARTITION ({name}) GROUP BY {columns} "
@@ -333,7 +333,16 @@ def skew_plan(
     None for the other methods."""
     names = [p.name for p in partitions]
     rows = [p.rows for p in partitions]
-    expression = expression or ""
+    try:  # KEY () (the primary key) has an empty expression
+        expression = expression_sql(expression) if (expression or "").strip() else ""
+    except Unsafe as reason:
+        if method in ("LINEAR HASH", "LINEAR KEY"):  # their fix re-writes the expression
+            return SkewPlan(
+                f"{method} keeps the low bits, which spread steps of a power of two poorly: "
+                f"plain {method.split()[1]} over a prime number of partitions spreads them. "
+                f"partdash writes no statement for it: {reason}."
+            )
+        expression = ""  # only shown in queries of the advice, as a placeholder
     if method == "HASH":
         return _hash_plan(quoted, expression, names, rows)
     if method == "LINEAR HASH":

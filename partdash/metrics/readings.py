@@ -11,6 +11,7 @@ from django.utils import timezone
 from partdash.collector.catalogue import Shortfall, source_states
 from partdash.collector.dialects import dialect_for
 from partdash.health.compression import api_fields, partition_compression, stored_api_fields
+from partdash.health.fixes import stored_fix
 from partdash.health.hotspots import UNKNOWN_SIGNALS, Signals, find_hotspots
 from partdash.health.partitions import PartitionState
 from partdash.metrics.analysis import activity_of, window_sums, with_window_compression
@@ -115,6 +116,6 @@ def health_fields(health: dict | None) -> dict:
 
 
 def with_fix(finding: dict) -> dict:
-    """A stored finding with its `fix` (null in health stored before findings had one,
-    until the table's next analysis, at most a day later)."""
-    return finding if "fix" in finding else {**finding, "fix": None}
+    """A stored finding with its `fix` in the contract's shape (`stored_fix`; null in
+    health stored before findings had one, until the table's next analysis)."""
+    return {**finding, "fix": stored_fix(finding.get("fix"))}

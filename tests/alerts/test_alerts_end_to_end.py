@@ -29,6 +29,7 @@ from django.utils import timezone
 
 from partdash.alerts.models import Alert, Notification, Silence, Transition
 from partdash.health.findings import RUNWAY_HORIZON_DAYS
+from partdash.health.fixes import safety_words
 from partdash.servers.models import Server
 from tests.alerts.conftest import DELIVERY_ENV
 from tests.conftest import wait_until
@@ -186,6 +187,10 @@ def assert_details(email, table_id: int, fix: dict) -> None:
     advice, sql = fix_shown(email)
     assert advice == fix["advice"]
     assert sql == (fix["sql"] or "")
+    safety = safety_words(fix["safety"], fix["rows"], fix["bytes"])
+    assert [r for r in email.text.splitlines() if r.startswith("  Safety: ")] == (
+        [f"  Safety: {safety}"] if fix["sql"] else []
+    )
     page = f"{BASE}/tables/{table_id}/"
     assert f"  Page: {page}" in email.text.splitlines()
     shown = html.unescape(email.html).replace("\r\n", "\n")

@@ -39,7 +39,13 @@ def settle(mailbox, seconds: float) -> None:
 def test_one_evaluation_is_one_email_per_set_of_recipients(delivery_processes, mailbox):
     db1 = builders.server("db1")
     orders = builders.table(db1, "shop", "orders")
-    transition(firing(db1, orders, fix={"advice": "Add partitions.", "sql": "ALTER TABLE x"}))
+    transition(
+        firing(
+            db1,
+            orders,
+            fix={"advice": "Add partitions.", "sql": "ALTER TABLE x", "safety": "instant"},
+        )
+    )
     transition(builders.alert(db1, "skew", Alert.State.RESOLVED), Transition.Kind.RESOLVED)
     transition(firing(db1, None, "unreachable"), recipients="dba@example.com")
     transition(firing(db1, builders.table(db1, "s", "quiet")), silenced=True)

@@ -21,6 +21,9 @@ RUNWAY_FIX = {
     "sql": "ALTER TABLE `shop`.`orders` REORGANIZE PARTITION `pmax` INTO (\n"
     "  PARTITION `p202602` VALUES LESS THAN ('2026-03-01'),\n"
     "  PARTITION `pmax` VALUES LESS THAN MAXVALUE)",
+    "safety": "copies",
+    "rows": 12000,
+    "bytes": 3 << 20,
 }
 
 
@@ -122,6 +125,43 @@ def test_each_line_carries_the_fix_the_table_page_since_partitions_and_a_silence
     assert sent.extra_headers["Message-ID"].endswith("@example.com>")
 
 
+def test_a_fix_says_in_one_line_what_running_it_does():
+    db1 = builders.server("db1")
+    transition(firing(db1, builders.table(db1), fix=RUNWAY_FIX, partition="pmax"))
+    transition(
+        firing(
+            db1,
+            builders.table(db1, "shop", "items"),
+            "staleness",
+            fix={"advice": "Analyze.", "sql": "ALTER TABLE x ANALYZE PARTITION ALL"}
+            | {"safety": "instant", "rows": None, "bytes": None},
+        )
+    )
+    transition(firing(db1, builders.table(db1, "shop", "carts"), "skew", fix={"advice": "Key."}))
+
+    (sent,) = deliver(db1)
+
+    safety = [line.strip() for line in sent.body.splitlines() if "Safety:" in line]
+    assert safety == ["Safety: copies ~12,000 rows, 3.0 MiB", "Safety: instant"]
+    html = html_of(sent)
+    assert "Safety: copies ~12,000 rows, 3.0 MiB</p>" in html
+    assert html.count("Safety: ") == 2  # none for the fix without a statement
+
+
+def test_a_fix_stored_before_safety_classes_shows_no_statement():
+    """Written by a partdash that copied what the server sent into its statements."""
+    db1 = builders.server("db1")
+    old = {"advice": "Add partitions.", "sql": "ALTER TABLE t ADD PARTITION (PARTITION p9)"}
+    transition(firing(db1, builders.table(db1), fix=old))
+
+    (sent,) = deliver(db1)
+
+    assert "ADD PARTITION" not in sent.body and "Safety:" not in sent.body
+    assert "Fix: Add partitions. (The statement returns with the table's next analysis.)" in (
+        sent.body
+    )
+
+
 def test_a_server_rule_links_the_server_page_and_a_resolved_one_says_when():
     db1 = builders.server("db1")
     alert = builders.alert(db1, "unreachable", Alert.State.RESOLVED, value=0, threshold=2)
@@ -153,7 +193,11 @@ def test_hostile_names_are_escaped_in_html_and_cannot_break_a_line():
     table = builders.table(db1, "<script>alert(1)</script>", 'x"\nFIRING fake\u202e')
     alert = firing(db1, table, "skew", partition="<b>p0</b>", message="<img src=x onerror=1>")
     Alert.objects.filter(pk=alert.pk).update(
-        fix={"advice": 'Rebuild x"\nFIRING fake.', "sql": "ALTER TABLE t\nFIRING x"}
+        fix={
+            "advice": 'Rebuild x"\nFIRING fake.',
+            "sql": "ALTER TABLE t\nFIRING x",
+            "safety": "instant",
+        }
     )
     transition(alert)
 

@@ -19,7 +19,8 @@ def test_a_resolved_transition_shows_no_fix_to_run_beside_a_firing_one(mailbox, 
     resolved = builders.alert(
         db1, "runway", Alert.State.RESOLVED, of=events, message="runway back to 40 days",
         fix={"advice": "Add partitions to log.events.",
-             "sql": "ALTER TABLE `log`.`events` ADD PARTITION (PARTITION p9)"},
+             "sql": "ALTER TABLE `log`.`events` ADD PARTITION (PARTITION p9)",
+             "safety": "instant"},
     )  # fmt: skip
     transition(fired)
     transition(resolved, Transition.Kind.RESOLVED)

@@ -73,7 +73,13 @@ def test_a_fix_without_sql_shows_sql_null(viewer_api):
 
     (shown,) = viewer_api.get(ALERTS).json()
 
-    assert shown["fix"] == {"advice": "Choose another key.", "sql": None}
+    assert shown["fix"] == {
+        "advice": "Choose another key.",
+        "sql": None,
+        "safety": None,
+        "rows": None,
+        "bytes": None,
+    }
 
 
 def test_state_filters_firing_pending_and_resolved(viewer_api):

@@ -41,11 +41,16 @@ def test_each_component_has_exactly_the_contract_fields(schema, component, field
     assert list(schema["components"]["schemas"][component]["properties"]) == fields
 
 
-def test_created_by_is_read_only_and_a_fix_has_advice_and_sql(schema):
+def test_created_by_is_read_only_and_a_fix_has_the_contract_fields(schema):
     components = schema["components"]["schemas"]
 
     assert components["Silence"]["properties"]["created_by"]["readOnly"] is True
-    assert set(components["Fix"]["properties"]) == {"advice", "sql"}
+    fix = components["Fix"]["properties"]
+    assert list(fix) == ["advice", "sql", "safety", "rows", "bytes"]
+    assert fix["safety"]["nullable"] is True
+    (choices,) = [c["$ref"] for c in fix["safety"]["oneOf"] if "Null" not in c["$ref"]]
+    safety = components[choices.rsplit("/", 1)[1]]
+    assert safety["enum"] == ["instant", "copies", "blocks", "destroys"]
 
 
 def test_the_schema_builds_without_a_warning(tmp_path):

@@ -16,6 +16,9 @@ pytestmark = [
 PRIME_FIX = {
     "advice": "A prime number of partitions spreads the steps.",
     "sql": "ALTER TABLE `shop`.`orders` ADD PARTITION PARTITIONS 3",
+    "safety": "copies",
+    "rows": 900,
+    "bytes": 1 << 20,
 }
 SMTP_ERROR = "SMTPRecipientsRefused: {'dba@example.com': (550, b'5.1.1 no such user')}"
 
@@ -89,6 +92,10 @@ def test_the_alerts_page_shows_firing_pending_silenced_history_and_failed_emails
     runway = page.locator(f"#firing li[data-id='{alerts['runway'].pk}']")
     assert runway.locator("pre.sql code").inner_text() == builders.RUNWAY_FIX["sql"]
     assert builders.RUNWAY_FIX["advice"] in runway.locator(".advice").inner_text()
+    # What running it does, in one line under the statement; none without a statement.
+    assert runway.locator(".fix .safety").inner_text() == "Safety: copies ~1,200 rows, 5.0 MiB"
+    skew = page.locator(f"#firing li[data-id='{alerts['skew'].pk}']")
+    assert skew.locator(".advice").count() == 1 and skew.locator(".safety").count() == 0
     assert "3 days left" in runway.inner_text() and "p_max" in runway.inner_text()
     table_link = runway.locator("a.table-link")
     assert table_link.inner_text() == "shop.orders"

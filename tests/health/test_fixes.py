@@ -9,11 +9,14 @@ from partdash.health import findings as rules
 from partdash.health.bounds import TO_DAYS_OFFSET
 from partdash.health.compression import Compression
 from partdash.health.fixes import (
+    Fix,
     TableFacts,
     bare_column,
     column_of,
     compression_fix,
     limit_fix,
+    safety_words,
+    stored_fix,
     table_fix,
     working_set_fix,
 )
@@ -388,3 +391,82 @@ def test_a_buffer_pool_for_the_written_partitions_in_whole_chunks():
     assert "innodb_buffer_pool_size = 1408M" in fix.advice
     assert not written_against_pool(900 << 20, 40, 1408 << 20).is_finding
     assert rules.working_set_finding(verdict).fix == fix
+
+
+# -- safety -----------------------------------------------------------------------------
+
+
+def sized(name: str, ordinal: int, rows: int, description: str | None = None):
+    return PartitionState(
+        name, ordinal=ordinal, rows=rows, data_bytes=rows * 100, index_bytes=rows * 10,
+        description=description,
+    )  # fmt: skip
+
+
+def test_each_fix_says_what_running_it_does():
+    parts = [sized("p0", 0, 1000), sized("p1", 1, 3000), sized("p2", 2, 5000)]
+    table = facts(partitions=parts, fragmented=["p1"], stale=["p2"])
+    rebuild = table_fix("fragmentation", table, 28)
+    assert (rebuild.safety, rebuild.rows, rebuild.bytes) == ("copies", 3000, 330_000)
+    analyze = table_fix("staleness", table, 28)
+    assert (analyze.safety, analyze.rows, analyze.bytes) == ("instant", None, None)
+    recompress = compression_fix(facts(partitions=parts, compression=failing(4)))
+    assert (recompress.safety, recompress.rows, recompress.bytes) == ("copies", 9000, 990_000)
+    strided = [sized(f"p{i}", i, r) for i, r in enumerate([800, 0, 0, 0, 800, 0, 0, 0])]
+    hashed = table_fix("skew", facts(partitions=strided), 28)
+    assert (hashed.safety, hashed.rows) == ("copies", 1600)  # every row moves
+    assert limit_fix(limit_pressure("table_open_cache", 4321, 4000)).safety == "instant"
+    pool = working_set_fix(written_against_pool(900 << 20, 40, 1 << 30))
+    assert pool.safety == "instant"
+    advice = table_fix("hotspot", table, 28)
+    assert (advice.sql, advice.safety, advice.rows, advice.bytes) == (None, None, None, None)
+
+
+def test_a_runway_fix_copies_the_catchalls_rows_or_is_instant():
+    full = daily(catchall_rows=1234)
+    full[-1] = sized("pmax", 9, 1234, "MAXVALUE")
+    fix = runway_fix_of(full)
+    assert (fix.safety, fix.rows, fix.bytes) == ("copies", 1234, 135_740)
+    assert runway_fix_of(daily(catchall_rows=0)).safety == "instant"
+    no_catchall = runway_fix_of(daily(catchall_rows=0)[:-1])
+    assert "ADD PARTITION" in no_catchall.sql and no_catchall.safety == "instant"
+
+
+@pytest.mark.parametrize(
+    ("safety", "rows", "size", "words"),
+    [
+        ("copies", 1234, 5 << 20, "copies ~1,234 rows, 5.0 MiB"),
+        ("copies", None, None, "copies its rows"),
+        ("destroys", 10, 1536, "destroys ~10 rows, 1.5 KiB"),
+        ("instant", None, None, "instant"),
+        ("blocks", None, None, "blocks writes while it runs"),
+        (None, None, None, ""),
+    ],
+)
+def test_the_safety_line(safety, rows, size, words):
+    assert safety_words(safety, rows, size) == words
+
+
+def test_a_fix_has_a_safety_class_exactly_when_it_has_a_statement():
+    with pytest.raises(ValueError):
+        Fix("advice", "ALTER TABLE t ANALYZE PARTITION ALL")
+    with pytest.raises(ValueError):
+        Fix("advice", None, "instant")
+
+
+def test_a_fix_stored_before_safety_classes_shows_no_statement_until_written_again():
+    old = {"advice": "Add partitions.", "sql": "ALTER TABLE t ADD PARTITION (PARTITION p9)"}
+    shown = stored_fix(old)
+    assert shown == {
+        "advice": "Add partitions. (The statement returns with the table's next analysis.)",
+        "sql": None,
+        "safety": None,
+        "rows": None,
+        "bytes": None,
+    }
+    current = {**old, "safety": "instant", "rows": None, "bytes": None}
+    assert stored_fix(current) == current
+    assert stored_fix({"advice": "Key."}) == {
+        "advice": "Key.", "sql": None, "safety": None, "rows": None, "bytes": None
+    }  # fmt: skip
+    assert stored_fix(None) is None

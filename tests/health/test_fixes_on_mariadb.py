@@ -197,6 +197,11 @@ def test_the_runway_fix_run_on_the_server_clears_the_finding(
     assert fix["sql"].startswith(f"ALTER TABLE `{schema}`.{ODD_QUOTED} ")
     expected = f"REORGANIZE PARTITION `{catchall}` INTO (" if catchall else "ADD PARTITION ("
     assert expected in fix["sql"], fix["sql"]
+    # What it copies: the catch-all's rows (counted, not read from the statistics).
+    if in_catchall:
+        assert (fix["safety"], fix["rows"]) == ("copies", in_catchall) and fix["bytes"] > 0
+    else:
+        assert (fix["safety"], fix["rows"], fix["bytes"]) == ("instant", None, None)
 
     run(mariadb, schema, fix["sql"])
     poll(server)
@@ -269,6 +274,7 @@ def test_analyze_partition_clears_stale_statistics(
     stale = finding(api_table(admin_client, server, schema, "odd `name"), "staleness")
     assert stale is not None
     assert stale["fix"]["sql"] == f"ALTER TABLE `{schema}`.`odd ``name` ANALYZE PARTITION `p 0`"
+    assert stale["fix"]["safety"] == "instant"
 
     run(mariadb, schema, stale["fix"]["sql"])
     poll(server)
@@ -304,6 +310,9 @@ def test_rebuild_partition_then_analyze_clears_fragmentation(
     analyze = f"ALTER TABLE `{schema}`.`t` ANALYZE PARTITION `p0`"
     assert analyze in fix["advice"] and "blocks writes" in fix["advice"]
     file_before = _file_bytes(mariadb, schema, "p0")
+    # It copies p0's rows (2,000 left; the statistics are sampled) and its pages.
+    assert fix["safety"] == "copies" and 1500 <= fix["rows"] <= 2500
+    assert fix["bytes"] > (2000 * 900) and fix["bytes"] <= file_before
 
     run(mariadb, schema, fix["sql"], analyze)
     poll(server)
@@ -359,6 +368,8 @@ def test_a_prime_partition_count_evens_a_strided_hash_table(
     )
     analyze = f"ALTER TABLE `{schema}`.`t` ANALYZE PARTITION ALL"
     assert skew["fix"]["advice"].endswith(f"then run {analyze}.")
+    assert skew["fix"]["safety"] == "copies"  # every row moves to the new count
+    assert abs(skew["fix"]["rows"] - count(mariadb, schema, "t")) <= 1600  # sampled
 
     run(mariadb, schema, skew["fix"]["sql"], analyze)
     poll(server)
@@ -410,6 +421,7 @@ def test_set_global_table_open_cache_clears_the_pressure(
         (found,) = cache_findings(admin_client, server)
         sql = found["fix"]["sql"]
         assert sql.startswith("SET GLOBAL table_open_cache = ")
+        assert found["fix"]["safety"] == "instant"
         assert f"table_open_cache = {sql.rsplit(' ', 1)[1]}" in found["fix"]["advice"]
 
         instance.execute(sql)
