@@ -357,6 +357,8 @@ def _read(collection: Collection, source: str, reader, merge=None):
         rows = reader()
     except SourceUnavailable as exc:
         collection.sources[source] = False
+        if exc.repeat:
+            return None
         collection.shortfalls.append(exc.shortfall(collection.facts.account, collection.dialect))
         needed = exc.source.setting_required and exc.source.setting in collection.facts.variables
         if exc.cause == PRIVILEGE and needed and not collection.facts.is_on(exc.source.setting):
@@ -491,6 +493,8 @@ def _read_definitions(
     hidden_before: set[TableKey],
     status_before: dict | None = None,
 ) -> None:
+    if session.capped:  # closed: the tables are read when a poll gets this far
+        return
     budget = settings.PARTDASH_DEFINITIONS_PER_POLL
     wanted, unchanged = _due(collection, known, status_before)
     carried = [key for key in wanted if key in hidden_before]

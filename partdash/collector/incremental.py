@@ -174,6 +174,9 @@ class SourceMemory:
             failure = unavailable(source, exc)
             if not isinstance(failure, SourceUnavailable) or failure.cause == PRIVILEGE:
                 raise failure from None
+            if session.capped:  # over PARTDASH_MAX_ROWS_PER_SOURCE: not read again
+                self.sources.pop(shape.key, None)
+                raise failure from None
             log.warning("reading %s by buckets failed (%s): every row is read", source.key, exc)
             self.sources.pop(shape.key, None)
             self.touched[shape.key] = None
