@@ -438,3 +438,17 @@ class FakePartitionServer(FakeMySQL):
         for row in rows:
             self.sent[-1] += 1
             yield row
+
+
+class FakeGarbage(FakeMySQL):
+    """Greets with `garbage` (random bytes, another protocol's banner) instead of a MySQL
+    handshake, then reads whatever comes until the client goes."""
+
+    def __init__(self, garbage: bytes):
+        super().__init__(switch_to=None)
+        self.garbage = garbage
+
+    def _converse(self, channel: Channel, conversation: Conversation) -> None:
+        channel.sock.sendall(self.garbage)
+        while channel._receive():
+            pass

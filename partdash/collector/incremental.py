@@ -50,7 +50,7 @@ from partdash.collector.sources import (
     tablespaces,
     unavailable,
 )
-from partdash.servers.connection import Session
+from partdash.servers.connection import Session, TooManyRows
 
 log = logging.getLogger(__name__)
 
@@ -174,7 +174,7 @@ class SourceMemory:
             failure = unavailable(source, exc)
             if not isinstance(failure, SourceUnavailable) or failure.cause == PRIVILEGE:
                 raise failure from None
-            if session.capped:  # over PARTDASH_MAX_ROWS_PER_SOURCE: not read again
+            if isinstance(exc, TooManyRows):  # the session is closed: not read again
                 self.sources.pop(shape.key, None)
                 raise failure from None
             log.warning("reading %s by buckets failed (%s): every row is read", source.key, exc)

@@ -61,7 +61,8 @@ class Target:
 
 class ConnectionFailure(Exception):
     """A monitored server could not be reached or refused us. `kind` is one of
-    dns, refused, timeout, unreachable, lost, access_denied, too_many_connections, tls, error.
+    dns, refused, timeout, unreachable, lost, access_denied, too_many_connections, tls,
+    protocol (what answered is not a MySQL server), error.
     `tls_offered` is what the server's greeting said about TLS, None if none arrived."""
 
     def __init__(self, kind: str, message: str, tls_offered: bool | None = None):
@@ -108,6 +109,20 @@ class TooManyRows(pymysql.err.OperationalError):
             "reading stopped there and the rest of this poll was skipped"
         )
         self.cap, self.repeat = cap, repeat
+
+
+CR_MALFORMED_PACKET = 2027
+HANDSHAKE_V10 = 10  # every MySQL and MariaDB since 3.21
+
+
+class NotMySQL(pymysql.err.OperationalError):
+    """What answered is not a MySQL server, or sent a packet that cannot be read (random
+    bytes, another protocol). PyMySQL would raise whichever exception its parsing met
+    (ValueError, UnicodeDecodeError, struct.error...), a traceback where a line is due.
+    The connection is closed: a client error, so a source read ends the poll."""
+
+    def __init__(self, what: str):
+        super().__init__(CR_MALFORMED_PACKET, what)
 
 
 class CappedResult(pymysql.connections.MySQLResult):
@@ -168,8 +183,27 @@ class GuardedConnection(pymysql.connections.Connection):
         self._read_timeout = self._write_timeout = self.connect_timeout
         try:
             super().connect(sock)
+        except pymysql.MySQLError:
+            raise
+        except Exception:  # a garbled handshake, past the greeting's checks
+            self._force_close()
+            raise NotMySQL("its handshake cannot be read") from None
         finally:
             self._read_timeout, self._write_timeout = query_timeouts
+
+    def _get_server_information(self) -> None:
+        """PyMySQL's, refusing a greeting that is not MySQL's before anything is sent."""
+        try:
+            super()._get_server_information()
+        except pymysql.err.InternalError:  # "Packet sequence number wrong"
+            raise NotMySQL("its greeting is not a MySQL handshake") from None
+        except pymysql.MySQLError:  # an error packet: too many connections, host blocked
+            raise
+        except Exception:
+            raise NotMySQL("its greeting is not a MySQL handshake") from None
+        if self.protocol_version != HANDSHAKE_V10:
+            version = self.protocol_version
+            raise NotMySQL(f"its greeting is not a MySQL handshake (protocol {version})")
 
     def _read_query_result(self, unbuffered: bool = False) -> int:
         """PyMySQL's, with a `CappedResult` (unbuffered results are not used)."""
@@ -177,7 +211,13 @@ class GuardedConnection(pymysql.connections.Connection):
             return super()._read_query_result(unbuffered)
         self._result = None
         result = CappedResult(self)
-        result.read()
+        try:
+            result.read()
+        except pymysql.MySQLError:
+            raise
+        except Exception:  # a garbled result set: the session cannot go on
+            self._force_close()
+            raise NotMySQL("it sent a malformed result") from None
         self._result = result
         if result.server_status is not None:
             self.server_status = result.server_status
@@ -340,6 +380,8 @@ def _kind_and_message(exc: Exception, target: Target, limit: str) -> tuple[str, 
     cause = getattr(exc, "original_exception", None) or exc.__cause__ or exc.__context__
     if isinstance(exc, ClearTextRefused):
         return "tls", text
+    if isinstance(exc, NotMySQL):
+        return "protocol", f"{where} does not speak MySQL: {text}"
     if code in (ER_ACCESS_DENIED, ER_DBACCESS_DENIED, ER_ACCESS_DENIED_NO_PASSWORD):
         return "access_denied", f"access denied for {target.user!r} at {where}"
     if code in (ER_CON_COUNT, ER_USER_LIMIT_REACHED):

@@ -7,23 +7,16 @@ import time
 import pytest
 
 from partdash.collector.service import poll_server
-from partdash.servers.models import Server
+from tests import builders
 from tests.fake_mysql import FakePartitionServer
 
 pytestmark = pytest.mark.django_db
 
 
-def register(fake) -> Server:
-    server = Server(name="hostile", host=fake.host, port=fake.port, user="partdash")
-    server.set_password("secret")
-    server.save()
-    return server
-
-
 def test_a_server_claiming_too_many_partitions_is_read_up_to_the_cap(settings):
     settings.PARTDASH_MAX_ROWS_PER_SOURCE = 20_000
     with FakePartitionServer(partitions=1_000_000) as fake:
-        server = register(fake)
+        server = builders.server("hostile", password="secret", port=fake.port)
         started = time.monotonic()
         report = poll_server(server)
         seconds = time.monotonic() - started
