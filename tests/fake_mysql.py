@@ -347,6 +347,7 @@ class FakePartitionServer(FakeMySQL):
     def __init__(self, partitions: int, version: str = "10.11.99-MariaDB-fake", name_length=0):
         super().__init__(switch_to=None)
         self.partitions, self.version, self.name_length = partitions, version, name_length
+        self.method = "HASH"
         self.queries: list[str] = []
         self.sent: list[int] = []
         self.variables = {
@@ -393,6 +394,8 @@ class FakePartitionServer(FakeMySQL):
             self._result(channel, columns, [("", 0, 1 << 20)])
         elif "#P#" in upper:
             self._partitions(channel, query)
+        elif "FROM INFORMATION_SCHEMA.PARTITIONS" in upper and "PARTITION_METHOD" in upper:
+            self._definitions(channel)
         else:
             self._result(channel, [("value", VAR_STRING)], [])
 
@@ -408,7 +411,9 @@ class FakePartitionServer(FakeMySQL):
         sent, batch = 0, bytearray()
         for row in rows:
             sequence += 1
-            payload = b"".join(lenenc(str(value).encode()) for value in row)
+            payload = b"".join(
+                b"\xfb" if value is None else lenenc(str(value).encode()) for value in row
+            )
             batch += len(payload).to_bytes(3, "little") + bytes([sequence % 256]) + payload
             sent += 1
             if sent % ROWS_PER_WRITE == 0:
@@ -433,6 +438,19 @@ class FakePartitionServer(FakeMySQL):
         self.sent.append(0)
         counted = self._counting(rows)
         self._result(channel, list(zip(columns, kinds, strict=True)), counted)
+
+    def _definitions(self, channel: Channel) -> None:
+        """The one table's partitions, HASH-partitioned (`method`) on `id`."""
+        text = ("PARTITION_NAME", "SUBPARTITION_NAME", "METHOD", "SUBMETHOD", "EXPRESSION")
+        columns = [(name, VAR_STRING) for name in text[:2]]
+        columns += [("ORDINAL", LONGLONG), ("SUBORDINAL", LONGLONG)]
+        columns += [(name, VAR_STRING) for name in (*text[2:], "SUBEXPRESSION", "DESCRIPTION")]
+        rows = [
+            (f"p{index}".ljust(self.name_length, "x"), None, index + 1, None, self.method)
+            + (None, "id", None, None)
+            for index in range(self.partitions)
+        ]
+        self._result(channel, columns, rows)
 
     def _counting(self, rows):
         for row in rows:

@@ -30,7 +30,14 @@ from partdash.collector.catalogue import (
 )
 from partdash.collector.dialects import Dialect, dialect_for
 from partdash.collector.incremental import SourceMemory
-from partdash.collector.names import PartitionKey, PartitionName, fold, identity
+from partdash.collector.names import (
+    NAME_CHARS,
+    PartitionKey,
+    PartitionName,
+    clipped,
+    fold,
+    identity,
+)
 from partdash.collector.sources import (
     SourceUnavailable,
     compression,
@@ -212,6 +219,8 @@ def _figures(collection: Collection, name: PartitionName) -> PartitionFigures:
     key, path, slot = identity(name)
     figures = collection.partitions.get(key)
     if figures is None:
+        if len(path) > NAME_CHARS and max(map(len, name)) > NAME_CHARS:  # (only hostile)
+            return _figures(collection, clipped(name))
         figures = collection.partitions[key] = PartitionFigures(name, key, slot)
         collection.by_path[path] = figures
     return figures

@@ -34,3 +34,29 @@ def test_a_server_claiming_too_many_partitions_is_read_up_to_the_cap(settings):
     assert fake.sent[0] < 100_000, fake.sent
     assert seconds < 10
     assert server.snapshots.get().partitions == 0
+
+
+def test_strings_longer_than_their_columns_are_cut_not_a_failed_poll():
+    """On PostgreSQL (the suite's second pass) a string longer than its column failed the
+    whole poll; SQLite stores it whole, so the lengths are checked as stored."""
+    version = "10.11.99-MariaDB-" + "v" * 150
+    with FakePartitionServer(partitions=3, version=version, name_length=100) as fake:
+        fake.method = "HASH" + "m" * 30
+        server = builders.server("hostile", password="secret", port=fake.port)
+        report = poll_server(server)
+    assert report.ok, report.error
+    server.refresh_from_db()
+    assert server.version == version[:100]
+    assert server.snapshots.get().version == version[:100]
+    table = server.tables.get()
+    assert (table.schema, table.name) == ("hostile", ("t" + "x" * 99)[:64])
+    assert table.method == fake.method[:20]
+    partitions = list(table.partitions.order_by("ordinal").values_list("name", "row_format"))
+    assert partitions == [(f"p{i}".ljust(64, "x"), "Dynamic") for i in range(3)]
+    assert report.partitions_seen == 3
+    # The next poll finds the same table and partitions (their names are cut alike).
+    with FakePartitionServer(partitions=3, version=version, name_length=100) as fake:
+        server.port = fake.port
+        server.save(update_fields=["port"])
+        assert poll_server(server).ok
+    assert server.tables.get().pk == table.pk
