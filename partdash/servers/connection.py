@@ -106,7 +106,7 @@ class TooManyRows(pymysql.err.OperationalError):
     def __init__(self, cap: int, repeat: bool = False):
         super().__init__(
             f"the server sent more than {cap:,} rows (PARTDASH_MAX_ROWS_PER_SOURCE); "
-            "reading stopped there and the rest of this poll was skipped"
+            "partdash stopped reading and closed the session"
         )
         self.cap, self.repeat = cap, repeat
 

@@ -9,6 +9,7 @@ import pytest
 from partdash.collector.service import poll_server
 from tests import builders
 from tests.fake_mysql import FakePartitionServer
+from tests.servers.test_admin import follow_test_connection
 
 pytestmark = pytest.mark.django_db
 
@@ -60,3 +61,16 @@ def test_strings_longer_than_their_columns_are_cut_not_a_failed_poll():
         server.save(update_fields=["port"])
         assert poll_server(server).ok
     assert server.tables.get().pk == table.pk
+
+
+def test_test_connection_says_the_cap_was_reached_in_one_line(admin_client, settings):
+    settings.PARTDASH_MAX_ROWS_PER_SOURCE = 20_000
+    with FakePartitionServer(partitions=1_000_000) as fake:
+        server = builders.server("hostile", password="secret", port=fake.port)
+        page = follow_test_connection(admin_client, server)
+    assert (
+        f"{fake.host}:{fake.port}: the server sent more than 20,000 rows "
+        "(PARTDASH_MAX_ROWS_PER_SOURCE); partdash stopped reading and closed the session"
+    ) in page
+    assert "Traceback" not in page
+    assert len(fake.sent) == 1 and fake.sent[0] < 100_000
