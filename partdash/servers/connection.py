@@ -145,7 +145,7 @@ class CappedResult(pymysql.connections.MySQLResult):
 
 
 class GuardedConnection(pymysql.connections.Connection):
-    """PyMySQL's connection with four changes, each keeping a credential or a worker safe:
+    """PyMySQL's connection with five changes, each keeping a credential or a worker safe:
 
     - it never answers a clear-text authentication request (`CLEAR_TEXT_PLUGINS`, in the
       greeting or in an auth switch) unless the connection is encrypted: PyMySQL would
@@ -157,7 +157,9 @@ class GuardedConnection(pymysql.connections.Connection):
     - the greeting, the TLS handshake and the authentication wait at most the connect
       timeout; the read and write timeouts apply from the first query on;
     - a result set longer than `max_rows` is not read on (`CappedResult`): a server
-      claiming a million partitions would otherwise fill a worker child's memory.
+      claiming a million partitions would otherwise fill a worker child's memory;
+    - a greeting, handshake or result its parser cannot read is a `NotMySQL`, one line,
+      not whichever exception PyMySQL met (random bytes, another protocol's banner).
     """
 
     def __init__(self, *, tls_required: bool, max_rows: int = 0, **kwargs):
