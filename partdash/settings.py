@@ -274,6 +274,13 @@ CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": 3600}
 CELERY_TASK_PUBLISH_RETRY_POLICY = {"max_retries": 2, "interval_start": 0.2}
+# A worker child whose peak memory went over this (MB; Celery reads the child's peak RSS
+# after each task) is replaced by a fresh one once its task is done: what a child keeps
+# between polls is bounded (PARTDASH_REMEMBERED_PARTITIONS, about 570 MB at its bound, a
+# 64,000-partition poll peaking about 290 MB above it), anything beyond is given back.
+# 0: never.
+PARTDASH_WORKER_MAX_MEMORY_MB = env.int("PARTDASH_WORKER_MAX_MEMORY_MB", default=1536)
+CELERY_WORKER_MAX_MEMORY_PER_CHILD = PARTDASH_WORKER_MAX_MEMORY_MB * 1024 or None  # KiB
 # Redis for the per-server poll lock (defaults to the broker's Redis).
 PARTDASH_REDIS_URL = env.str("PARTDASH_REDIS_URL", default=CELERY_BROKER_URL)
 PARTDASH_DISPATCH_SECONDS = env.float("PARTDASH_DISPATCH_SECONDS", default=5.0)
@@ -334,6 +341,10 @@ PARTDASH_RETENTION_EVERY_SECONDS = env.int("PARTDASH_RETENTION_EVERY_SECONDS", d
 # Timeouts when talking to a monitored server (seconds).
 PARTDASH_CONNECT_TIMEOUT = env.int("PARTDASH_CONNECT_TIMEOUT", default=5)
 PARTDASH_READ_TIMEOUT = env.int("PARTDASH_READ_TIMEOUT", default=30)
+# Rows one query on a monitored server may return: a source lists one row per partition
+# (64,000 on the largest servers partdash is measured on), so only a hostile or broken
+# server sends more; reading stops there, and the poll is stored as degraded.
+PARTDASH_MAX_ROWS_PER_SOURCE = env.int("PARTDASH_MAX_ROWS_PER_SOURCE", default=500_000)
 PARTDASH_STATEMENT_TIMEOUT = env.int("PARTDASH_STATEMENT_TIMEOUT", default=20)
 PARTDASH_LOCK_WAIT_TIMEOUT = env.int("PARTDASH_LOCK_WAIT_TIMEOUT", default=3)
 # Addresses partdash may connect to (partdash.lib.addresses): CIDR lists or `loopback`,

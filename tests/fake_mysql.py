@@ -14,6 +14,7 @@ import socket
 import ssl
 import struct
 import threading
+import time
 from dataclasses import dataclass, field
 from typing import Self
 
@@ -303,3 +304,202 @@ def server_tls_context(cert: str, key: str) -> ssl.SSLContext:
     context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
     context.load_cert_chain(cert, key)
     return context
+
+
+# -- a server that lets partdash in and claims as many partitions as it is told ----------
+
+COM_QUIT, COM_QUERY = 0x01, 0x03
+LONGLONG, VAR_STRING = 8, 253
+OK_PACKET = b"\x00\x00\x00\x02\x00\x00\x00"  # autocommit on
+EOF_PACKET = b"\xfe\x00\x00\x02\x00"
+ROWS_PER_WRITE = 2000
+
+
+def lenenc(data: bytes) -> bytes:
+    length = len(data)
+    if length < 251:
+        return bytes([length]) + data
+    if length < 1 << 16:
+        return b"\xfc" + length.to_bytes(2, "little") + data
+    if length < 1 << 24:
+        return b"\xfd" + length.to_bytes(3, "little") + data
+    return b"\xfe" + length.to_bytes(8, "little") + data
+
+
+def column_definition(name: str, kind: int) -> bytes:
+    charset = 63 if kind == LONGLONG else UTF8MB4_GENERAL_CI
+    return b"".join(
+        [
+            *(lenenc(text) for text in (b"def", b"", b"", b"", name.encode(), name.encode())),
+            b"\x0c",
+            struct.pack("<HIBHB", charset, 1024, kind, 0, 0),
+            b"\0\0",
+        ]
+    )
+
+
+def top_level_columns(select_list: str) -> list[str]:
+    """`a, f(b, c), d` -> [`a`, `f(b, c)`, `d`]."""
+    columns, depth, start = [], 0, 0
+    for index, char in enumerate(select_list):
+        depth += {"(": 1, ")": -1}.get(char, 0)
+        if char == "," and depth == 0:
+            columns.append(select_list[start:index].strip())
+            start = index + 1
+    return [*columns, select_list[start:].strip()]
+
+
+def partition_cell(column: str, index: int, name_length: int) -> str | int:
+    """What a partition's row holds in `column`: names for the name columns (padded with
+    `x` to `name_length` characters where asked), a number elsewhere."""
+    table = "t" + "x" * max(0, name_length - 1)
+    partition = f"p{index}".ljust(name_length, "x")
+    lowered = column.lower()
+    if "database_name" in lowered:
+        return "hostile"
+    if "table_name" in lowered:
+        return f"{table}#P#{partition}"
+    if "file_name" in lowered:
+        return f"./hostile/{table}#P#{partition}.ibd"
+    if "row_format" in lowered:
+        return "Dynamic"
+    if lowered == "name":
+        return f"hostile/{table}#P#{partition}"
+    if lowered == "page_size":
+        return 16384
+    return index
+
+
+class FakePartitionServer(FakeMySQL):
+    """A server that lets anyone in and answers partdash's queries: every source that
+    lists partitions (its SQL says `#P#`) lists `partitions` of them, streamed as they
+    are generated (a million cost a few seconds and no memory); `version` is what
+    VERSION() says; `name_length` pads table and partition names to that length.
+    `sent` counts the partition rows it managed to send, per query."""
+
+    def __init__(self, partitions: int, version: str = "10.11.99-MariaDB-fake", name_length=0):
+        super().__init__(switch_to=None)
+        self.partitions, self.version, self.name_length = partitions, version, name_length
+        self.method = "HASH"
+        self.queries: list[str] = []
+        self.sent: list[int] = []
+        self.variables = {
+            "innodb_file_per_table": "ON",
+            "innodb_stats_persistent": "ON",
+            "innodb_page_size": "16384",
+            "performance_schema": "OFF",
+            "table_definition_cache": "400",
+        }
+
+    def _converse(self, channel: Channel, conversation: Conversation) -> None:
+        channel.write_packet(0, greeting("mysql_native_password", offer_tls=False))
+        sequence, _ = channel.read_packet()
+        channel.write_packet(sequence + 1, OK_PACKET)
+        while True:
+            _, command = channel.read_packet()
+            if command[:1] == bytes([COM_QUIT]):
+                return
+            if command[:1] != bytes([COM_QUERY]):
+                channel.write_packet(1, OK_PACKET)
+                continue
+            query = command[1:].decode("utf-8", "replace")
+            self.queries.append(query)
+            self._answer(channel, query)
+
+    def _answer(self, channel: Channel, query: str) -> None:
+        upper = query.upper()
+        if upper.startswith("SET "):
+            channel.write_packet(1, OK_PACKET)
+        elif upper == "SELECT VERSION()":
+            self._result(channel, [("VERSION()", VAR_STRING)], [(self.version,)])
+        elif upper.startswith("SHOW GLOBAL VARIABLES"):
+            rows = list(self.variables.items())
+            self._result(channel, [("Variable_name", VAR_STRING), ("Value", VAR_STRING)], rows)
+        elif upper.startswith("SHOW GLOBAL STATUS"):
+            self._result(channel, [("Variable_name", VAR_STRING), ("Value", VAR_STRING)], [])
+        elif upper.startswith("SELECT UNIX_TIMESTAMP(), CURRENT_USER()"):
+            columns = [("clock", LONGLONG), ("user", VAR_STRING)]
+            self._result(channel, columns, [(int(time.time()), "partdash@%")])
+        elif upper.startswith("SELECT COUNT(*)"):
+            self._result(channel, [("COUNT(*)", LONGLONG)], [(self.partitions,)])
+        elif "GROUP_CONCAT" in upper:  # bucket aggregates: none, so every row is read
+            columns = [("text", VAR_STRING), ("buckets", LONGLONG), ("limit", LONGLONG)]
+            self._result(channel, columns, [("", 0, 1 << 20)])
+        elif "#P#" in upper:
+            self._partitions(channel, query)
+        elif "FROM INFORMATION_SCHEMA.PARTITIONS" in upper and "PARTITION_METHOD" in upper:
+            self._definitions(channel)
+        else:
+            self._result(channel, [("value", VAR_STRING)], [])
+
+    def _result(self, channel: Channel, columns: list, rows) -> int:
+        """A text-protocol result set; `rows` may be a generator. Returns the rows sent."""
+        sequence = 1
+        channel.write_packet(sequence, bytes([len(columns)]))
+        for name, kind in columns:
+            sequence += 1
+            channel.write_packet(sequence, column_definition(name, kind))
+        sequence += 1
+        channel.write_packet(sequence, EOF_PACKET)
+        sent, batch = 0, bytearray()
+        for row in rows:
+            sequence += 1
+            payload = b"".join(
+                b"\xfb" if value is None else lenenc(str(value).encode()) for value in row
+            )
+            batch += len(payload).to_bytes(3, "little") + bytes([sequence % 256]) + payload
+            sent += 1
+            if sent % ROWS_PER_WRITE == 0:
+                channel.sock.sendall(batch)
+                batch.clear()
+        sequence += 1
+        channel.sock.sendall(batch)
+        channel.write_packet(sequence, EOF_PACKET)
+        return sent
+
+    def _partitions(self, channel: Channel, query: str) -> None:
+        select_list = query[len("SELECT ") : query.upper().index(" FROM ")]
+        columns = top_level_columns(select_list)
+        kinds = [
+            VAR_STRING if isinstance(partition_cell(c, 0, 0), str) else LONGLONG for c in columns
+        ]
+        length = self.name_length
+        rows = (
+            tuple(partition_cell(column, index, length) for column in columns)
+            for index in range(self.partitions)
+        )
+        self.sent.append(0)
+        counted = self._counting(rows)
+        self._result(channel, list(zip(columns, kinds, strict=True)), counted)
+
+    def _definitions(self, channel: Channel) -> None:
+        """The one table's partitions, HASH-partitioned (`method`) on `id`."""
+        text = ("PARTITION_NAME", "SUBPARTITION_NAME", "METHOD", "SUBMETHOD", "EXPRESSION")
+        columns = [(name, VAR_STRING) for name in text[:2]]
+        columns += [("ORDINAL", LONGLONG), ("SUBORDINAL", LONGLONG)]
+        columns += [(name, VAR_STRING) for name in (*text[2:], "SUBEXPRESSION", "DESCRIPTION")]
+        rows = [
+            (f"p{index}".ljust(self.name_length, "x"), None, index + 1, None, self.method)
+            + (None, "id", None, None)
+            for index in range(self.partitions)
+        ]
+        self._result(channel, columns, rows)
+
+    def _counting(self, rows):
+        for row in rows:
+            self.sent[-1] += 1
+            yield row
+
+
+class FakeGarbage(FakeMySQL):
+    """Greets with `garbage` (random bytes, another protocol's banner) instead of a MySQL
+    handshake, then reads whatever comes until the client goes."""
+
+    def __init__(self, garbage: bytes):
+        super().__init__(switch_to=None)
+        self.garbage = garbage
+
+    def _converse(self, channel: Channel, conversation: Conversation) -> None:
+        channel.sock.sendall(self.garbage)
+        while channel._receive():
+            pass

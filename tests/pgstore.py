@@ -36,6 +36,7 @@ SQLITE_ONLY = (
     "tests/collector/test_faults.py",  # monitored servers frozen and killed: minutes of waiting
     "tests/collector/test_backoff.py",  # black-hole servers and lateness: 85 s of scheduling
     "tests/collector/test_poll_limits.py",  # time limits and a killed worker child: Redis's lock
+    "tests/collector/test_hostile_worker_memory.py",  # a worker child's memory, 40 s
     "tests/operations/test_make_up.py",  # `make up` runs on SQLite, as a laptop does
     "tests/operations/test_supervise.py",
 )

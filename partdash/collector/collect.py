@@ -30,7 +30,14 @@ from partdash.collector.catalogue import (
 )
 from partdash.collector.dialects import Dialect, dialect_for
 from partdash.collector.incremental import SourceMemory
-from partdash.collector.names import PartitionKey, PartitionName, fold, identity
+from partdash.collector.names import (
+    NAME_CHARS,
+    PartitionKey,
+    PartitionName,
+    clipped,
+    fold,
+    identity,
+)
 from partdash.collector.sources import (
     SourceUnavailable,
     compression,
@@ -212,6 +219,8 @@ def _figures(collection: Collection, name: PartitionName) -> PartitionFigures:
     key, path, slot = identity(name)
     figures = collection.partitions.get(key)
     if figures is None:
+        if len(path) > NAME_CHARS and max(map(len, name)) > NAME_CHARS:  # (only hostile)
+            return _figures(collection, clipped(name))
         figures = collection.partitions[key] = PartitionFigures(name, key, slot)
         collection.by_path[path] = figures
     return figures
@@ -357,6 +366,8 @@ def _read(collection: Collection, source: str, reader, merge=None):
         rows = reader()
     except SourceUnavailable as exc:
         collection.sources[source] = False
+        if exc.repeat:
+            return None
         collection.shortfalls.append(exc.shortfall(collection.facts.account, collection.dialect))
         needed = exc.source.setting_required and exc.source.setting in collection.facts.variables
         if exc.cause == PRIVILEGE and needed and not collection.facts.is_on(exc.source.setting):
@@ -491,6 +502,8 @@ def _read_definitions(
     hidden_before: set[TableKey],
     status_before: dict | None = None,
 ) -> None:
+    if getattr(session, "capped", False):  # closed: read when a poll gets this far
+        return
     budget = settings.PARTDASH_DEFINITIONS_PER_POLL
     wanted, unchanged = _due(collection, known, status_before)
     carried = [key for key in wanted if key in hidden_before]

@@ -50,7 +50,7 @@ from partdash.collector.sources import (
     tablespaces,
     unavailable,
 )
-from partdash.servers.connection import Session
+from partdash.servers.connection import Session, TooManyRows
 
 log = logging.getLogger(__name__)
 
@@ -173,6 +173,9 @@ class SourceMemory:
         except pymysql.MySQLError as exc:
             failure = unavailable(source, exc)
             if not isinstance(failure, SourceUnavailable) or failure.cause == PRIVILEGE:
+                raise failure from None
+            if isinstance(exc, TooManyRows):  # the session is closed: not read again
+                self.sources.pop(shape.key, None)
                 raise failure from None
             log.warning("reading %s by buckets failed (%s): every row is read", source.key, exc)
             self.sources.pop(shape.key, None)

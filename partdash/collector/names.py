@@ -56,6 +56,15 @@ class PartitionName(NamedTuple):
         return PartitionKey(self.schema, self.table, fold(self.partition), fold(self.subpartition))
 
 
+NAME_CHARS = 64  # MySQL's longest identifier (NAME_CHAR_LEN), and partdash's columns
+
+
+def clipped(name: PartitionName) -> PartitionName:
+    """`name` with each part cut to NAME_CHARS: no server makes a longer identifier, but a
+    hostile one may send one, and PostgreSQL refuses it for a 64-character column."""
+    return PartitionName(*(part[:NAME_CHARS] for part in name))
+
+
 # -- MySQL's filename encoding -----------------------------------------------------------
 
 _PLAIN = re.compile(r"[0-9A-Za-z_]*")

@@ -10,6 +10,8 @@ from datetime import UTC
 
 from django.db import models
 
+from partdash.lib.fields import ClippedCharField
+
 # The figures a PartitionSample records (each NULL when unchanged).
 SIZE_FIGURES = ("rows", "data_bytes", "index_bytes", "file_bytes", "allocated_bytes")
 ACTIVITY_FIGURES = ("read_ops", "write_ops", "read_bytes", "write_bytes", "modified_counter")
@@ -41,7 +43,7 @@ class ServerSnapshot(models.Model):
     poll_id = models.CharField(max_length=64, unique=True)
     resolution = models.CharField(max_length=4, choices=Resolution, default=Resolution.RAW)
     flavor = models.CharField(max_length=10)
-    version = models.CharField(max_length=100)
+    version = ClippedCharField(max_length=100)
     variables = models.JSONField(default=dict)
     status_counters = models.JSONField(default=dict)
     innodb_cmp = models.JSONField(default=list)
@@ -72,9 +74,9 @@ class PartitionedTable(models.Model):
     server = models.ForeignKey("servers.Server", on_delete=models.CASCADE, related_name="tables")
     schema = models.CharField(max_length=64)
     name = models.CharField(max_length=64)
-    method = models.CharField(max_length=20, blank=True)
+    method = ClippedCharField(max_length=20, blank=True)
     expression = models.TextField(blank=True)
-    subpartition_method = models.CharField(max_length=20, blank=True)
+    subpartition_method = ClippedCharField(max_length=20, blank=True)
     subpartition_expression = models.TextField(blank=True)
     create_options = models.TextField(blank=True)
     signature = models.CharField(max_length=40, blank=True)
@@ -119,7 +121,7 @@ class Partition(models.Model):
     ordinal = models.PositiveIntegerField(default=0)
     subpartition_ordinal = models.PositiveIntegerField(null=True)
     description = models.TextField(null=True)  # noqa: DJ001 NULL: HASH/KEY have no bound
-    row_format = models.CharField(max_length=20, blank=True)
+    row_format = ClippedCharField(max_length=20, blank=True)
     page_size = models.PositiveIntegerField(null=True)
     space_id = models.BigIntegerField(null=True)
     # Latest figures (estimates from the persistent statistics and the tablespace list).
@@ -167,9 +169,9 @@ class UnmonitoredTable(models.Model):
     server = models.ForeignKey(
         "servers.Server", on_delete=models.CASCADE, related_name="unmonitored"
     )
-    schema = models.CharField(max_length=64)
-    name = models.CharField(max_length=64)
-    engine = models.CharField(max_length=64)
+    schema = ClippedCharField(max_length=64)
+    name = ClippedCharField(max_length=64)
+    engine = ClippedCharField(max_length=64)
     partitions = models.PositiveIntegerField()
     rows = models.BigIntegerField(null=True)
     data_bytes = models.BigIntegerField(null=True)

@@ -9,6 +9,7 @@ from django.db import models
 from django.utils import timezone
 
 from partdash.lib import secrets
+from partdash.lib.fields import ClippedCharField
 from partdash.servers.choices import Flavor, ServerStatus, TlsMode
 from partdash.servers.connection import FINGERPRINT_LENGTH, ca_file_problem, parse_fingerprint
 
@@ -104,7 +105,7 @@ class Server(models.Model):
     tags = models.CharField(max_length=500, blank=True, help_text="Comma-separated labels.")
 
     flavor = models.CharField(max_length=10, choices=Flavor, default=Flavor.UNKNOWN, editable=False)
-    version = models.CharField(max_length=100, blank=True, editable=False)
+    version = ClippedCharField(max_length=100, blank=True, editable=False)
     status = models.CharField(
         max_length=12, choices=ServerStatus, default=ServerStatus.NEVER, editable=False
     )

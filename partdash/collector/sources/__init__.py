@@ -18,6 +18,7 @@ from partdash.collector.catalogue import (
     setting_shortfall,
 )
 from partdash.collector.dialects import Dialect
+from partdash.servers.connection import TooManyRows
 
 # Errors that mean "you may not read this" or "this does not exist here".
 DENIED = {1044, 1142, 1143, 1227}
@@ -33,9 +34,12 @@ class SourceUnavailable(Exception):
     OFF, or another refusal (`reason`). The collector turns it into a `Shortfall`, with
     the account to GRANT to."""
 
-    def __init__(self, source: Source, cause: str, reason: str = ""):
+    def __init__(self, source: Source, cause: str, reason: str = "", repeat: bool = False):
         super().__init__(f"cannot read {source.key}: {reason or cause}")
         self.source, self.cause, self.reason = source, cause, reason
+        # Not read because an earlier source went over PARTDASH_MAX_ROWS_PER_SOURCE (the
+        # session is closed): that source's shortfall says so, this one adds nothing.
+        self.repeat = repeat
 
     def shortfall(self, account: str, dialect: Dialect) -> Shortfall:
         if self.cause == PRIVILEGE:
@@ -60,6 +64,8 @@ def unavailable(source: Source, exc: pymysql.MySQLError) -> Exception:
     itself where the session was lost, for `open_session` to fail the poll with."""
     if session_lost(exc):
         return exc
+    if isinstance(exc, TooManyRows):
+        return SourceUnavailable(source, ERROR, str(exc), repeat=exc.repeat)
     code = exc.args[0] if exc.args else None
     if code in DENIED:
         return SourceUnavailable(source, PRIVILEGE)

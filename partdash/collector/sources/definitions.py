@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 import pymysql
 
 from partdash.collector.catalogue import DEFINITIONS, TABLE_OPTIONS_SQL
+from partdash.collector.names import NAME_CHARS
 from partdash.collector.sources import MISSING, unavailable
 from partdash.servers.connection import Session
 
@@ -60,8 +61,12 @@ def parse(schema: str, table: str, rows, create_options: str = "") -> TableDefin
         subpartition_expression=first[7] or "",
         create_options=create_options or "",
     )
+    # Names cut as the cheap sources' are (`names.clipped`): only a hostile server
+    # sends one longer than an identifier may be.
     definition.partitions = [
-        PartitionDefinition(name, sub or "", ordinal, sub_ordinal, description)
+        PartitionDefinition(
+            name[:NAME_CHARS], (sub or "")[:NAME_CHARS], ordinal, sub_ordinal, description
+        )
         for name, sub, ordinal, sub_ordinal, _, _, _, _, description in rows
     ]
     return definition
