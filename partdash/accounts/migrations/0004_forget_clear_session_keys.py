@@ -10,9 +10,7 @@ HASHED_KEY_LENGTH = 40
 
 def forget_clear_keys(apps, schema_editor) -> None:
     Session = apps.get_model("sessions", "Session")
-    Session.objects.annotate(width=Length("session_key")).exclude(
-        width=HASHED_KEY_LENGTH
-    ).delete()
+    Session.objects.annotate(width=Length("session_key")).exclude(width=HASHED_KEY_LENGTH).delete()
 
 
 class Migration(migrations.Migration):
