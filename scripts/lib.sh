@@ -58,12 +58,13 @@ ensure_frontend() {
   (cd frontend && npm run --silent build >/dev/null)
 }
 
-# redis_answers URL: does a Redis answer PING at URL?
+# redis_answers URL: does a Redis answer PING at URL? (The URL may hold a password: it
+# goes by the environment, never the command line, which every user can read.)
 redis_answers() {
-  "$PY" - "$1" <<'PYEOF'
-import sys, redis
+  REDIS_ANSWERS_URL="$1" "$PY" - <<'PYEOF'
+import os, sys, redis
 try:
-    redis.Redis.from_url(sys.argv[1], socket_connect_timeout=2).ping()
+    redis.Redis.from_url(os.environ["REDIS_ANSWERS_URL"], socket_connect_timeout=2).ping()
 except Exception:
     sys.exit(1)
 PYEOF
