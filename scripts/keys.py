@@ -78,10 +78,10 @@ def ensure_key_file(var: Path, path: Path) -> bool:
 
 def first_run(var: Path, env_file: Path, environ: dict[str, str]) -> None:
     lines = [f"SECRET_KEY={secrets.token_urlsafe(50)}"]
-    if environ.get(KEYS):
+    if environ.get("PARTDASH_ENCRYPTION_KEYS"):
         say(f"generating keys: SECRET_KEY in {env_file}; encryption keys from the environment")
     else:
-        path = Path(environ.get(KEYS_FILE) or default_keys_file(var, environ))
+        path = Path(environ.get("PARTDASH_ENCRYPTION_KEYS_FILE") or default_keys_file(var, environ))
         created = ensure_key_file(var, path)
         lines.append(f"{KEYS_FILE}={path}")
         say(
@@ -97,10 +97,10 @@ def move_old_key(var: Path, env_file: Path, environ: dict[str, str]) -> None:
     """An install from before: the key in var/partdash.env moves to its own file."""
     lines = env_file.read_text().splitlines()
     old = [line for line in lines if line.startswith(f"{KEYS}=")]
-    if not old or environ.get(KEYS):
+    if not old or environ.get("PARTDASH_ENCRYPTION_KEYS"):
         return
     keys = [key.strip() for key in old[-1].partition("=")[2].split(",") if key.strip()]
-    path = Path(environ.get(KEYS_FILE) or default_keys_file(var, environ))
+    path = Path(environ.get("PARTDASH_ENCRYPTION_KEYS_FILE") or default_keys_file(var, environ))
     if path.exists() and keys_in(path) != keys:
         say(
             f"warning: the encryption key stays in {env_file}, beside the database: {path} "

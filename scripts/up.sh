@@ -32,5 +32,5 @@ manage migrate --no-input -v0
 manage collectstatic --no-input -v0
 manage ensureadmin
 
-redis_answers "$BROKER" || ensure_packages redis-server redis-server
+redis_answers || ensure_packages redis-server redis-server
 exec "$PY" scripts/supervise.py --var "$VAR" --port "$PORT" --workers "${PARTDASH_WORKERS:-4}"
