@@ -2,8 +2,10 @@
 so the cookie cannot be read back from `django_session`, and a row replayed as a cookie
 is refused."""
 
+import pytest
 from django.conf import settings
 from django.db import connection
+from django.db.migrations.executor import MigrationExecutor
 from django.test import Client
 
 from partdash.accounts.sessions import stored_key
@@ -50,3 +52,21 @@ def test_logging_out_deletes_the_stored_session(viewer):
 def test_the_session_cookie_is_http_only(viewer):
     client = logged_in("viewer")
     assert client.cookies[settings.SESSION_COOKIE_NAME]["httponly"]
+
+
+@pytest.mark.django_db(transaction=True)
+def test_sessions_stored_in_clear_before_are_deleted_by_the_migration():
+    executor = MigrationExecutor(connection)
+    executor.migrate([("accounts", "0003_hash_authtoken_keys")])
+    clear, hashed = "a" * 32, stored_key("b" * 32)
+    with connection.cursor() as cursor:
+        for key in (clear, hashed):
+            cursor.execute(
+                "INSERT INTO django_session (session_key, session_data, expire_date) "
+                "VALUES (%s, '', '2099-01-01 00:00:00')",
+                [key],
+            )
+    executor = MigrationExecutor(connection)
+    executor.loader.build_graph()
+    executor.migrate([("accounts", "0004_forget_clear_session_keys")])
+    assert stored_session_keys() == [hashed]
