@@ -129,3 +129,24 @@ def test_an_old_key_is_not_moved_over_a_file_holding_other_keys(tmp_path):
     assert "the encryption key stays in" in said and "holds other keys" in said
     assert (var / "partdash.env").read_text() == before
     assert key not in elsewhere.read_text()
+
+
+def deploy_check(var: Path) -> str:
+    result = subprocess.run(
+        [sys.executable, "manage.py", "check", "--deploy", "--tag", "security"],
+        cwd=ROOT,
+        env=clean_environment(var) | {"SECRET_KEY": "x" * 60},
+        capture_output=True,
+        text=True,
+    )
+    return result.stdout + result.stderr
+
+
+def test_check_deploy_warns_of_a_key_beside_the_database_until_it_is_moved(tmp_path):
+    var, config = tmp_path / "var", tmp_path / "config"
+    var.mkdir()
+    key = Fernet.generate_key().decode()
+    (var / "partdash.env").write_text(f"PARTDASH_ENCRYPTION_KEYS={key}\nDEBUG=0\n")
+    assert "partdash.W001" in deploy_check(var)
+    run_keys(var, config)
+    assert "partdash.W001" not in deploy_check(var)
