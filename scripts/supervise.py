@@ -332,8 +332,8 @@ def without_password(url: str) -> str:
     parts = urlsplit(url)
     if parts.password is None:
         return url
-    user, _, _ = parts.netloc.rpartition("@")[0].partition(":")
-    host = parts.netloc.rpartition("@")[2]
+    credentials, _, host = parts.netloc.rpartition("@")
+    user = credentials.partition(":")[0]
     return parts._replace(netloc=f"{user}:***@{host}").geturl()
 
 
