@@ -169,6 +169,10 @@ STORAGES = {
     },
 }
 
+# Sessions in the database under a hash of their key: a copy of it logs nobody in.
+SESSION_ENGINE = "partdash.accounts.sessions"
+SESSION_COOKIE_HTTPONLY = True
+
 LOGIN_URL = "/login/"
 LOGIN_REDIRECT_URL = "/"
 

@@ -58,12 +58,14 @@ ensure_frontend() {
   (cd frontend && npm run --silent build >/dev/null)
 }
 
-# redis_answers URL: does a Redis answer PING at URL?
+# redis_answers: does a Redis answer PING at CELERY_BROKER_URL? (The URL may hold a
+# password: it is read from the environment, never put on a command line, which every
+# user of the machine can read.)
 redis_answers() {
-  "$PY" - "$1" <<'PYEOF'
-import sys, redis
+  "$PY" - <<'PYEOF'
+import os, sys, redis
 try:
-    redis.Redis.from_url(sys.argv[1], socket_connect_timeout=2).ping()
+    redis.Redis.from_url(os.environ["CELERY_BROKER_URL"], socket_connect_timeout=2).ping()
 except Exception:
     sys.exit(1)
 PYEOF

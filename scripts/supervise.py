@@ -313,6 +313,30 @@ def redis_answers(url: str) -> bool:
         return False
 
 
+# Credentials come by the environment, which only this user (and root) can read, never by
+# the command line: `ps -ef` shows every process's arguments to every user.
+DEFAULT_BROKER = "redis://127.0.0.1:6379/0"
+DEFAULT_DEMO_DSN = "mysql://root@127.0.0.1:3306/"
+
+
+def broker_url() -> str:
+    return os.environ.get("CELERY_BROKER_URL") or DEFAULT_BROKER
+
+
+def demo_dsn() -> str:
+    return os.environ.get("PARTDASH_DEMO_DSN") or DEFAULT_DEMO_DSN
+
+
+def without_password(url: str) -> str:
+    """`url` as it may be shown: `redis://:secret@host/0` becomes `redis://:***@host/0`."""
+    parts = urlsplit(url)
+    if parts.password is None:
+        return url
+    credentials, _, host = parts.netloc.rpartition("@")
+    user = credentials.partition(":")[0]
+    return parts._replace(netloc=f"{user}:***@{host}").geturl()
+
+
 class MakeUp:
     """The processes of `make up`, started in order and stopped in reverse."""
 
@@ -347,25 +371,27 @@ class MakeUp:
             raise
 
     def start_redis(self) -> None:
-        broker = self.options.broker
+        broker = broker_url()
         if redis_answers(broker):
             return
         port = urlsplit(broker).port or 6379
-        say(f"no Redis answers at {broker}: starting one on port {port}")
+        say(f"no Redis answers at {without_password(broker)}: starting one on port {port}")
         redis_dir = self.var / "redis"
         redis_dir.mkdir(mode=0o700, exist_ok=True)
         listen = ["--bind", "127.0.0.1", "--port", str(port), "--daemonize", "no"]
         no_persistence = ["--dir", str(redis_dir), "--save", "", "--appendonly", "no"]
         argv = ["redis-server", *listen, *no_persistence]
         self.redis = self.process("redis", argv, REDIS_GRACE).start()
-        self.wait_for(lambda: redis_answers(broker), f"Redis to answer at {broker}")
+        self.wait_for(lambda: redis_answers(broker), f"Redis to answer on port {port}")
 
     def register_demo(self) -> None:
         """Create the demo schema and register it, in the foreground (its messages are the
         user's), but in a session of its own so that a Ctrl-C stops it cleanly."""
-        command = [sys.executable, "manage.py", "demo", "--dsn", self.options.demo_dsn]
+        # The DSN goes by the environment (PARTDASH_DEMO_DSN), never the command line: any
+        # user of the machine can read every process's arguments (`ps -ef`).
+        command = [sys.executable, "manage.py", "demo", "--register", "demo", "--if-missing"]
         demo = subprocess.Popen(
-            [*command, "--register", "demo", "--if-missing"],
+            command,
             cwd=ROOT,
             stdin=subprocess.DEVNULL,
             start_new_session=True,
@@ -380,7 +406,7 @@ class MakeUp:
                 demo.wait()
         if demo.returncode != 0:
             say(
-                f"no MySQL/MariaDB at {self.options.demo_dsn}: no demo server "
+                f"no MySQL/MariaDB at {without_password(demo_dsn())}: no demo server "
                 "(set PARTDASH_DEMO_DSN to use one)"
             )
 
@@ -446,8 +472,6 @@ def parse_arguments() -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--var", required=True, help="partdash's var/ directory")
     parser.add_argument("--port", required=True, help="the web server's port")
-    parser.add_argument("--broker", required=True, help="CELERY_BROKER_URL")
-    parser.add_argument("--demo-dsn", required=True, help="where to create the demo schema")
     parser.add_argument("--workers", default="4", help="the Celery worker's concurrency")
     return parser.parse_args()
 

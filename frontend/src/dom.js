@@ -1,11 +1,12 @@
 // Building DOM nodes without innerHTML, so API text is never parsed as markup.
-import { age, localTime } from "./format.js";
+import { age, localTime, shown } from "./format.js";
 
 export function el(tag, props = {}, ...children) {
   const node = document.createElement(tag);
   for (const [key, value] of Object.entries(props)) {
     if (value == null || value === false) continue;
     if (key === "dataset") Object.assign(node.dataset, value);
+    else if (TEXT_PROPS.has(key)) node[key] = shown(value, { keepNewlines: true });
     else if (key in node && key !== "list") node[key] = value;
     else node.setAttribute(key, value);
   }
@@ -21,9 +22,15 @@ function nodes(children) {
     .map(asNode);
 }
 
+// Every text a page draws, its own words and the server's names alike, shows control and
+// bidi characters escaped (format.js `shown`); line breaks stay, for a fix's SQL.
 function asNode(child) {
-  return child instanceof Node ? child : document.createTextNode(String(child));
+  return child instanceof Node
+    ? child
+    : document.createTextNode(shown(child, { keepNewlines: true }));
 }
+
+const TEXT_PROPS = new Set(["title", "textContent", "ariaLabel"]);
 
 export function link(href, text, props = {}) {
   return el("a", { href, ...props }, text);

@@ -96,5 +96,30 @@ export function age(iso, now = Date.now()) {
 
 // What a reader calls a subpartition ("p2024 / p2024sp0"), as the history API labels it.
 export function partitionLabel(partition) {
-  return partition.subpartition ? `${partition.name} / ${partition.subpartition}` : partition.name;
+  const name = shown(partition.name);
+  return partition.subpartition ? `${name} / ${shown(partition.subpartition)}` : name;
+}
+
+// Names come from the monitored server and may hold anything: a right-to-left override
+// (U+202E) would show "orders\u202etxt.exe" as "ordersexe.txt", a zero-width space would
+// hide itself. Control, formatting and separator characters are shown escaped, in the
+// notation partdash.lib.shown uses in emails ("\u202e"); `keepNewlines` for multi-line
+// text (a fix's SQL in a <pre>).
+const HIDDEN = /[\p{Cc}\p{Cf}\p{Zl}\p{Zp}]/gu;
+const NAMED = { "\t": "\\t", "\n": "\\n", "\r": "\\r" };
+
+function escaped(character) {
+  if (NAMED[character]) return NAMED[character];
+  const code = character.codePointAt(0);
+  const hex = code.toString(16);
+  if (code < 0x100) return `\\x${hex.padStart(2, "0")}`;
+  if (code < 0x10000) return `\\u${hex.padStart(4, "0")}`;
+  return `\\U${hex.padStart(8, "0")}`;
+}
+
+export function shown(text, { keepNewlines = false } = {}) {
+  if (text == null) return text;
+  return String(text).replace(HIDDEN, (character) =>
+    keepNewlines && character === "\n" ? character : escaped(character),
+  );
 }

@@ -1,14 +1,17 @@
 """API tokens in the admin: admins see and revoke everyone's; a new token's key is shown
-once, in the message after saving."""
+once, in the message after saving. Users: Django's list, with no filter on the password."""
 
 from django.contrib import admin, messages
+from django.contrib.auth import admin as auth_admin
+from django.contrib.auth import get_user_model
 from django.utils import timezone
 
 from partdash.accounts.models import ApiToken
+from partdash.lib.admin_lookups import SecretLookupsRefused
 
 
 @admin.register(ApiToken)
-class ApiTokenAdmin(admin.ModelAdmin):
+class ApiTokenAdmin(SecretLookupsRefused):
     list_display = ["prefix", "name", "user", "created_at", "last_used_at", "revoked_at"]
     list_filter = [("revoked_at", admin.EmptyFieldListFilter)]
     search_fields = ["user__username", "name", "prefix"]
@@ -36,3 +39,12 @@ class ApiTokenAdmin(admin.ModelAdmin):
     def revoke(self, request, queryset) -> None:
         count = queryset.filter(revoked_at=None).update(revoked_at=timezone.now())
         self.message_user(request, f"Revoked {count} tokens.")
+
+
+# Django's own user list, less filters on the password hash.
+admin.site.unregister(get_user_model())
+
+
+@admin.register(get_user_model())
+class UserAdmin(SecretLookupsRefused, auth_admin.UserAdmin):
+    pass

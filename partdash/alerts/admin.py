@@ -10,6 +10,7 @@ from django.utils.html import format_html
 from partdash.alerts.models import Alert, AlertRule, Notification, Silence, Transition
 from partdash.alerts.overrides import override_problems, recipient_list, recipient_problems
 from partdash.alerts.silences import active_silences, silence_problems
+from partdash.lib.shown import shown
 
 
 class AlertRuleForm(forms.ModelForm):
@@ -197,8 +198,8 @@ class AlertAdmin(ReadOnlyAdmin):
     def where(self, alert: Alert) -> str:
         if not alert.table:
             return "(the server)"
-        name = f"{alert.schema}.{alert.table}"
-        return f"{name} {alert.partition}" if alert.partition else name
+        name = f"{shown(alert.schema)}.{shown(alert.table)}"  # bidi characters escaped
+        return f"{name} {shown(alert.partition)}" if alert.partition else name
 
 
 class DeliveryFilter(admin.SimpleListFilter):

@@ -14,7 +14,6 @@ shown as escapes everywhere, so a name can neither break a line nor reorder one.
 """
 
 import math
-import unicodedata
 from dataclasses import dataclass, field
 from datetime import datetime
 from email.utils import make_msgid
@@ -26,6 +25,7 @@ from django.template.loader import render_to_string
 
 from partdash.alerts.models import Alert, Notification, Severity, Transition
 from partdash.health.fixes import safety_words, stored_fix
+from partdash.lib.shown import shown
 
 SUBJECT_MAX = 500  # Notification.subject's length
 # Rules whose figure is bytes (shown as a number and in binary units), and rules where a
@@ -33,17 +33,6 @@ SUBJECT_MAX = 500  # Notification.subject's length
 BYTE_RULES = {"partition_size": "", "table_size": "", "table_growth": "/day"}
 LOWER_IS_WORSE = {"runway"}
 KIND_ORDER = {Transition.Kind.FIRING: 0, Transition.Kind.REMINDER: 0, Transition.Kind.RESOLVED: 1}
-
-
-def shown(name: str) -> str:
-    """`name` with control and formatting characters (newlines, bidi overrides) escaped,
-    so it reads as one line in the order it is stored."""
-    return "".join(
-        ch.encode("unicode_escape").decode("ascii")
-        if unicodedata.category(ch) in ("Cc", "Cf", "Zl", "Zp")
-        else ch
-        for ch in name
-    )
 
 
 def figure(value: float | None) -> str:
@@ -173,7 +162,10 @@ class Line:
 
     @property
     def sql(self) -> str:
-        return (self.fix.get("sql") or "").strip()
+        """The fix's statement, a name's bidi or control characters shown escaped: what
+        a line seems to say is what it holds."""
+        statement = (self.fix.get("sql") or "").strip()
+        return "\n".join(shown(row) for row in statement.splitlines())
 
     @property
     def safety(self) -> str:

@@ -23,8 +23,19 @@ def string_literal(text: str) -> str:
     return "'" + text.replace("\\", "\\\\").replace("'", "''") + "'"
 
 
+def account_part(text: str) -> str:
+    """A user or host name in an account, right whatever the server's sql_mode: a quoted
+    string with its quotes doubled (`'o''brien'`), which reads the same with and without
+    NO_BACKSLASH_ESCAPES; a name holding a backslash, which no string literal writes the
+    same way in both modes, is back-quoted instead (backticks doubled: a backslash means
+    nothing inside backticks, in any mode)."""
+    if "\\" in text:
+        return identifier(text)
+    return "'" + text.replace("'", "''") + "'"
+
+
 def account(current_user: str) -> str:
     """`CURRENT_USER()` (`user@host`) as the account of a GRANT: `'user'@'host'`. The
     user name may itself hold `@`; the host never does, so the last `@` splits them."""
     user, _, host = current_user.rpartition("@")
-    return f"{string_literal(user)}@{string_literal(host)}"
+    return f"{account_part(user)}@{account_part(host)}"

@@ -10,6 +10,7 @@ from django.utils.html import format_html
 
 from partdash.api.permissions import POLL, can
 from partdash.collector.scheduling import request_poll
+from partdash.lib.admin_lookups import SecretLookupsRefused
 from partdash.lib.secrets import SecretError
 from partdash.servers.connection import target_for
 from partdash.servers.forms import ServerForm
@@ -34,7 +35,7 @@ admin.site.site_url = "/"
 
 
 @admin.register(Server)
-class ServerAdmin(admin.ModelAdmin):
+class ServerAdmin(SecretLookupsRefused):
     form = ServerForm
     list_display = [
         "name",

@@ -9,6 +9,7 @@ over an unencrypted connection, nor over TLS whose certificate partdash has not 
 
 import errno
 import hashlib
+import logging
 import os
 import re
 import socket
@@ -25,6 +26,8 @@ from pymysql.constants import CLIENT
 
 from partdash.lib.addresses import AddressPolicy, parse_networks
 from partdash.servers.choices import Flavor, TlsMode
+
+logger = logging.getLogger(__name__)
 
 ER_ACCESS_DENIED = 1045
 ER_DBACCESS_DENIED = 1044
@@ -461,23 +464,31 @@ def ssl_reason(exc: ssl.SSLError | OSError) -> str:
     return re.sub(r"\s*\(_ssl\.c:\d+\)$", "", text) or type(exc).__name__
 
 
-def ca_file_problem(path: str) -> str | None:
-    """Why `path` cannot serve as a CA bundle (None if it can): it must be a readable
-    file of PEM certificates, loaded as the connection loads it."""
+# One answer for every CA file that cannot serve, whether it is missing, unreadable, a
+# directory or not PEM: the path is typed by a web user and checked on the web host, and
+# distinct answers would tell that user which files exist there (/etc/shadow, ~/.ssh/...).
+# A poll logs the precise reason in the worker's log, for whoever runs the host.
+CA_FILE_UNUSABLE = "not a readable file of PEM certificates"
+
+
+def _usable_ca_file(path: str) -> bool:
+    """Is `path` a readable file of PEM certificates, loaded as the connection loads it?"""
     if not os.path.isfile(path) or not os.access(path, os.R_OK):
-        return f"{path} is not a readable file."
+        return False
     if os.path.getsize(path) > MAX_CA_FILE_BYTES:
-        return f"{path} is too large to be a CA bundle."
+        return False
     context = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
     try:
         context.load_verify_locations(cafile=path)
-    except ssl.SSLError:
-        return f"{path} holds no PEM certificate."
-    except OSError as exc:
-        return f"{path} cannot be read: {exc.strerror}."
-    if not context.cert_store_stats()["x509"]:
-        return f"{path} holds no PEM certificate."
-    return None
+    except (ssl.SSLError, OSError):
+        return False
+    return bool(context.cert_store_stats()["x509"])
+
+
+def ca_file_problem(path: str) -> str | None:
+    """Why `path` cannot serve as a CA bundle (None if it can), in one message whatever
+    the reason (CA_FILE_UNUSABLE)."""
+    return None if _usable_ca_file(path) else f"{path} is {CA_FILE_UNUSABLE}."
 
 
 @lru_cache(maxsize=64)
@@ -511,14 +522,23 @@ def tls_context(target: Target) -> ssl.SSLContext | None:
         try:
             stat = os.stat(target.ssl_ca)
         except OSError as exc:
-            raise ConnectionFailure("tls", f"{where}: {exc.strerror}") from None
+            raise _ca_file_failure(where, target.ssl_ca, exc.strerror) from None
         if not S_ISREG(stat.st_mode) or stat.st_size > MAX_CA_FILE_BYTES:
-            raise ConnectionFailure("tls", f"{where}: not a file of PEM certificates")
+            raise _ca_file_failure(where, target.ssl_ca, "not a file, or too large")
         ca_version = (stat.st_mtime_ns, stat.st_size, stat.st_ino)
     try:
         return _cached_tls_context(target.tls_mode, target.ssl_ca, ca_version)
     except (ssl.SSLError, OSError) as exc:
+        if target.ssl_ca:
+            raise _ca_file_failure(where, target.ssl_ca, _ca_load_reason(exc)) from None
         raise ConnectionFailure("tls", f"{where}: {_ca_load_reason(exc)}") from None
+
+
+def _ca_file_failure(where: str, path: str, reason: str) -> ConnectionFailure:
+    """The poll's one line for a CA file that cannot serve, the same whatever `reason`
+    (see CA_FILE_UNUSABLE), which is logged."""
+    logger.warning("CA file %s unusable: %s", path, reason)
+    return ConnectionFailure("tls", f"{where}: {CA_FILE_UNUSABLE}")
 
 
 def _resolve(target: Target) -> list[tuple]:

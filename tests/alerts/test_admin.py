@@ -186,3 +186,10 @@ def test_a_clear_threshold_on_the_firing_side_is_refused(admin_client):
 
     assert "must be above the threshold (14): runway fires below it" in text(response)
     assert not AlertRule.objects.exists()
+
+
+def test_the_alert_list_shows_bidi_characters_in_names_escaped(admin_client):
+    db1 = builders.server("db1")
+    builders.alert(db1, "skew", of=builders.table(db1, "shop", "orders\u202etxt.exe"))
+    listed = text(admin_client.get(ALERTS))
+    assert "shop.orders\\u202etxt.exe" in listed and "\u202e" not in listed

@@ -329,16 +329,36 @@ def test_an_account_name_with_quotes_and_backslashes_gets_a_grant_that_runs(
 
     (process,) = [line for line in report.warnings if "GRANT PROCESS" in line]
     grant = process.split(": ", 1)[1]
-    assert grant == "GRANT PROCESS ON *.* TO 'o''n\\\\e'@'%'"
-    instance.execute(grant)
-    granted = grants_of(instance, user)
-    assert any(g.startswith("GRANT PROCESS ON *.* TO `o'n\\e`@`%`") for g in granted)
+    assert grant == "GRANT PROCESS ON *.* TO `o'n\\e`@'%'"
+    # The same statement grants the same account whether backslashes escape or not.
+    for sql_mode in ("NO_BACKSLASH_ESCAPES", ""):
+        with closing(instance.connect()) as conn, conn.cursor() as cursor:
+            cursor.execute("SET SESSION sql_mode = %s", (sql_mode,))
+            cursor.execute(grant)
+        granted = grants_of(instance, user)
+        assert any(g.startswith("GRANT PROCESS ON *.* TO `o'n\\e`@`%`") for g in granted)
+        instance.execute("REVOKE PROCESS ON *.* FROM %s@'%%'", (user,))
+
+
+def test_an_account_name_with_a_quote_gets_a_grant_that_runs_in_either_sql_mode(instance, monitor):
+    user, _ = monitor(user="o'brien")
+    grant = f"GRANT PROCESS ON *.* TO {account(user + '@%')}"
+    assert grant == "GRANT PROCESS ON *.* TO 'o''brien'@'%'"
+    for sql_mode in ("NO_BACKSLASH_ESCAPES", ""):
+        with closing(instance.connect()) as conn, conn.cursor() as cursor:
+            cursor.execute("SET SESSION sql_mode = %s", (sql_mode,))
+            cursor.execute(grant)
+        assert any(
+            g.startswith("GRANT PROCESS ON *.* TO `o'brien`@`%`") for g in grants_of(instance, user)
+        )
+        instance.execute("REVOKE PROCESS ON *.* FROM %s@'%%'", (user,))
 
 
 def test_quoting_doubles_backticks_and_escapes_strings():
     assert identifier("a`b") == "`a``b`"
     assert string_literal("it's a \\ test") == "'it''s a \\\\ test'"
     assert account("mon@x@10.0.%") == "'mon@x'@'10.0.%'"
+    assert account("a\\b`c@%") == "`a\\b``c`@'%'"
 
 
 def test_statements_with_a_quoted_name_do_not_parse_as_two(instance):

@@ -62,6 +62,8 @@ def up_environment(var_dir: Path, demo_dsn: str) -> dict[str, str]:
         "PARTDASH_DEMO_DSN": demo_dsn,
         "PARTDASH_ADMIN_PASSWORD": ADMIN_PASSWORD,
         "PARTDASH_DISPATCH_SECONDS": "1",
+        # Where `make up` keeps the encryption key (outside var/): the test's, not the user's.
+        "XDG_CONFIG_HOME": str(var_dir.parent / "config"),
     }
 
 
@@ -139,6 +141,10 @@ class MakeUp:
             self.process.wait()
         if self.tty is not None:
             os.close(self.tty)
+
+
+def up_process(up: MakeUp) -> psutil.Process:
+    return psutil.Process(up.process.pid)
 
 
 def take_as_controlling_terminal() -> None:
@@ -255,6 +261,15 @@ def test_make_up_from_a_fresh_clone_runs_polls_and_stops_on_ctrl_c(clone, tmp_pa
         names = " ".join(" ".join(p.cmdline()) for p in children)
         assert "worker" in names and "beat" in names and "gunicorn" in names
         assert "redis-server" in names  # none answered at the broker URL
+        # Credentials go by the environment: `ps -ef` shows no DSN and no broker URL.
+        for secret in (env["PARTDASH_DEMO_DSN"], env["CELERY_BROKER_URL"]):
+            assert secret not in " ".join(
+                " ".join(p.cmdline()) for p in [up_process(up), *children]
+            )
+        # The encryption key is in a private file outside var/, named in the output.
+        key_file = tmp_path / "config" / "partdash"
+        assert f"the encryption key in {key_file}" in up.output()
+        assert "PARTDASH_ENCRYPTION_KEYS=" not in (var / "partdash.env").read_text()
         while time.monotonic() - up_since < 60:
             assert up.process.poll() is None, up.output()[-3000:]
             time.sleep(1)

@@ -110,3 +110,34 @@ def test_a_worker_that_keeps_dying_at_start_up_is_reported_and_given_up(
     log = tmp_path / "log" / "worker.log"
     assert str(died) == f"worker exited (status 1): {reason}; see {log}"
     assert up.services[1].status() is not None
+
+
+def test_the_demo_step_gets_its_dsn_by_the_environment_never_its_arguments(
+    supervise, tmp_path, monkeypatch, capsys
+):
+    dsn = "mysql://root:Demo-pw-7731@127.0.0.1:1/"
+    monkeypatch.setenv("PARTDASH_DEMO_DSN", dsn)
+    started = []
+    real_popen = supervise.subprocess.Popen
+
+    def recording_popen(argv, **options):
+        started.append(argv)
+        # In place of manage.py: succeed when the DSN arrived by the environment.
+        check = "import os, sys; sys.exit(os.environ.get('PARTDASH_DEMO_DSN') != sys.argv[1])"
+        return real_popen([sys.executable, "-c", check, dsn], **options)
+
+    monkeypatch.setattr(supervise.subprocess, "Popen", recording_popen)
+    up = supervise.MakeUp(argparse.Namespace(var=str(tmp_path)), supervise.Supervisor(False))
+    up.register_demo()
+
+    (argv,) = started
+    assert argv[1:3] == ["manage.py", "demo"]
+    assert not any("Demo-pw" in part or "mysql://" in part for part in argv)
+    assert "no demo server" not in capsys.readouterr().out  # the child saw the DSN
+
+
+def test_urls_are_shown_without_their_password(supervise):
+    shown = supervise.without_password("redis://:Broker-pw@10.0.0.5:6380/0")
+    assert shown == "redis://:***@10.0.0.5:6380/0"
+    assert supervise.without_password("mysql://root:pw@db:3306/") == "mysql://root:***@db:3306/"
+    assert supervise.without_password("redis://127.0.0.1:6379/0") == "redis://127.0.0.1:6379/0"

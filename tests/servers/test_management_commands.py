@@ -293,7 +293,9 @@ def test_addserver_refuses_a_ca_file_without_certificates(cli):
     )
 
     assert result.returncode == 2
-    assert one_line(result.stderr).endswith("ssl_ca: /etc/passwd holds no PEM certificate.")
+    assert one_line(result.stderr).endswith(
+        "ssl_ca: /etc/passwd is not a readable file of PEM certificates."
+    )
     assert cli.count_servers() == 0
 
 

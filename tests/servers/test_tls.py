@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pymysql
 import pytest
+from django.core.exceptions import ValidationError
 from django.utils import timezone
 
 from partdash.collector.service import poll_server
@@ -181,9 +182,9 @@ def test_verify_ca_to_a_server_without_tls_says_so(mariadb, certificates, make_s
 @pytest.mark.parametrize(
     ("content", "reason"),
     [
-        (None, "No such file or directory"),
-        (Path("/etc/passwd").read_bytes(), "it holds no PEM certificate"),
-        (b"", "it holds no PEM certificate"),
+        (None, "not a readable file of PEM certificates"),
+        (Path("/etc/passwd").read_bytes(), "not a readable file of PEM certificates"),
+        (b"", "not a readable file of PEM certificates"),
     ],
     ids=["removed", "replaced-by-passwd", "emptied"],
 )
@@ -219,9 +220,9 @@ def test_a_ca_file_replaced_by_another_ca_is_used_at_once(
 @pytest.mark.parametrize(
     ("path", "message"),
     [
-        ("/etc/passwd", "/etc/passwd holds no PEM certificate."),
-        ("/nonexistent/ca.pem", "/nonexistent/ca.pem is not a readable file."),
-        ("/etc", "/etc is not a readable file."),
+        ("/etc/passwd", "/etc/passwd is not a readable file of PEM certificates."),
+        ("/nonexistent/ca.pem", "/nonexistent/ca.pem is not a readable file of PEM certificates."),
+        ("/etc", "/etc is not a readable file of PEM certificates."),
     ],
     ids=["not-pem", "missing", "directory"],
 )
@@ -232,6 +233,23 @@ def test_a_ca_file_is_validated_when_saved(path, message):
         server.full_clean()
 
     assert raised.value.message_dict == {"ssl_ca": [message]}
+
+
+def test_a_ca_file_error_does_not_tell_whether_the_file_exists(tmp_path):
+    """The path is typed by a web user and checked on the web host: a file that exists
+    (readable or not) and one that does not answer alike."""
+    secret = tmp_path / "private.key"
+    secret.write_text("not a certificate\n")
+    locked = tmp_path / "locked"
+    locked.write_text("")
+    locked.chmod(0)
+    answers = set()
+    for path in (secret, locked, tmp_path / "missing", tmp_path):
+        server = Server(name="x", host="db", user="mon", tls_mode="verify_ca", ssl_ca=str(path))
+        with pytest.raises(ValidationError) as raised:
+            server.full_clean()
+        answers.add(raised.value.message_dict["ssl_ca"][0].replace(str(path), "PATH"))
+    assert answers == {"PATH is not a readable file of PEM certificates."}
 
 
 def test_a_pem_ca_file_is_accepted(certificates):
@@ -249,7 +267,7 @@ def test_test_connection_reports_a_broken_ca_file_instead_of_failing(
     response = admin_client.get(f"/admin/servers/server/{server.pk}/test-connection/")
 
     assert response.status_code == 200
-    assert f"cannot use the TLS CA file {ca_copy}: it holds no PEM certificate" in (
+    assert f"cannot use the TLS CA file {ca_copy}: not a readable file of PEM certificates" in (
         response.content.decode()
     )
 

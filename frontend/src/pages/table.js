@@ -3,7 +3,7 @@ import { getJSON } from "../api.js";
 import { showCompression } from "../compression.js";
 import { el, estimate, show } from "../dom.js";
 import { findingList } from "../findings.js";
-import { age, bytes, count, localTime, number } from "../format.js";
+import { age, bytes, count, localTime, number, shown } from "../format.js";
 import { watchPolls } from "../live.js";
 import { foldBars, TOP_BARS } from "../fold.js";
 import { hasRates, heatLegend, heatmap } from "../heatmaps.js";
@@ -196,6 +196,8 @@ async function drawActivity() {
   const fetched = await Promise.all(
     metrics.map((m) => getJSON(`${tableUrl}history/?metric=${m}&${query}`)),
   );
+  // Partition names label the charts' series, drawn on a canvas: escaped as any text is.
+  for (const history of fetched) history.partitions = history.partitions.map((p) => shown(p));
   activity = Object.fromEntries(metrics.map((m, i) => [m, fetched[i]]));
   drawHeatmaps();
   const levels = toLatestPoll(activity[view.metric], activity.write_bytes_per_s);

@@ -18,7 +18,9 @@ class Command(PartdashCommand):
         parser.add_argument(
             "--dsn",
             default=os.environ.get("PARTDASH_DEMO_DSN", DEFAULT_DSN),
-            help="mysql://user:password@host:port/ (default: $PARTDASH_DEMO_DSN or %(default)s)",
+            help="mysql://user:password@host:port/ (default: $PARTDASH_DEMO_DSN or "
+            "%(default)s; prefer the variable for a DSN with a password: every user of the "
+            "machine can read a command's arguments)",
         )
         parser.add_argument("--register", metavar="NAME", help="also register it as server NAME")
         parser.add_argument(
