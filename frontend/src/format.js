@@ -98,3 +98,9 @@ export function age(iso, now = Date.now()) {
 export function partitionLabel(partition) {
   return partition.subpartition ? `${partition.name} / ${partition.subpartition}` : partition.name;
 }
+
+// Text as a search compares it: without accents, whatever the case ("Été" gives "ete"), as
+// the server's search folds names (partdash/lib/folding.py).
+export function folded(text) {
+  return text.normalize("NFKD").replace(/\p{M}/gu, "").toLowerCase();
+}
