@@ -241,7 +241,7 @@ REST_FRAMEWORK = {
     },
     # The client's address for anonymous throttling: X-Forwarded-For only behind a proxy.
     "NUM_PROXIES": 1 if PARTDASH_TRUSTED_PROXY else 0,
-    "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+    "DEFAULT_SCHEMA_CLASS": "partdash.api.schema.PartdashSchema",
     # The browsable API for logged-in people, production included (README, "API docs").
     "DEFAULT_RENDERER_CLASSES": [
         "rest_framework.renderers.JSONRenderer",
@@ -260,7 +260,13 @@ REST_FRAMEWORK = {
 DATA_UPLOAD_MAX_MEMORY_SIZE = env.int("PARTDASH_MAX_BODY_BYTES", default=1024 * 1024)
 SPECTACULAR_SETTINGS = {
     "TITLE": "partdash API",
-    "DESCRIPTION": "Partition health of MySQL and MariaDB servers.",
+    "DESCRIPTION": (
+        "Partition health of MySQL and MariaDB servers. Every endpoint needs a login or a "
+        "token (`Authorization: Token KEY`). Viewers (and any user in no group) read; "
+        "operators also write servers, polls, alert rules and silences, and choose the "
+        "tables /metrics exports per partition; admins (staff) also manage users and tokens, "
+        "in the admin. Each operation says who may call it."
+    ),
     "VERSION": "1",
     "SERVE_INCLUDE_SCHEMA": False,
     # /api/schema/ like the rest of the API: a login or a token.

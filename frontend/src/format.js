@@ -123,3 +123,9 @@ export function shown(text, { keepNewlines = false } = {}) {
     keepNewlines && character === "\n" ? character : escaped(character),
   );
 }
+
+// Text as a search compares it: without accents, whatever the case ("Été" gives "ete"), as
+// the server's search folds names (partdash/lib/folding.py).
+export function folded(text) {
+  return text.normalize("NFKD").replace(/\p{M}/gu, "").toLowerCase();
+}

@@ -83,8 +83,13 @@ export class Grid {
   }
 
   renderRow(row) {
+    // data-key and data-label: a phone shows each row as a card, its cells labelled.
     const cells = this.columns.map((c) =>
-      el("td", { className: c.className || "" }, c.render(row)),
+      el(
+        "td",
+        { className: c.className || "", dataset: { key: c.key, label: c.label } },
+        c.render(row),
+      ),
     );
     return el("tr", { dataset: { id: row.id } }, cells);
   }

@@ -301,7 +301,7 @@ class AlertRuleSerializer(serializers.ModelSerializer):
 
 
 class AlertRuleViewSet(viewsets.ModelViewSet):
-    """Overrides of the built-in rules; viewers read, staff write."""
+    """Overrides of the built-in rules; viewers read, operators write."""
 
     queryset = AlertRule.objects.select_related("server")
     serializer_class = AlertRuleSerializer

@@ -4,8 +4,9 @@ and an unexpected exception a logged JSON 500 (none should happen: each is a bug
 import logging
 
 from django.core.exceptions import RequestDataTooBig, SuspiciousOperation
-from django.http import HttpResponse, HttpResponsePermanentRedirect, JsonResponse
+from django.http import Http404, HttpResponse, HttpResponsePermanentRedirect, JsonResponse
 from django.urls import Resolver404, resolve
+from rest_framework.exceptions import NotFound
 from rest_framework.views import exception_handler
 
 log = logging.getLogger(__name__)
@@ -13,7 +14,11 @@ log = logging.getLogger(__name__)
 
 def api_exception_handler(exc, context):
     """DRF's handler; a body over DATA_UPLOAD_MAX_MEMORY_SIZE (Django raises it as DRF
-    reads the body) a 413; then a JSON 500 for what it does not know."""
+    reads the body) a 413; then a JSON 500 for what it does not know. A missing object
+    is "Not found.": Django's own message names the model class ("No PartitionedTable
+    matches the given query."), which is partdash's code, not the reader's words."""
+    if isinstance(exc, Http404):
+        exc = NotFound()
     response = exception_handler(exc, context)
     if response is not None:
         return response

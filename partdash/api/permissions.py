@@ -43,14 +43,36 @@ def may_write(user, model=None) -> bool:
 def required_permission(request, view) -> str | None:
     """The permission an unsafe request needs, or None where nothing grants it (a
     read-only endpoint)."""
+    return method_permission(request.method, view)
+
+
+def method_permission(method: str, view) -> str | None:
+    """The permission `method` needs on `view` (None: a read, or nothing grants it)."""
     action = getattr(view, "action", None)
     if action in ACTION_PERMISSIONS:
         return ACTION_PERMISSIONS[action]
     queryset = getattr(view, "queryset", None)
-    if queryset is None or request.method not in VERBS:
+    if queryset is None or method not in VERBS:
         return None
     meta = queryset.model._meta
-    return f"{meta.app_label}.{VERBS[request.method]}_{meta.model_name}"
+    return f"{meta.app_label}.{VERBS[method]}_{meta.model_name}"
+
+
+# The role that first holds each app's write permissions (accounts migration 0002_roles):
+# operators write servers, polls, alert rules, silences and per-partition export; admins
+# (staff) manage users, groups and tokens.
+WRITING_ROLE = {"servers": "operators", "alerts": "operators", "metrics": "operators"}
+
+
+def who_may(method: str, view) -> str:
+    """Who may send `method` to `view`, as the OpenAPI document says it."""
+    if method in SAFE_METHODS:
+        return "Who may: every logged-in user (viewers and up) reads."
+    permission = method_permission(method, view)
+    if permission is None:
+        return "Who may: no one; the endpoint is read-only."
+    role = WRITING_ROLE.get(permission.split(".")[0], "admins (staff)")
+    return f"Who may: {role} and admins, who hold `{permission}`; viewers get 403."
 
 
 class RolePermission(BasePermission):

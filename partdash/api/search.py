@@ -36,8 +36,8 @@ class SearchResultSerializer(serializers.Serializer):
 
 
 class SearchView(APIView):
-    """Live tables on every server whose `schema.table` contains `q`, ignoring case:
-    exact table names first, then names starting with `q`, then the rest."""
+    """Live tables on every server whose `schema.table` contains `q`, ignoring accents
+    and case: exact table names first, then names starting with `q`, then the rest."""
 
     @extend_schema(
         parameters=[

@@ -38,6 +38,14 @@ from partdash.servers.models import Server
 log = logging.getLogger(__name__)
 
 
+# What the summary's counts are, said in the line itself: a partition "changed" when its
+# latest figures or rates differ from the previous poll's (its row is rewritten), and is
+# "stored" when a point of its history was written (its rows or sizes moved; a change of
+# rates alone writes none).
+CHANGED = "figures or rates differ from the last poll"
+STORED = "history points written"
+
+
 @dataclass
 class PollReport:
     """The outcome of one poll, as `manage.py poll` prints it. `warnings` holds one line
@@ -60,8 +68,8 @@ class PollReport:
             return f"{self.server}: not polled: {self.error}"
         count = len(self.warnings)
         line = (
-            f"{self.server}: {self.partitions_seen} partitions seen, {self.changed} changed, "
-            f"{self.stored} stored in {self.seconds:.2f}s, "
+            f"{self.server}: {self.partitions_seen} partitions seen, {self.changed} changed "
+            f"({CHANGED}), {self.stored} stored ({STORED}) in {self.seconds:.2f}s, "
             f"{count} warning{'' if count == 1 else 's'}"
         )
         return "\n".join([line, *(f"  {warning}" for warning in self.warnings)])

@@ -1,4 +1,5 @@
-"""The search page: tables across the fleet whose `schema.table` contains `?q=`."""
+"""The search page: tables across the fleet whose `schema.table` contains `?q=`, ignoring
+accents and case (`partdash.metrics.search`)."""
 
 from django.contrib.auth.decorators import login_required
 from django.http import HttpRequest, HttpResponse

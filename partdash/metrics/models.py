@@ -11,6 +11,7 @@ from datetime import UTC
 from django.db import models
 
 from partdash.lib.fields import ClippedCharField
+from partdash.lib.folding import folded
 
 # The figures a PartitionSample records (each NULL when unchanged).
 SIZE_FIGURES = ("rows", "data_bytes", "index_bytes", "file_bytes", "allocated_bytes")
@@ -99,6 +100,11 @@ class PartitionedTable(models.Model):
     export_partitions = models.BooleanField(
         default=False, help_text="Show each partition's figures in /metrics."
     )
+    # The schema and name as search compares them (`lib.folding.folded`: no accents, no
+    # case), kept by `save`, so a search for "ete" finds `commandes_été` on every
+    # metadata store (SQLite, MySQL and PostgreSQL fold accents each its own way, or not).
+    folded_schema = models.CharField(max_length=200, blank=True, editable=False)
+    folded_name = models.CharField(max_length=200, blank=True, editable=False)
 
     class Meta:
         ordering = ["schema", "name"]
@@ -108,6 +114,13 @@ class PartitionedTable(models.Model):
 
     def __str__(self) -> str:
         return f"{self.schema}.{self.name}"
+
+    def save(self, *args, **kwargs) -> None:
+        self.folded_schema, self.folded_name = folded(self.schema), folded(self.name)
+        update_fields = kwargs.get("update_fields")
+        if update_fields is not None and {"schema", "name"} & set(update_fields):
+            kwargs["update_fields"] = {*update_fields, "folded_schema", "folded_name"}
+        super().save(*args, **kwargs)
 
 
 class Partition(models.Model):

@@ -80,7 +80,9 @@ class Server(models.Model):
     )
     user = models.CharField(max_length=80)
     password_token = models.TextField(blank=True, editable=False)
-    tls_mode = models.CharField(max_length=20, choices=TlsMode, default=TlsMode.PREFERRED)
+    tls_mode = models.CharField(
+        "TLS mode", max_length=20, choices=TlsMode, default=TlsMode.PREFERRED
+    )
     ssl_ca = models.CharField(
         "TLS CA file", max_length=500, blank=True, help_text="Path to a PEM CA bundle."
     )
@@ -124,8 +126,8 @@ class Server(models.Model):
     unmonitored_tables = models.PositiveIntegerField(null=True, blank=True, editable=False)
     # Whether the server offered TLS when last looked at (None: not known yet), so a new
     # process knows without a throw-away connection; looked at again once a day.
-    tls_offered = models.BooleanField(null=True, blank=True, editable=False)
-    tls_checked_at = models.DateTimeField(null=True, blank=True, editable=False)
+    tls_offered = models.BooleanField("TLS offered", null=True, blank=True, editable=False)
+    tls_checked_at = models.DateTimeField("TLS checked at", null=True, blank=True, editable=False)
     # The certificate the server presented when last connected to (`SHA256:` + hex), ""
     # before any TLS connection: what an operator approves.
     tls_fingerprint = models.CharField(

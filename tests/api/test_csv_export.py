@@ -1,8 +1,11 @@
 """`?format=csv` on a server's tables, a table's partitions and the alerts: a header
 row, quoted cells, nested figures as dotted columns, and nothing a spreadsheet runs."""
 
+import codecs
 import csv
 import io
+import re
+from datetime import date, timedelta
 
 import pytest
 from django.core.cache import cache
@@ -22,9 +25,11 @@ def empty_cache():
 
 
 def read_csv(response) -> list[dict]:
+    """The rows, read as a spreadsheet reads them: the UTF-8 byte order mark first."""
     assert response.status_code == 200, response.content
     assert response["Content-Type"].startswith("text/csv")
-    return list(csv.DictReader(io.StringIO(response.content.decode())))
+    assert response.content.startswith(codecs.BOM_UTF8)
+    return list(csv.DictReader(io.StringIO(response.content.decode("utf-8-sig"))))
 
 
 def test_cells_that_start_a_formula_are_quoted_and_commas_and_quotes_survive():
@@ -87,3 +92,58 @@ def test_the_server_table_and_alerts_pages_link_their_csv(client, viewer):
         html = client.get(page).content.decode()
         assert f'href="{csv_url}" download>Download CSV</a>' in html, page
         assert client.get(csv_url.replace("&amp;", "&"))["Content-Type"].startswith("text/csv")
+
+
+def test_polled_tables_as_csv_are_plain_text_one_column_per_figure(viewer_api):
+    """What a poll stores, exported: a skewed HASH table named with accents, a RANGE table
+    with runway, KEY tables. No cell holds a Python repr (`{'advice': ...}`, `None`,
+    `True`); each figure has one column, a figure null for some tables (runway for the
+    HASH ones) included; findings read as the pages say them; accents survive as
+    UTF-8 behind a byte order mark."""
+    today = date.today()
+    day = builders.day_bound
+    server = builders.server("db1")
+    held = [
+        builders.hash_table("ventes", "commandes_été", [4000, 20, 20, 20]),
+        builders.range_table(
+            "ventes",
+            "orders",
+            [
+                ("p_old", day(today - timedelta(days=30)), 50),
+                ("p_now", day(today + timedelta(days=3)), 200),
+                ("p_max", "MAXVALUE", 0),
+            ],
+            "to_days(`d`)",
+        ),
+        builders.hash_table("ventes", "small", [5, 5], method="KEY"),
+    ]
+    for _ in range(2):
+        builders.poll(server, *held)
+    response = viewer_api.get(f"/api/v1/servers/{server.pk}/tables/", {"format": "csv"})
+    tables = {row["name"]: row for row in read_csv(response)}
+    api = {t["name"]: t for t in viewer_api.get(f"/api/v1/servers/{server.pk}/tables/").json()}
+
+    assert set(tables) == {"commandes_été", "orders", "small"}
+    assert "commandes_été".encode() in response.content  # UTF-8, not a legacy code page
+    header = list(tables["orders"])
+    assert len(header) == len(set(header))
+    # One column per figure: no `runway` beside `runway.days_left`, none per nested object.
+    for nested in ("skew", "runway", "statistics"):
+        assert nested not in header and f"{nested}." in ",".join(header), nested
+    assert tables["orders"]["runway.days_left"] == str(api["orders"]["runway"]["days_left"])
+    assert tables["commandes_été"]["runway.days_left"] == ""
+    assert tables["commandes_été"]["skew.max_mean_ratio"] == str(
+        api["commandes_été"]["skew"]["max_mean_ratio"]
+    )
+    # Findings read as text: severity, kind, message, then the fix's advice.
+    (skew,) = api["commandes_été"]["findings"]
+    cell = tables["commandes_été"]["findings"]
+    assert cell == f"{skew['severity']} skew: {skew['message']}. Fix: {skew['fix']['advice']}"
+    runway_lines = tables["orders"]["findings"].split("\n")
+    assert len(runway_lines) == len(api["orders"]["findings"]) >= 1
+    for line, finding in zip(runway_lines, api["orders"]["findings"], strict=True):
+        said = f"{finding['severity']} {finding['kind']}: {finding['message']}"
+        assert line == " ".join(f"{said}. Fix: {finding['fix']['advice']}".split())
+    every_cell = [value for row in tables.values() for value in row.values()]
+    for value in every_cell:
+        assert not re.search(r"\{'|': |\bNone\b|\bTrue\b|\bFalse\b", value), value

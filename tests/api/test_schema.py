@@ -1,6 +1,7 @@
 """The OpenAPI document describes the alerting endpoints with the contract's fields."""
 
 import json
+import re
 
 import pytest
 
@@ -58,4 +59,33 @@ def test_the_schema_builds_without_a_warning(tmp_path):
 
     call_command(
         "spectacular", "--validate", "--fail-on-warn", "--file", str(tmp_path / "schema.yml")
+    )
+
+
+def test_the_document_says_who_may_write_as_the_roles_grant_it(schema):
+    """Every write names the permission it needs and the role holding it, as the groups
+    in the database grant it; every read says viewers read. No operation says staff."""
+    from django.contrib.auth.models import Group
+
+    def held(role: str) -> set[str]:
+        permissions = Group.objects.get(name=role).permissions.select_related("content_type")
+        return {f"{p.content_type.app_label}.{p.codename}" for p in permissions}
+
+    operators, viewers = held("operators"), held("viewers")
+    writes = 0
+    for path, operations in schema["paths"].items():
+        for method, operation in operations.items():
+            said = operation.get("description", "")
+            assert "staff write" not in said, (method, path)
+            if method == "get":
+                assert "Who may: every logged-in user (viewers and up) reads." in said, path
+                continue
+            writes += 1
+            (permission,) = re.findall(r"who hold `([a-z_.]+)`", said)
+            assert "Who may: operators and admins" in said, (method, path, said)
+            assert permission in operators and permission not in viewers, (method, path)
+    assert writes >= 11
+    assert (
+        "operators also write servers, polls, alert rules and silences"
+        in (schema["info"]["description"])
     )

@@ -121,3 +121,26 @@ def test_the_search_page_links_each_table_and_its_server(admin_client, fleet):
 def test_the_search_page_refuses_an_overlong_text(admin_client, fleet):
     response = admin_client.get("/search/", {"q": "x" * (MAX_QUERY_LENGTH + 1)})
     assert response.status_code == 400
+
+
+def test_search_ignores_accents_and_case_on_tables_a_poll_stored(viewer_api, client, viewer):
+    """`ete` finds `commandes_été` and `ÉTÉ` too; `été` finds `summer_ete`: the names
+    stored by a poll (through the store, not a builder's row) and the text both folded."""
+    db1 = builders.server("db1")
+    builders.poll(
+        db1,
+        builders.hash_table("ventes", "commandes_été", [10, 10]),
+        builders.hash_table("Données", "summer_ete", [10, 10]),
+        builders.hash_table("ventes", "orders", [10, 10]),
+    )
+    accented = [("db1", "ventes", "commandes_été")]
+    # Neither name is `ete` nor starts with it: by schema, then name.
+    assert found(viewer_api, "ete") == [("db1", "Données", "summer_ete"), *accented]
+    assert found(viewer_api, "commandes_ete") == accented
+    assert found(viewer_api, "ÉTÉ") == [("db1", "Données", "summer_ete"), *accented]
+    assert found(viewer_api, "donnees.summer") == [("db1", "Données", "summer_ete")]
+    assert found(viewer_api, "summer_été") == [("db1", "Données", "summer_ete")]
+
+    client.force_login(viewer)
+    page = client.get("/search/", {"q": "Commandes_Ete"}).content.decode()
+    assert "commandes_été" in page and "summer_ete" not in page

@@ -159,7 +159,7 @@ def test_the_fleet_page_lists_servers_with_findings_and_the_worst_tables(
     row = page.locator("#servers tbody tr[data-server='pages-db']")
     servers = api(page, "servers/")
     (listed,) = [s for s in servers if s["name"] == "pages-db"]
-    assert digits(row.locator("td").nth(6).inner_text()) == listed["partitions"]
+    assert digits(row.locator("td[data-label='Partitions']").inner_text()) == listed["partitions"]
     assert row.locator(f"a[href='/admin/servers/server/{fleet.server.pk}/change/']").count() == 1
     for finding in listed["findings"]:
         assert finding["message"] in row.inner_text()
@@ -310,7 +310,10 @@ def test_the_server_page_shows_capabilities_pressure_and_the_tables(
     (hashy,) = [t for t in tables if t["id"] == fleet.hash_table.pk]
     assert hashy["rows"] == SKEWED_ROWS + 3 * OTHER_ROWS + 2 * 100
     hash_row = page.locator(f"#tables tbody tr[data-id='{fleet.hash_table.pk}']")
-    assert digits(hash_row.locator("td").nth(3).locator(".figure").inner_text()) == hashy["rows"]
+    assert (
+        digits(hash_row.locator("td[data-key='rows']").locator(".figure").inner_text())
+        == hashy["rows"]
+    )
     assert "as of" in hash_row.locator("abbr.est").first.get_attribute("title")
     assert page.locator("#tables tbody tr").count() == len(tables)
 

@@ -168,7 +168,24 @@ def test_all_the_excess_in_one_hash_partition_asks_how_many_values_it_holds():
     assert fix.advice.endswith("ANALYZE PARTITION ALL.")
 
 
-@pytest.mark.parametrize(("number", "words"), [(2, "2nd"), (3, "3rd"), (4, "4th"), (11, "11th")])
+@pytest.mark.parametrize(
+    ("number", "words"),
+    [
+        (1, "1st"),
+        (2, "2nd"),
+        (3, "3rd"),
+        (4, "4th"),
+        (11, "11th"),
+        (12, "12th"),
+        (13, "13th"),
+        (21, "21st"),
+        (22, "22nd"),
+        (23, "23rd"),
+        (103, "103rd"),
+        (111, "111th"),
+        (113, "113th"),
+    ],
+)
 def test_ordinals(number, words):
     assert ordinal(number) == words
 

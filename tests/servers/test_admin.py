@@ -219,3 +219,15 @@ def test_a_non_staff_user_cannot_reach_the_admin(client, django_user_model):
         response = client.get(url)
         assert response.status_code == 302
         assert response["Location"].startswith("/admin/login/")
+
+
+def test_the_admin_spells_tls_in_capitals(admin_client):
+    """Every label the server's pages show reads "TLS", never Django's "Tls" from a field
+    name; the changelist's filters and columns too."""
+    server = builders.server("labels", tls_offered=True)
+    for url in (ADD, change_url(server), CHANGELIST):
+        page = page_text(admin_client.get(url))
+        assert not re.search(r"\bTls\b", page), (url, re.findall(r".{30}\bTls\b.{30}", page))
+    change_page = page_text(admin_client.get(change_url(server)))
+    for label in ("TLS mode", "TLS CA file", "TLS offered", "TLS checked at"):
+        assert label in change_page, label

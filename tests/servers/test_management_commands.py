@@ -310,7 +310,9 @@ def test_poll_prints_a_one_line_summary_counting_the_partitions(cli, target):
     assert result.returncode == 0, result.stderr
     summary = one_line(result.stdout)
     assert re.fullmatch(
-        r"pd1: 5 partitions seen, \d+ changed, \d+ stored in \d+\.\d\ds, 0 warning\S*", summary
+        r"pd1: 5 partitions seen, \d+ changed \(figures or rates differ from the last poll\), "
+        r"\d+ stored \(history points written\) in \d+\.\d\ds, 0 warnings",
+        summary,
     ), summary
     row = cli.server("pd1")
     assert (row["status"], row["partitions"], row["partitioned_tables"]) == ("ok", 5, 1)
@@ -393,10 +395,38 @@ def test_poll_of_an_unreachable_server_exits_1_with_the_reason(cli, where):
 
     assert result.returncode == 1
     assert f"gone: not polled: {reason}" in result.stderr
+    assert result.stderr.count(reason) == 1, result.stderr  # said once, not logged again
+    assert "could not be polled" not in result.stderr  # one server: its line is the whole
     assert "Traceback" not in result.stderr
     row = cli.server("gone")
     assert row["status"] == "unreachable"
     assert reason in row["last_error"]
+
+
+def test_poll_all_says_each_failure_once_then_how_many_failed(cli, target):
+    register(cli, "pd1", target, "--user", "root")
+    ports = [free_port(), free_port()]
+    for name, port in zip(("gone1", "gone2"), ports, strict=True):
+        added = cli.run(
+            "addserver", name, "--host", "127.0.0.1", "--port", str(port), "--user", "u"
+        )
+        assert added.returncode == 0, added.stderr
+
+    result = cli.run("poll", "--all")
+
+    assert result.returncode == 1
+    for name, port in zip(("gone1", "gone2"), ports, strict=True):
+        reason = f"connection refused by 127.0.0.1:{port}"
+        assert result.stderr.count(reason) == 1, result.stderr
+        assert f"{name}: not polled: {reason}" in result.stderr
+    assert result.stderr.rstrip().endswith("2 of 3 servers could not be polled")
+    assert result.stdout.startswith("pd1: 5 partitions seen")
+
+
+def test_poll_help_says_what_changed_and_stored_mean(cli):
+    said = " ".join(cli.run("poll", "--help").stdout.split())
+    assert "a partition 'changed' when its figures or rates differ from the last poll" in said
+    assert "'stored' when its rows or sizes moved, so a point of its history was written" in said
 
 
 def test_poll_without_a_name_or_all_exits_2(cli):

@@ -8,7 +8,8 @@ import { age, count, localTime, number } from "../format.js";
 
 const REFRESH_MS = 15000;
 
-// One line of a (possibly multi-line) reason; the whole of it in the tooltip.
+// The first line of a (possibly multi-line) reason, in full: it wraps, never cut; the
+// other lines are on the server page (all of them in the tooltip).
 function reasonLine(className, prefix, text) {
   const lines = (text || "no reason was recorded").split("\n");
   const more = lines.length > 1 ? ` (+${lines.length - 1} more on the server page)` : "";
@@ -89,6 +90,18 @@ function sameAddress(servers) {
   );
 }
 
+// Where the server is and what it runs, under its name: one small line, so the columns
+// left to the findings are the ones a DBA sorts by eye (status, last poll, counts).
+function serverMeta(server) {
+  const version = server.version ? `${server.flavor} ${server.version}` : null;
+  return el(
+    "div",
+    { className: "server-meta small" },
+    el("span", { className: "address" }, address(server)),
+    version ? [" · ", el("span", { className: "version" }, version)] : null,
+  );
+}
+
 function serverRow(server, alertCounts, others) {
   const name = [
     link(urls.serverPage(server.id), server.name, { className: "server-link" }),
@@ -96,6 +109,7 @@ function serverRow(server, alertCounts, others) {
     alertBadge(alertCounts, alertsPage({ server: server.id })),
     " ",
     link(urls.serverAdmin(server.id), "admin", { className: "admin-link small" }),
+    serverMeta(server),
     others.length
       ? el(
           "div",
@@ -115,17 +129,19 @@ function serverRow(server, alertCounts, others) {
   return el(
     "tr",
     { dataset: { server: server.name, id: server.id, duplicate: others.length ? "true" : null } },
-    cell(name),
-    labelled("Address", cell(address(server))),
-    labelled("Version", cell(server.version ? `${server.flavor} ${server.version}` : "—")),
+    cell(name, "server"),
     labelled("Status", cell(server.status, `status status-${server.status}`)),
     labelled(
       "Last poll",
-      el("td", { title: lastPollTitle(server) }, localTime(server.last_poll_at)),
+      el(
+        "td",
+        { className: "last-poll", title: lastPollTitle(server) },
+        localTime(server.last_poll_at),
+      ),
     ),
-    labelled("Partitioned tables", cell(count(server.partitioned_tables), "num")),
-    labelled("Partitions", cell(count(server.partitions), "num")),
-    el("td", {}, problems(server)),
+    labelled("Partitioned tables", cell(count(server.partitioned_tables), "num tables")),
+    labelled("Partitions", cell(count(server.partitions), "num partitions")),
+    el("td", { className: "problems" }, problems(server)),
   );
 }
 
@@ -208,7 +224,7 @@ function keepFresh(nodes) {
     refreshFleet(nodes).catch((error) => {
       const message = (what) =>
         el("span", { className: "error" }, `Cannot load ${what}: ${error.message}`);
-      nodes.body.replaceChildren(el("tr", {}, el("td", { colSpan: 8 }, message("servers"))));
+      nodes.body.replaceChildren(el("tr", {}, el("td", { colSpan: 6 }, message("servers"))));
       nodes.list.replaceChildren(el("li", {}, message("findings")));
     });
   setInterval(load, REFRESH_MS);

@@ -2,7 +2,7 @@
 import { getJSON, urls } from "../api.js";
 import { code, el, estimate, link, show } from "../dom.js";
 import { severityBadge } from "../findings.js";
-import { age, bytes, count, localTime, number } from "../format.js";
+import { age, bytes, count, folded, localTime, number } from "../format.js";
 import { Grid } from "../grid.js";
 import { capabilityPanel, FILE_IO, pressurePanel, warningsPanel } from "../health.js";
 import { watchPolls } from "../live.js";
@@ -18,14 +18,36 @@ const asOf = (table) => table.skew?.as_of ?? table.runway?.as_of;
 // Where a table is subpartitioned its stored count is of subpartitions: say so.
 const partitionCount = (t) =>
   t.subpartition_method ? `${count(t.partition_count)} subpartitions` : count(t.partition_count);
-const worst = (table) => table.findings?.[0];
+
+// Each finding as its severity's badge and its kind ("critical runway"), worst first; the
+// message in the tooltip, the whole of it on the table page.
+function findingBadges(table) {
+  return (table.findings ?? []).map((finding) =>
+    el(
+      "span",
+      { className: "finding-badge", title: finding.message, dataset: { kind: finding.kind } },
+      severityBadge(finding.severity),
+      " ",
+      finding.kind,
+    ),
+  );
+}
 
 const COLUMNS = [
   {
     key: "table",
     label: "Table",
     value: (t) => `${t.schema}.${t.name}`,
-    render: (t) => link(urls.tablePage(t.id), `${t.schema}.${t.name}`, { className: "table-link" }),
+    // May break after the dot, so a long schema and name take two short lines.
+    render: (t) =>
+      link(urls.tablePage(t.id), [t.schema, ".", el("wbr"), t.name], { className: "table-link" }),
+  },
+  // Second, so what is wrong is in view beside where, whatever the screen.
+  {
+    key: "score",
+    label: "Findings",
+    value: (t) => t.score ?? 0,
+    render: findingBadges,
   },
   { key: "method", label: "Method", value: (t) => t.method, render: (t) => t.method },
   {
@@ -82,15 +104,6 @@ const COLUMNS = [
     className: "num",
     value: (t) => t.runway?.days_left,
     render: (t) => number(t.runway?.days_left),
-  },
-  {
-    key: "score",
-    label: "Findings",
-    value: (t) => t.score ?? 0,
-    render: (t) =>
-      worst(t)
-        ? [severityBadge(worst(t).severity), " ", t.findings.map((f) => f.kind).join(", ")]
-        : "",
   },
 ];
 
@@ -267,10 +280,10 @@ function setupFilters(grid, tables, view) {
   method.value = methods.includes(view.method) ? view.method : "";
   findingsOnly.checked = view.findings === "1";
   const apply = () => {
-    const needle = text.value.trim().toLowerCase();
+    const needle = folded(text.value.trim());
     grid.filter(
       (t) =>
-        `${t.schema}.${t.name}`.toLowerCase().includes(needle) &&
+        folded(`${t.schema}.${t.name}`).includes(needle) &&
         (!method.value || t.method === method.value) &&
         (!findingsOnly.checked || t.findings?.length > 0),
     );

@@ -10,23 +10,37 @@ which no time limit bounds. Should Redis, which holds the lock, fail to give it
 is tried out before the worker runs).
 
 Prints `PollReport.summary`: one line, then one line per distinct warning (grouped by
-fix, so a server with hundreds of hidden tables prints a few lines, not hundreds)."""
+fix, so a server with hundreds of hidden tables prints a few lines, not hundreds). A
+failure is said once: the poll service's own log line of it (for the worker's log) is
+held back, as the summary says the same; a traceback (a bug) is still shown."""
 
+import logging
+import sys
 import uuid
 from contextlib import ExitStack
 
 import redis
 
 from partdash.collector import scheduling
-from partdash.collector.service import PollReport, poll_server
+from partdash.collector.service import CHANGED, PollReport, poll_server
 from partdash.lib.commands import PartdashCommand
 from partdash.servers.models import Server
+
+
+class ReportedInSummary(logging.Filter):
+    """Drops the poll service's one-line records of a failure, which the summary repeats;
+    keeps those with a traceback."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return record.exc_info is not None or record.levelno < logging.WARNING
 
 
 class Command(PartdashCommand):
     help = (
         "Poll one server (or --all enabled servers) now, then evaluate its alerts and queue "
-        "their emails; print a summary line per server, then one line per distinct warning."
+        "their emails; print a summary line per server, then one line per distinct warning. "
+        f"In the summary, a partition 'changed' when its {CHANGED}, and is 'stored' when "
+        "its rows or sizes moved, so a point of its history was written."
     )
 
     def add_arguments(self, parser) -> None:
@@ -75,13 +89,19 @@ class Command(PartdashCommand):
             return poll_server(server)
 
     def handle(self, *args, **options) -> None:
-        failed = 0
-        for server in self._servers(options):
-            report = self._poll(server)
-            if report.ok:
-                self.stdout.write(report.summary)
-            else:
-                failed += 1
-                self.stderr.write(report.summary)
-        if failed:
-            self.fail(f"{failed} server(s) could not be polled", code=1)
+        servers = self._servers(options)
+        service_log, quiet = logging.getLogger("partdash.collector.service"), ReportedInSummary()
+        service_log.addFilter(quiet)
+        try:
+            failed = sum(not self._report(self._poll(server)) for server in servers)
+        finally:
+            service_log.removeFilter(quiet)
+        if not failed:
+            return
+        if len(servers) == 1 and getattr(self, "_called_from_command_line", False):
+            sys.exit(1)  # its one line said why
+        self.fail(f"{failed} of {len(servers)} servers could not be polled", code=1)
+
+    def _report(self, report: PollReport) -> bool:
+        (self.stdout if report.ok else self.stderr).write(report.summary)
+        return report.ok
