@@ -194,11 +194,6 @@ def _id_target(runway: Runway, partitions, horizon_days: int) -> tuple[int, str]
     last = runway.last_bound
     current = _current_id(partitions)
     note = ""
-    if current is None and runway.current_id is not None and not runway.catchall_rows:
-        # No catch-all: the runway's estimate of the id reached (the last non-empty
-        # partition's lower bound plus its rows).
-        current = runway.current_id
-        note = " (the id reached estimated from the rows: no AUTO_INCREMENT to read)"
     if current is None:
         # Without AUTO_INCREMENT, ids in the catch-all are guessed dense after the bound.
         current = last + (runway.catchall_rows or 0) + 1  # type: ignore[operator]

@@ -152,10 +152,15 @@ def test_tables_over_the_budget_are_read_by_the_next_polls(
     run(mariadb, schema, *(f"ALTER TABLE {name} RENAME COLUMN a TO c" for name in names))
     settings.PARTDASH_DEFINITIONS_PER_POLL = 1
 
-    reports = [poll_server(server) for _ in names]
+    # The shared server may hold other tests' tables, due a read as well: poll until
+    # this schema's are read, one definition a poll.
+    waiting = PartitionedTable.objects.filter(server=server, schema=schema, signature=RECHECK)
+    reports = []
+    while len(reports) < 10 and (not reports or waiting.exists()):
+        reports.append(poll_server(server))
 
-    assert [report.definitions_read for report in reports] == [1, 1, 1]
-    assert not PartitionedTable.objects.filter(server=server, signature=RECHECK).exists()
+    assert all(report.definitions_read == 1 for report in reports), reports
+    assert len(reports) >= len(names) and not waiting.exists()
     for name in names:
         assert stored(server, schema, name) == server_side(mariadb, schema, name)
     assert poll_server(server).definitions_read == 0

@@ -161,7 +161,9 @@ def test_the_charts_resize_to_a_phone(page, live_server, admin_user, fleet):  # 
         "(canvases) => canvases.map((c) => c.getBoundingClientRect().right)"
     )
     assert widths and max(widths) <= PHONE["width"]
-    assert assert_every_chart_draws(page) >= 5
+    # Sizes and history; the fleet's server has performance_schema OFF and rows changed
+    # unread, so its heatmaps say why in place of a chart (test_heatmaps_browser.py).
+    assert assert_every_chart_draws(page) >= 3
 
 
 def test_one_server_registered_three_times_lists_its_tables_once(
@@ -255,6 +257,6 @@ def test_the_table_page_draws_its_charts_in_dark_mode(page, live_server, admin_u
     log_in(page, live_server)
     open_page(page, live_server, f"/tables/{fleet.hash_table.pk}/", "#table-page")
     settle(page)
-    assert assert_every_chart_draws(page) >= 5
+    assert assert_every_chart_draws(page) >= 3  # as on a phone: no rates to draw
     screenshot(page, "table-hash-dark")
     assert page.console_errors == []
