@@ -67,6 +67,10 @@ def test_the_document_says_who_may_write_as_the_roles_grant_it(schema):
     in the database grant it; every read says viewers read. No operation says staff."""
     from django.contrib.auth.models import Group
 
+    from tests.conftest import recreate_roles
+
+    recreate_roles()  # a transactional test before this one may have flushed them
+
     def held(role: str) -> set[str]:
         permissions = Group.objects.get(name=role).permissions.select_related("content_type")
         return {f"{p.content_type.app_label}.{p.codename}" for p in permissions}
