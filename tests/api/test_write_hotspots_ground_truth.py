@@ -221,8 +221,10 @@ def test_inserts_into_one_partition_are_flagged_and_a_uniform_table_never(
     counted = run(mariadb_ps, schema, "SELECT id % 8, COUNT(*) FROM even GROUP BY 1")
     assert sum(n for _, n in counted) == 3000
     shares = {f"p{k}": n / 3000 for k, n in counted}
+    # Inserts into partitions this small reset their counters every tenth of their rows,
+    # and a reset counts as a lower bound (counters.rows_changed): close, not exact.
     for name, partition in partitions.items():
-        assert partition["write_share"] == pytest.approx(shares[name], abs=0.02), name
+        assert partition["write_share"] == pytest.approx(shares[name], abs=0.04), name
 
 
 def test_iibench_inserts_make_the_newest_range_partition_the_only_hotspot(
