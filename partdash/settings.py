@@ -86,6 +86,7 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
+    "partdash.body_limit.BodyLimitMiddleware",  # 413 before a large body is read
     "partdash.static_serving.StaticWithoutSourceMaps",  # whitenoise, less *.map
     # An ETag on every GET answer (the API's per-poll lists set their own), and a 304
     # for a client that sends it back.
@@ -190,6 +191,9 @@ AXES_FAILURE_LIMIT = env.int("PARTDASH_LOGIN_FAILURE_LIMIT", default=5)
 AXES_COOLOFF_TIME = env.float("PARTDASH_LOCKOUT_MINUTES", default=15.0) / 60  # hours
 AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
 PARTDASH_LOGIN_ADDRESS_FAILURE_LIMIT = env.int("PARTDASH_LOGIN_ADDRESS_FAILURE_LIMIT", default=50)
+# Wrong API tokens per address within PARTDASH_LOCKOUT_MINUTES before that address's
+# token requests get 429 (partdash.accounts.authentication).
+PARTDASH_TOKEN_FAILURE_LIMIT = env.int("PARTDASH_TOKEN_FAILURE_LIMIT", default=20)
 AXES_RESET_ON_SUCCESS = True
 AXES_LOCKOUT_CALLABLE = "partdash.accounts.lockout.locked_out"
 AXES_VERBOSE = False
@@ -258,6 +262,8 @@ REST_FRAMEWORK = {
 }
 # Request bodies above this are refused (the API's JSON parser checks it too).
 DATA_UPLOAD_MAX_MEMORY_SIZE = env.int("PARTDASH_MAX_BODY_BYTES", default=1024 * 1024)
+# Multipart files too (partdash.body_limit refuses a larger body, files included).
+FILE_UPLOAD_MAX_MEMORY_SIZE = DATA_UPLOAD_MAX_MEMORY_SIZE
 SPECTACULAR_SETTINGS = {
     "TITLE": "partdash API",
     "DESCRIPTION": (

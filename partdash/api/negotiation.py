@@ -5,7 +5,7 @@ on in production too; an anonymous browser gets the plain JSON 403 rather than a
 forms, and scripts that send `Accept: text/html` without credentials are not surprised.
 """
 
-from rest_framework.exceptions import APIException, NotAcceptable
+from rest_framework.exceptions import APIException, NotAcceptable, Throttled
 from rest_framework.negotiation import DefaultContentNegotiation
 from rest_framework.renderers import BrowsableAPIRenderer
 
@@ -13,6 +13,8 @@ from rest_framework.renderers import BrowsableAPIRenderer
 def _is_authenticated(request) -> bool:
     try:
         return bool(request.user and request.user.is_authenticated)
+    except Throttled:  # too many bad tokens from this address: the 429 stands
+        raise
     except APIException:  # a bad token: the view answers 401 in JSON
         return False
 
