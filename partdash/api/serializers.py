@@ -8,6 +8,7 @@ from types import SimpleNamespace
 
 from django.conf import settings
 from django.core.exceptions import ValidationError as DjangoValidationError
+from django.db.models import OuterRef, Subquery
 from django.utils import timezone
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
@@ -17,7 +18,7 @@ from partdash.health.bounds import bound_to_date, is_catchall
 from partdash.health.partitions import PartitionState
 from partdash.health.sizes import estimated_data_free, row_share
 from partdash.metrics.history import METRICS
-from partdash.metrics.models import Partition, PartitionedTable
+from partdash.metrics.models import Partition, PartitionedTable, ServerSnapshot
 from partdash.metrics.readings import (
     activity_shares,
     health_fields,
@@ -111,6 +112,9 @@ class ServerSerializer(serializers.ModelSerializer):
         """The server's worst findings (up to three), worst first."""
         if not server.pk:
             return []
+        known = self.context.get("findings")
+        if known is not None:  # read for the whole list at once (`fleet_findings`)
+            return known.get(server.pk, [])
         tables = worst_findings(PartitionedTable.objects.filter(server=server), 3)
         return ranked(tables + server_findings([server]), 3)
 
@@ -171,6 +175,47 @@ def worst_findings(tables, limit: int) -> list[dict]:
                 }
             )
     return ranked(found, limit)
+
+
+def fleet_findings(servers: list[Server], limit: int = 3) -> dict[int, list[dict]]:
+    """Each server's worst findings (up to `limit`), as `get_findings` gives them one
+    server at a time, read with a few queries for the whole list: 2,000 servers cost
+    two queries each before."""
+    ids = [server.pk for server in servers]
+    scored = (
+        PartitionedTable.objects.filter(server_id__in=ids, dropped_at=None, score__gt=0)
+        .order_by("-score", "schema", "name")
+        .values_list("pk", "server_id")
+    )
+    worst: dict[int, list[int]] = {}
+    for table_id, server_id in scored:
+        if len(worst.setdefault(server_id, [])) < limit:
+            worst[server_id].append(table_id)
+    chosen = [table_id for tables in worst.values() for table_id in tables]
+    found: dict[int, list[dict]] = {}
+    for finding in worst_findings(PartitionedTable.objects.filter(pk__in=chosen), len(chosen) * 50):
+        found.setdefault(finding["server_id"], []).append(finding)
+    latest = ServerSnapshot.objects.filter(server_id=OuterRef("pk")).order_by("-taken_at")
+    snapshot_ids = (
+        Server.objects.filter(pk__in=ids)
+        .annotate(latest=Subquery(latest.values("pk")[:1]))
+        .values_list("latest", flat=True)
+    )
+    healths = ServerSnapshot.objects.filter(pk__in=[i for i in snapshot_ids if i])
+    by_server = {server.pk: server for server in servers}
+    for server_id, health in healths.values_list("server_id", "health"):
+        for finding in (health or {}).get("findings", []):
+            found.setdefault(server_id, []).append(
+                {
+                    **with_fix(finding),
+                    "server_id": server_id,
+                    "server": by_server[server_id].name,
+                    "table_id": None,
+                    "schema": None,
+                    "table": None,
+                }
+            )
+    return {server_id: ranked(findings, limit) for server_id, findings in found.items()}
 
 
 def ranked(findings: list[dict], limit: int) -> list[dict]:

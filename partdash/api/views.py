@@ -16,6 +16,7 @@ from rest_framework.views import APIView
 
 from partdash.api.export import WITH_CSV
 from partdash.api.listing import PARTITIONS, TABLES, Listing
+from partdash.api.pagination import OptionalLimitOffset
 from partdash.api.schema import PartdashSchema
 from partdash.api.serializers import (
     HistoryQuery,
@@ -24,6 +25,7 @@ from partdash.api.serializers import (
     TableDetailSerializer,
     TableExportSerializer,
     TableSerializer,
+    fleet_findings,
     iso,
     partition_rows,
     ranked,
@@ -169,9 +171,20 @@ def per_poll(request, server_id: int, name: str, build, listing: Listing):
 
 
 class ServerViewSet(viewsets.ModelViewSet):
+    """Servers; the list is whole unless `?limit=`/`?offset=` ask for a page."""
+
     queryset = Server.objects.all()
     serializer_class = ServerSerializer
     schema = PartdashSchema()
+    pagination_class = OptionalLimitOffset
+
+    def list(self, request, *args, **kwargs) -> Response:
+        servers = self.filter_queryset(self.get_queryset())
+        page = self.paginate_queryset(servers)
+        rows = list(page if page is not None else servers)
+        context = {**self.get_serializer_context(), "findings": fleet_findings(rows)}
+        data = self.get_serializer_class()(rows, many=True, context=context).data
+        return self.get_paginated_response(data) if page is not None else Response(data)
 
     @extend_schema(request=None, responses={202: QUEUED, 409: QUEUED, 503: QUEUED})
     @action(detail=True, methods=["post"])
