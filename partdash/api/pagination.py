@@ -17,3 +17,7 @@ class OptionalLimitOffset(LimitOffsetPagination):
                 return self.max_limit  # an offset alone: pages of the largest size
             return None
         return super().get_limit(request) or self.max_limit
+
+    def get_paginated_response_schema(self, schema: dict) -> dict:
+        """The OpenAPI answer: the plain list (no `limit`/`offset`) or a page."""
+        return {"oneOf": [schema, super().get_paginated_response_schema(schema)]}
