@@ -361,6 +361,16 @@ PARTDASH_READ_TIMEOUT = env.int("PARTDASH_READ_TIMEOUT", default=30)
 # (64,000 on the largest servers partdash is measured on), so only a hostile or broken
 # server sends more; reading stops there, and the poll is stored as degraded.
 PARTDASH_MAX_ROWS_PER_SOURCE = env.int("PARTDASH_MAX_ROWS_PER_SOURCE", default=500_000)
+# Bytes one query's answer may take (a few rows can be huge: one hostile 1 GB row). The
+# largest honest answer is the bucket aggregates of a 64,000-partition server, a few MB
+# (GROUP_CONCAT, at most 64 MiB).
+PARTDASH_MAX_BYTES_PER_SOURCE = env.int("PARTDASH_MAX_BYTES_PER_SOURCE", default=128 * 2**20)
+# Test connection (the admin): runs in a web request, so it ends after this many seconds
+# whatever the server does, and each user runs at most PARTDASH_TEST_CONNECTION_PER_USER
+# at once and PARTDASH_TEST_CONNECTION_PER_MINUTE a minute (8 web threads serve everyone).
+PARTDASH_TEST_CONNECTION_SECONDS = env.float("PARTDASH_TEST_CONNECTION_SECONDS", default=20.0)
+PARTDASH_TEST_CONNECTION_PER_USER = env.int("PARTDASH_TEST_CONNECTION_PER_USER", default=2)
+PARTDASH_TEST_CONNECTION_PER_MINUTE = env.int("PARTDASH_TEST_CONNECTION_PER_MINUTE", default=10)
 PARTDASH_STATEMENT_TIMEOUT = env.int("PARTDASH_STATEMENT_TIMEOUT", default=20)
 PARTDASH_LOCK_WAIT_TIMEOUT = env.int("PARTDASH_LOCK_WAIT_TIMEOUT", default=3)
 # Addresses partdash may connect to (partdash.lib.addresses): CIDR lists or `loopback`,

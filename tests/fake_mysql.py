@@ -503,3 +503,18 @@ class FakeGarbage(FakeMySQL):
         channel.sock.sendall(self.garbage)
         while channel._receive():
             pass
+
+
+class FakeDrip(FakeMySQL):
+    """Sends a greeting one byte every `interval` seconds: each byte arrives well within
+    any socket timeout, so only an overall deadline ends the client's wait."""
+
+    def __init__(self, interval: float):
+        super().__init__(switch_to=None)
+        self.interval = interval
+
+    def _converse(self, channel: Channel, conversation: Conversation) -> None:
+        payload = b"\x0a5.5.5-10.11.0-MariaDB" + b"\0" * 60
+        for byte in len(payload).to_bytes(3, "little") + b"\0" + payload:
+            channel.sock.sendall(bytes([byte]))
+            time.sleep(self.interval)

@@ -31,6 +31,10 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
 else:
     DATABASES["default"]["TEST"] = {"NAME": f"test_partdash_{os.getpid()}"}
 PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+# Tests press Test connection dozens of times a minute as the same user (ids repeat from
+# one test to the next); tests/servers/test_test_connection_limits.py sets the limits.
+PARTDASH_TEST_CONNECTION_PER_USER = 1000
+PARTDASH_TEST_CONNECTION_PER_MINUTE = 100000
 # Tests reuse server ids within seconds of each other: no "Poll now" debounce, except
 # where a test turns it on (tests/api/test_poll_now.py).
 PARTDASH_POLL_NOW_DEBOUNCE_SECONDS = 0

@@ -167,6 +167,11 @@ def _redis(url: str) -> redis.Redis:
     return redis.Redis.from_url(url, socket_timeout=5, socket_connect_timeout=5)
 
 
+def redis_client() -> redis.Redis:
+    """The Redis of the poll locks and other counts shared by every process."""
+    return _redis(settings.PARTDASH_REDIS_URL)
+
+
 def _lock_key(server_id: int) -> str:
     return f"partdash:poll:{server_id}"
 

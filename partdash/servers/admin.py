@@ -1,5 +1,7 @@
 """Registering servers in the Django admin, with `Test connection` and `Poll now`."""
 
+from concurrent.futures import ThreadPoolExecutor
+
 from django.conf import settings
 from django.contrib import admin, messages
 from django.core.exceptions import PermissionDenied
@@ -16,15 +18,31 @@ from partdash.servers.connection import target_for
 from partdash.servers.forms import ServerForm
 from partdash.servers.models import LATEST_POLL_FIELDS, Server
 from partdash.servers.probe import ProbeResult, probe
+from partdash.servers.probe_limits import TooManyTests, probe_slot
+
+MAX_SERVERS_PER_TEST = 10
+"""Servers one Test connection action may test, at the same time, in one web request."""
 
 
-def probe_server(server: Server) -> ProbeResult:
-    try:
-        result = probe(target_for(server))
-    except SecretError as exc:
-        return ProbeResult(reachable=False, error_kind="secret", error=str(exc))
-    server.record_tls(result.tls_offered, result.tls_fingerprint)
-    return result
+def probe_servers(servers: list[Server]) -> list[tuple[Server, ProbeResult]]:
+    """Each server's probe, run side by side, each ended by the deadline
+    (PARTDASH_TEST_CONNECTION_SECONDS) whatever the server does."""
+    deadline = settings.PARTDASH_TEST_CONNECTION_SECONDS
+    targets: list = []
+    for server in servers:
+        try:
+            targets.append(target_for(server))
+        except SecretError as exc:
+            targets.append(ProbeResult(reachable=False, error_kind="secret", error=str(exc)))
+
+    def run(target) -> ProbeResult:
+        return target if isinstance(target, ProbeResult) else probe(target, deadline)
+
+    with ThreadPoolExecutor(max_workers=max(1, len(targets))) as pool:
+        results = list(pool.map(run, targets))
+    for server, result in zip(servers, results, strict=True):
+        server.record_tls(result.tls_offered, result.tls_fingerprint)
+    return list(zip(servers, results, strict=True))
 
 
 # The admin shows times in the server's zone (UTC) and the pages in the browser's: the
@@ -87,14 +105,27 @@ class ServerAdmin(SecretLookupsRefused):
             path("<int:server_id>/test-connection/", test, name="servers_server_test_connection"),
         ] + super().get_urls()
 
-    def _probe_page(self, request, results: list[tuple[Server, ProbeResult]]):
+    def _probe_page(self, request, servers: list[Server], results=None):
+        """The Test connection page: `results` once tested, else the button that tests."""
         context = {
             **self.admin_site.each_context(request),
             "opts": self.model._meta,
             "title": "Test connection",
+            "servers": servers,
             "results": results,
+            "deadline": settings.PARTDASH_TEST_CONNECTION_SECONDS,
         }
         return TemplateResponse(request, "admin/servers/server/test_connection.html", context)
+
+    def _tested(self, request, servers: list[Server]):
+        try:
+            with probe_slot(request.user.pk):
+                return self._probe_page(request, servers, probe_servers(servers))
+        except TooManyTests as exc:
+            self.message_user(request, str(exc), messages.ERROR)
+            response = self._probe_page(request, servers)
+            response.status_code = 429
+            return response
 
     def has_poll_permission(self, request) -> bool:
         """Poll now and Test connection: `servers.poll_server` (operators, admins), not
@@ -102,14 +133,27 @@ class ServerAdmin(SecretLookupsRefused):
         return can(request.user, POLL)
 
     def test_connection_view(self, request, server_id: int):
+        """GET: the page with a button; POST (the button): the test. A test connects to
+        the server, so a link, a prefetch or a crawler never starts one."""
         if not self.has_poll_permission(request):
             raise PermissionDenied
         server = get_object_or_404(Server, pk=server_id)
-        return self._probe_page(request, [(server, probe_server(server))])
+        if request.method != "POST":
+            return self._probe_page(request, [server])
+        return self._tested(request, [server])
 
     @admin.action(description="Test connection", permissions=["poll"])
     def test_connection(self, request, queryset):
-        return self._probe_page(request, [(server, probe_server(server)) for server in queryset])
+        servers = list(queryset.order_by("name")[: MAX_SERVERS_PER_TEST + 1])
+        if len(servers) > MAX_SERVERS_PER_TEST:
+            self.message_user(
+                request,
+                f"Select at most {MAX_SERVERS_PER_TEST} servers to test at a time "
+                f"({queryset.count()} selected).",
+                messages.ERROR,
+            )
+            return None
+        return self._tested(request, servers)
 
     @admin.action(description="Poll now", permissions=["poll"])
     def poll_now(self, request, queryset):

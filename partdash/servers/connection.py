@@ -15,6 +15,7 @@ import re
 import socket
 import ssl
 import struct
+import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -192,6 +193,33 @@ class TooManyRows(pymysql.err.OperationalError):
         )
         self.cap, self.repeat = cap, repeat
 
+    def again(self) -> "TooManyRows":
+        """The same failure, for a later query on the closed connection."""
+        return type(self)(self.cap, repeat=True)
+
+
+class TooManyBytes(TooManyRows):
+    """One result larger than PARTDASH_MAX_BYTES_PER_SOURCE (a few rows can be huge: a
+    hostile server may send one 1 GB row, which PyMySQL would assemble whole). Reading
+    stops before the bytes past the cap are read, and the connection is closed."""
+
+    def __init__(self, cap: int, repeat: bool = False):
+        pymysql.err.OperationalError.__init__(
+            self,
+            f"the server sent more than {cap / 2**20:,.0f} MiB for one query "
+            "(PARTDASH_MAX_BYTES_PER_SOURCE); partdash stopped reading and closed the session",
+        )
+        self.cap, self.repeat = cap, repeat
+
+
+class DeadlinePassed(pymysql.err.OperationalError):
+    """The connection's overall deadline passed (`GuardedConnection.deadline`): the socket
+    was shut down under whatever was reading it."""
+
+    def __init__(self, seconds: float):
+        super().__init__(CR_SERVER_LOST, f"no complete answer within {seconds:g} s")
+        self.seconds = seconds
+
 
 CR_MALFORMED_PACKET = 2027
 # What PyMySQL's parsing raises on bytes that are not the MySQL protocol (measured on 300
@@ -233,14 +261,14 @@ class CappedResult(pymysql.connections.MySQLResult):
                 self.connection = None  # (as PyMySQL's: no cyclic reference)
                 break
             if len(rows) >= cap:
-                connection.stop_reading(cap)
+                connection.stop_reading(TooManyRows(cap))
             rows.append(self._read_row_from_packet(packet))
         self.affected_rows = len(rows)
         self.rows = tuple(rows)
 
 
 class GuardedConnection(pymysql.connections.Connection):
-    """PyMySQL's connection with six changes, each keeping a credential or a worker safe:
+    """PyMySQL's connection with seven changes, each keeping a credential or a worker safe:
 
     - it never answers a clear-text authentication request (`CLEAR_TEXT_PLUGINS`, in the
       greeting or in an auth switch) unless the connection is encrypted: PyMySQL would
@@ -256,8 +284,12 @@ class GuardedConnection(pymysql.connections.Connection):
       only when given no TLS context, and we pass our own, cached one);
     - the greeting, the TLS handshake and the authentication wait at most the connect
       timeout; the read and write timeouts apply from the first query on;
-    - a result set longer than `max_rows` is not read on (`CappedResult`): a server
-      claiming a million partitions would otherwise fill a worker child's memory;
+    - a result set longer than `max_rows` rows or `max_bytes` bytes is not read on
+      (`CappedResult`, `_read_bytes`): a server claiming a million partitions, or sending
+      one 1 GB row, would otherwise fill a worker child's memory;
+    - with a `deadline` (seconds), the whole connection, from the TCP connect to the last
+      query, ends then: a server that sends its greeting a byte every 3 s resets every
+      socket timeout and would hold a web thread for ever (Test connection);
     - a greeting, handshake or result its parser cannot read is a `NotMySQL`, one line,
       not whichever exception PyMySQL met (random bytes, another protocol's banner).
     """
@@ -269,11 +301,19 @@ class GuardedConnection(pymysql.connections.Connection):
         addresses: tuple = (),
         approved_fingerprint: str = "",
         max_rows: int = 0,
+        max_bytes: int = 0,
+        deadline: float | None = None,
         **kwargs,
     ):
         super().__init__(**kwargs, defer_connect=True)
         self.max_rows = max_rows or settings.PARTDASH_MAX_ROWS_PER_SOURCE
-        self.capped = False  # a result set went over `max_rows`: the connection is closed
+        self.max_bytes = max_bytes or settings.PARTDASH_MAX_BYTES_PER_SOURCE
+        self._bytes_left = self.max_bytes  # of the greeting and login, then of each result
+        # The failure that closed the connection mid-result (`TooManyRows`), else None.
+        self.capped: TooManyRows | None = None
+        self.deadline = deadline
+        self.expired = False
+        self._watchdog: threading.Timer | None = None
         if self.ssl and not tls_required:
             self._ssl_required = False
             self.client_flag &= ~CLIENT.SSL  # asked for only where the server offers it
@@ -320,6 +360,10 @@ class GuardedConnection(pymysql.connections.Connection):
         return bool(self._secure)
 
     def connect(self, sock=None) -> None:
+        if self.deadline is not None and self._watchdog is None:
+            self._watchdog = threading.Timer(self.deadline, self._expire)
+            self._watchdog.daemon = True
+            self._watchdog.start()
         query_timeouts = self._read_timeout, self._write_timeout
         self._read_timeout = self._write_timeout = self.connect_timeout
         try:
@@ -334,11 +378,45 @@ class GuardedConnection(pymysql.connections.Connection):
         finally:
             self._read_timeout, self._write_timeout = query_timeouts
 
+    def _expire(self) -> None:
+        """The deadline passed (the watchdog's thread): shut the socket down, which ends
+        whatever read or write is blocked on it at once, TLS included (the plain socket's
+        shutdown: the TLS object stays the reading thread's)."""
+        self.expired = True
+        sock = self._sock
+        if sock is not None:
+            try:
+                socket.socket.shutdown(sock, socket.SHUT_RDWR)
+            except OSError:  # not connected yet, or closed already
+                pass
+
+    def disarm(self) -> None:
+        """Stop the deadline's watchdog (the session is over)."""
+        if self._watchdog is not None:
+            self._watchdog.cancel()
+
+    def _read_bytes(self, num_bytes: int) -> bytes:
+        """PyMySQL's, refusing to read past the result's byte cap or the deadline."""
+        if self.expired:
+            self._force_close()
+            raise DeadlinePassed(self.deadline)
+        if num_bytes > self._bytes_left:  # the greeting and authentication count too
+            self.stop_reading(TooManyBytes(self.max_bytes))
+        self._bytes_left -= num_bytes
+        try:
+            return super()._read_bytes(num_bytes)
+        except pymysql.err.OperationalError:
+            if self.expired:
+                raise DeadlinePassed(self.deadline) from None
+            raise
+
     def _open_admitted(self) -> socket.socket:
         """A TCP connection to the first admitted address that answers (as PyMySQL's own
         `socket.create_connection` would try each), failing as PyMySQL fails."""
         failure: OSError | None = None
         for family, sockaddr in self._admitted:
+            if self.expired:
+                raise DeadlinePassed(self.deadline)
             sock = socket.socket(family, socket.SOCK_STREAM)
             sock.settimeout(self.connect_timeout)
             try:
@@ -376,6 +454,7 @@ class GuardedConnection(pymysql.connections.Connection):
             return super()._read_query_result(unbuffered)
         self._result = None
         result = CappedResult(self)
+        self._bytes_left = self.max_bytes
         try:
             result.read()
         except pymysql.MySQLError:
@@ -388,11 +467,11 @@ class GuardedConnection(pymysql.connections.Connection):
             self.server_status = result.server_status
         return result.affected_rows
 
-    def stop_reading(self, cap: int) -> None:
-        """Close the connection mid-result and raise `TooManyRows`."""
-        self.capped = True
+    def stop_reading(self, failure: TooManyRows) -> None:
+        """Close the connection mid-result and raise `failure`."""
+        self.capped = failure
         self._force_close()
-        raise TooManyRows(cap)
+        raise failure
 
     def _request_authentication(self) -> None:
         self._asking_plugin = self._auth_plugin_name
@@ -439,14 +518,15 @@ class Session:
 
     @property
     def capped(self) -> bool:
-        """Whether a result set went over PARTDASH_MAX_ROWS_PER_SOURCE: the connection
-        is closed, and nothing more is read this poll."""
-        return getattr(self.conn, "capped", False)
+        """Whether a result set went over PARTDASH_MAX_ROWS_PER_SOURCE (or _BYTES_): the
+        connection is closed, and nothing more is read this poll."""
+        return bool(getattr(self.conn, "capped", None))
 
     def rows(self, sql: str, args: tuple = ()) -> list[tuple]:
-        """Every row of a query, at most PARTDASH_MAX_ROWS_PER_SOURCE (`TooManyRows`)."""
+        """Every row of a query, at most PARTDASH_MAX_ROWS_PER_SOURCE rows and
+        PARTDASH_MAX_BYTES_PER_SOURCE bytes (`TooManyRows`, `TooManyBytes`)."""
         if self.capped:
-            raise TooManyRows(self.conn.max_rows, repeat=True)
+            raise self.conn.capped.again()
         with self.conn.cursor() as cursor:
             cursor.execute(sql, args)
             return list(cursor.fetchall())
@@ -680,12 +760,23 @@ def flavor_of(version: str) -> str:
     return Flavor.MARIADB if "mariadb" in version.lower() else Flavor.MYSQL
 
 
-def connect(target: Target) -> GuardedConnection:
+def _past_deadline(conn: GuardedConnection, target: Target) -> ConnectionFailure:
+    return ConnectionFailure(
+        "timeout",
+        f"timed out talking to {target.label}: no complete answer within the deadline of "
+        f"{conn.deadline:g} s",
+        conn.tls_offered,
+        conn.tls_fingerprint,
+    )
+
+
+def connect(target: Target, deadline: float | None = None) -> GuardedConnection:
     """One connection, TLS as `target.tls_mode` says (for `preferred`: where the server's
     greeting offers it), with the connect timeout on the handshake and the read timeout
-    on queries. No second, throw-away connection is ever made: each would count as an
-    aborted connect on the server, and enough of them get partdash's host blocked
-    (max_connect_errors)."""
+    on queries, and, with `deadline` (seconds), ended then whatever it is doing (the
+    caller disarms it: `GuardedConnection.disarm`). No second, throw-away connection is
+    ever made: each would count as an aborted connect on the server, and enough of them
+    get partdash's host blocked (max_connect_errors)."""
     addresses = admitted(target, _resolve(target))
     context = tls_context(target)
     conn = GuardedConnection(
@@ -701,6 +792,7 @@ def connect(target: Target) -> GuardedConnection:
         tls_required=target.tls_mode in VERIFYING_MODES,
         addresses=addresses,
         approved_fingerprint=target.approved_fingerprint,
+        deadline=deadline,
         charset="utf8mb4",
         autocommit=True,
         program_name="partdash",
@@ -708,8 +800,14 @@ def connect(target: Target) -> GuardedConnection:
     try:
         conn.connect()
     except pymysql.MySQLError as exc:
+        conn.disarm()
+        if conn.expired:
+            raise _past_deadline(conn, target) from None
         limit = f"the connect timeout of {settings.PARTDASH_CONNECT_TIMEOUT} s"
         raise classify(exc, target, conn.tls_offered, limit, conn.tls_fingerprint) from None
+    except BaseException:
+        conn.disarm()
+        raise
     if target.tls_mode in VERIFYING_MODES and not conn.encrypted:  # PyMySQL refuses first
         conn.close()
         raise ConnectionFailure(
@@ -719,9 +817,10 @@ def connect(target: Target) -> GuardedConnection:
 
 
 @contextmanager
-def open_session(target: Target) -> Iterator[Session]:
-    """Connect with timeouts, a statement cap and a read-only session."""
-    conn = connect(target)
+def open_session(target: Target, deadline: float | None = None) -> Iterator[Session]:
+    """Connect with timeouts, a statement cap and a read-only session; with `deadline`
+    (seconds), the session ends then, wherever it is (`connect`)."""
+    conn = connect(target, deadline)
     try:
         with conn.cursor() as cursor:
             cursor.execute("SELECT VERSION()")  # the handshake's may carry a 5.5.5- prefix
@@ -739,8 +838,11 @@ def open_session(target: Target) -> Iterator[Session]:
             conn.certificate_verified,
         )
     except pymysql.MySQLError as exc:  # a source's lost connection included
+        if conn.expired:
+            raise _past_deadline(conn, target) from None
         limit = f"the read timeout of {settings.PARTDASH_READ_TIMEOUT} s"
         raise classify(exc, target, conn.tls_offered, limit, conn.tls_fingerprint) from None
     finally:
+        conn.disarm()
         if conn.open:
             conn.close()

@@ -240,10 +240,11 @@ def _approved(fingerprint: str, target: Target) -> bool:
     return bool(fingerprint) and fingerprint == target.approved_fingerprint
 
 
-def probe(target: Target) -> ProbeResult:
-    """Connect and report reachability, flavour, version and every source's state."""
+def probe(target: Target, deadline: float | None = None) -> ProbeResult:
+    """Connect and report reachability, flavour, version and every source's state; with
+    `deadline` (seconds), give up then, whatever the server does (`open_session`)."""
     try:
-        with open_session(target) as session:
+        with open_session(target, deadline) as session:
             facts = server_facts.read(session)
             dialect = dialect_for(session.flavor, session.version)
             states = _Prober(session, facts, dialect).run()

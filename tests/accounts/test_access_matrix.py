@@ -180,6 +180,12 @@ PAGES = [
         None,
         admin_expect("servers.poll_server"),
     ),
+    (
+        "post",
+        "/admin/servers/server/{server}/test-connection/",
+        {},
+        admin_expect("servers.poll_server"),
+    ),
     ("get", "/admin/auth/user/", None, admin_expect("auth.view_user")),
     ("get", "/admin/accounts/apitoken/", None, admin_expect("accounts.view_apitoken")),
 ]

@@ -55,11 +55,15 @@ def page_text(response) -> str:
 
 
 def follow_test_connection(admin_client, server: Server) -> str:
-    """Follow the `Test connection` link of the server's change page."""
+    """Press the `Test connection` button of the server's change page (a POST form)."""
     change_page = admin_client.get(change_url(server)).content.decode()
-    link = re.search(r'href="([^"]+)"[^>]*>Test connection<', change_page)
-    assert link, "the change page has no Test connection link"
-    return page_text(admin_client.get(link[1]))
+    form = re.search(
+        r'<form method="post" action="([^"]+)"[^>]*>\s*<input type="hidden" '
+        r'name="csrfmiddlewaretoken"[^>]*>\s*<button type="submit" class="test-connection">',
+        change_page,
+    )
+    assert form, "the change page has no Test connection button"
+    return page_text(admin_client.post(form[1]))
 
 
 def register(name: str, instance, user: str = "root", password: str = "") -> Server:

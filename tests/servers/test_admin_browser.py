@@ -55,7 +55,7 @@ def test_the_test_connection_button_reports_the_server(page, live_server, admin_
     )
     log_in(page, live_server)
     page.goto(f"{live_server.url}/admin/servers/server/{server.pk}/change/")
-    page.click("a.test-connection")
+    page.click("button.test-connection")
     result = page.locator(".probe-result")
     wait_until(lambda: result.count() == 1, timeout=10, what="the probe result")
     text = result.inner_text()

@@ -288,7 +288,7 @@ def test_an_approval_does_not_let_the_password_out_over_plain_tcp(self_signed):
 def test_test_connection_shows_the_fingerprint_to_approve(hostile, self_signed, admin_client):
     server = register(hostile)
 
-    page = admin_client.get(f"/admin/servers/server/{server.pk}/test-connection/")
+    page = admin_client.post(f"/admin/servers/server/{server.pk}/test-connection/")
 
     text = page.content.decode()
     assert f'data-fingerprint="{fingerprint(self_signed)}"' in text

@@ -264,7 +264,7 @@ def test_test_connection_reports_a_broken_ca_file_instead_of_failing(
     server = make_server(mariadb_tls, name="ca", tls_mode="verify_ca", ssl_ca=str(ca_copy))
     ca_copy.write_text("not a certificate\n")
 
-    response = admin_client.get(f"/admin/servers/server/{server.pk}/test-connection/")
+    response = admin_client.post(f"/admin/servers/server/{server.pk}/test-connection/")
 
     assert response.status_code == 200
     assert f"cannot use the TLS CA file {ca_copy}: not a readable file of PEM certificates" in (

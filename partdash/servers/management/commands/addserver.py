@@ -8,6 +8,7 @@ be down for now, and its status says so until it answers.
 import argparse
 import os
 
+from django.conf import settings
 from django.core.exceptions import ValidationError
 
 from partdash.lib.commands import PartdashCommand
@@ -115,7 +116,8 @@ class Command(PartdashCommand):
 
     def _check(self, server: Server) -> str:
         try:
-            result = probe(target_for(server))
+            # The same check and deadline as the admin's Test connection.
+            result = probe(target_for(server), settings.PARTDASH_TEST_CONNECTION_SECONDS)
         except SecretError as exc:
             return f"unreachable: {exc}"
         server.record_tls(result.tls_offered, result.tls_fingerprint)
