@@ -210,12 +210,9 @@ def summary(times: list[float]) -> dict:
     }
 
 
-def main() -> None:
-    var_dir = Path(sys.argv[1])
-    env = production_env(var_dir)
-    token, session, server_id, table_id = credentials(env)
-    cold = uncached(token, server_id, table_id)
-    rendered = exposition_figures()
+def start_web(env: dict, headers: dict) -> tuple[subprocess.Popen, str]:
+    """gunicorn as `make up` runs it (2 workers of 4 threads) on a free port, once it
+    answers the API root: (its process, its base URL)."""
     port = free_port()
     web = subprocess.Popen(
         [
@@ -233,14 +230,24 @@ def main() -> None:
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
     )
+    base = f"http://127.0.0.1:{port}"
+    for _ in range(100):
+        try:
+            timed_get(f"{base}/api/v1/", headers)
+            break
+        except OSError:
+            time.sleep(0.2)
+    return web, base
+
+
+def main() -> None:
+    var_dir = Path(sys.argv[1])
+    env = production_env(var_dir)
+    token, session, server_id, table_id = credentials(env)
+    cold = uncached(token, server_id, table_id)
+    rendered = exposition_figures()
+    web, base = start_web(env, {"Authorization": f"Token {token}"})
     try:
-        base = f"http://127.0.0.1:{port}"
-        for _ in range(100):
-            try:
-                timed_get(f"{base}/api/v1/", {"Authorization": f"Token {token}"})
-                break
-            except OSError:
-                time.sleep(0.2)
         api = {"Authorization": f"Token {token}"}
         page = {"Cookie": f"sessionid={session}"}
         endpoints = {

@@ -7,7 +7,8 @@ evaluation's share of a steady-state poll; issue #14's (7w): the same figures wi
 poll queued through the API's "poll now" and run by a real Celery worker (concurrency 4,
 Redis broker; bench/worker_bench.py, --worker-polls); then issue #13's: a fleet of
 servers polled by partdash's real processes for --fleet-minutes, with readers on the API
-and pages (bench/fleet_load.py; figures in var/bench/fleet-load-*.json).
+and pages (bench/fleet_load.py; figures in var/bench/fleet-load-*.json); last issue
+#24's: a table's history over 1 hour to 7 days (bench/history_bench.py, --history-only).
 
 A quick run: `make bench ARGS="--fleet-only --fleet-minutes 2 --fleet-servers 4 --fleet-big 1"`.
 """
@@ -312,12 +313,26 @@ def main() -> int:
         help="also run the fleet on a fresh database there, with two workers; `auto` "
         "(default): the PostgreSQL at 127.0.0.1:5432 if one answers; `none`: skip it",
     )
+    parser.add_argument(
+        "--history-only",
+        action="store_true",
+        help="only the history figures (bench/history_bench.py), about 3 minutes",
+    )
     options = parser.parse_args()
+    if options.history_only:
+        return history_figures()
     status = 0 if options.fleet_only else collector_cost(options)
     if options.fleet_minutes > 0:
         print(flush=True)
         status = fleet_load(options) or status
-    return status
+    print(flush=True)
+    return history_figures() or status
+
+
+def history_figures() -> int:
+    """A table's history over 1 hour, 24 hours and 7 days (issue 24): its own store."""
+    with tempfile.TemporaryDirectory(prefix="partdash-history-") as var_dir:
+        return subprocess.run([sys.executable, str(HERE / "history_bench.py"), var_dir]).returncode
 
 
 if __name__ == "__main__":

@@ -1,5 +1,6 @@
-"""The Celery application: Redis broker; beat dispatches due polls, applies retention,
-sweeps the alert outbox, sends reminders and looks for servers no poll reaches."""
+"""The Celery application: Redis broker; beat dispatches due polls, rolls up history,
+applies retention, sweeps the alert outbox, sends reminders and looks for servers no
+poll reaches."""
 
 import os
 
@@ -27,6 +28,11 @@ def schedule_dispatcher(sender: Celery, **kwargs) -> None:
         settings.PARTDASH_RETENTION_EVERY_SECONDS,
         sender.signature("partdash.metrics.tasks.apply_retention"),
         name="retention and downsampling",
+    )
+    sender.add_periodic_task(
+        settings.PARTDASH_ROLLUP_EVERY_SECONDS,
+        sender.signature("partdash.metrics.tasks.roll_up_history"),
+        name="history rollups",
     )
     sender.add_periodic_task(
         settings.PARTDASH_ALERT_SWEEP_SECONDS,

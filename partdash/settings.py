@@ -354,6 +354,9 @@ PARTDASH_RETENTION_RAW_DAYS = env.int("PARTDASH_RETENTION_RAW_DAYS", default=7)
 PARTDASH_RETENTION_HOURLY_DAYS = env.int("PARTDASH_RETENTION_HOURLY_DAYS", default=90)
 PARTDASH_RETENTION_DAILY_DAYS = env.int("PARTDASH_RETENTION_DAILY_DAYS", default=730)
 PARTDASH_RETENTION_EVERY_SECONDS = env.int("PARTDASH_RETENTION_EVERY_SECONDS", default=3600)
+# History buckets (5 minutes, hourly, daily) are stored this often, so a chart of a long
+# range reads them rather than every poll (partdash.metrics.rollups).
+PARTDASH_ROLLUP_EVERY_SECONDS = env.int("PARTDASH_ROLLUP_EVERY_SECONDS", default=300)
 # Timeouts when talking to a monitored server (seconds).
 PARTDASH_CONNECT_TIMEOUT = env.int("PARTDASH_CONNECT_TIMEOUT", default=5)
 PARTDASH_READ_TIMEOUT = env.int("PARTDASH_READ_TIMEOUT", default=30)

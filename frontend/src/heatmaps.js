@@ -147,6 +147,8 @@ export function heatmap(canvas, history, { ordinal = false } = {}) {
   return chart;
 }
 
+const BUCKETS = { "5min": "5 minutes", hour: "hour", day: "day" };
+
 // Under a heatmap: its colour scale from the smallest to the largest rate drawn, in the
 // rate's unit; the hatching of "no data yet"; what the folded row shows; the busiest.
 export function heatLegend(history, view, { ordinal = false } = {}) {
@@ -154,6 +156,10 @@ export function heatLegend(history, view, { ordinal = false } = {}) {
   const [min, max] = extent(view.rows);
   const folded = view.rows.find((row) => row.folded);
   const hasNull = view.rows.some((row) => row.values.some((v) => v == null));
+  // A long range comes in buckets (the history's `resolution`), each the mean of its polls.
+  const width = BUCKETS[history.resolution];
+  const bucket = width ? `${width} (the mean of its polls)` : "poll";
+  const buckets = width ? `${width} buckets` : "polls";
   return el(
     "div",
     { className: "heat-legend" },
@@ -164,9 +170,15 @@ export function heatLegend(history, view, { ordinal = false } = {}) {
     el(
       "span",
       { className: "heat-unit" },
-      `${RATES[history.metric]?.unit}, per partition and poll`,
-      view.pollsPerColumn > 1 ? ` (each column the mean of ${view.pollsPerColumn} polls)` : "",
+      `${RATES[history.metric]?.unit}, per partition and ${bucket}`,
+      view.pollsPerColumn > 1 ? ` (each column the mean of ${view.pollsPerColumn} ${buckets})` : "",
     ),
+    history.complete === false &&
+      el(
+        "span",
+        { className: "heat-incomplete" },
+        "The older part of this range is still being summarised: it has no columns yet.",
+      ),
     hasNull &&
       el(
         "span",

@@ -118,6 +118,16 @@ HISTORY = inline_serializer(
     "History",
     {
         "metric": serializers.CharField(),
+        "resolution": serializers.ChoiceField(
+            choices=["poll", "5min", "hour", "day"],
+            help_text="poll: every poll in the window (at most 500); else one point per "
+            "bucket of that width, the finest that keeps the window within 1,000 points",
+        ),
+        "complete": serializers.BooleanField(
+            help_text="false while the periodic task is still rolling up the older part of "
+            "the window (after an upgrade, or once it was stopped for long): that part has "
+            "no points yet"
+        ),
         "partitions": serializers.ListField(child=serializers.CharField()),
         "points": serializers.ListField(child=serializers.ListField()),
     },

@@ -1,11 +1,29 @@
-"""Time series of one table's partitions, rebuilt from change-only samples."""
+"""Time series of one table's partitions, rebuilt from change-only samples, or from
+rollups where the window holds more polls than a chart needs (`rollups`).
 
-from datetime import datetime
+A window of at most MAX_RAW_POLLS polls is answered poll by poll; a longer one in the
+finest buckets (5 minutes, an hour, a day) that keep it within MAX_POINTS points per
+partition: an hour of polls 60 s apart comes poll by poll, a day in 5-minute buckets, 7
+days hourly, a year daily. The answer says which (`resolution`).
+"""
 
-from django.db.models import BigIntegerField, Q, Value
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+from django.utils import timezone
 
 from partdash.health import recent
-from partdash.metrics.models import Partition, PartitionedTable, PartitionSample, ServerSnapshot
+from partdash.metrics import rollups
+from partdash.metrics.models import (
+    Partition,
+    PartitionedTable,
+    PartitionSample,
+    PollBucket,
+    RollupCursor,
+    ServerSnapshot,
+    TableRollup,
+)
+from partdash.metrics.rollups import LADDER, WIDTHS, latest_before
 from partdash.metrics.store import counter_rate, per_second
 
 LEVEL_METRICS = ("rows", "data_bytes", "index_bytes", "file_bytes")
@@ -17,6 +35,10 @@ RATE_METRICS = {
     "read_bytes_per_s": "read_bytes",
 }
 METRICS = LEVEL_METRICS + tuple(RATE_METRICS)
+MAX_RAW_POLLS = 500
+MAX_POINTS = 1000
+POLL = "poll"  # the resolution of a window answered poll by poll
+ROLL_UP_SECONDS = 3.0  # a request rolls up what the periodic task has not, this long at most
 
 
 def _partition_label(partition: Partition) -> str:
@@ -26,53 +48,61 @@ def _partition_label(partition: Partition) -> str:
     return partition.name
 
 
-def _window(since: datetime, until: datetime | None) -> dict:
-    """Lookups on a sample's poll time for `since` <= time (<= `until`)."""
-    window = {"snapshot__taken_at__gte": since}
+def _polls(table: PartitionedTable, since: datetime, until: datetime | None):
+    polls = ServerSnapshot.objects.filter(server_id=table.server_id, taken_at__gte=since)
     if until is not None:
-        window["snapshot__taken_at__lte"] = until
-    return window
+        polls = polls.filter(taken_at__lte=until)
+    return polls
 
 
 def _snapshots(
     table: PartitionedTable, since: datetime, until: datetime | None
 ) -> list[tuple[int, datetime]]:
-    polls = ServerSnapshot.objects.filter(server_id=table.server_id, taken_at__gte=since)
-    if until is not None:
-        polls = polls.filter(taken_at__lte=until)
-    return list(polls.order_by("taken_at").values_list("id", "taken_at"))
+    return list(
+        _polls(table, since, until).order_by("taken_at", "id").values_list("id", "taken_at")
+    )
 
 
-def _latest_before(index: dict[int, int], field: str, since: datetime) -> dict[int, object]:
+def _first_poll_at_or_after(table: PartitionedTable, moment: datetime) -> int:
+    """The id of the server's first poll at or after `moment`, past every id if none."""
+    first = (
+        ServerSnapshot.objects.filter(server_id=table.server_id, taken_at__gte=moment)
+        .order_by("taken_at", "id")
+        .values_list("id", flat=True)
+        .first()
+    )
+    if first is not None:
+        return first
+    last = ServerSnapshot.objects.order_by("-id").values_list("id", flat=True).first()
+    return (last or 0) + 1
+
+
+def _latest_before(
+    table: PartitionedTable, index: dict[int, int], field: str, since: datetime
+) -> dict[int, object]:
     """Each partition's last sampled value of `field` before `since`."""
-    rows = (
-        PartitionSample.objects.filter(
-            partition_id__in=index, snapshot__taken_at__lt=since, **{f"{field}__isnull": False}
-        )
-        .order_by("partition_id", "-snapshot__taken_at")
-        .values_list("partition_id", field)
-    )
-    latest: dict[int, object] = {}
-    for partition_id, value in rows:
-        latest.setdefault(partition_id, value)
-    return latest
+    before = latest_before(index, (field,), _first_poll_at_or_after(table, since))
+    return {pk: values[field] for pk, values in before.items()}
 
 
-def _since(
-    index: dict[int, int],
-    field: str,
-    fields: tuple[str, ...],
-    since: datetime,
-    until: datetime | None,
-):
-    """Samples from `since` (to `until`) in which `field` changed."""
-    return (
-        PartitionSample.objects.filter(
-            partition_id__in=index, **_window(since, until), **{f"{field}__isnull": False}
-        )
-        .order_by("snapshot__taken_at")
-        .values_list(*fields)
-    )
+def _samples(index: dict[int, int], polls: list[tuple[int, datetime]], fields: tuple[str, ...]):
+    """(poll position, partition, *fields) of the samples of `polls`, in poll order, where
+    any of `fields` changed."""
+    if not polls:
+        return []
+    position = {poll_id: i for i, (poll_id, _) in enumerate(polls)}
+    rows = PartitionSample.objects.filter(
+        partition_id__in=index,
+        snapshot_id__gte=min(position),
+        snapshot_id__lte=max(position),
+    ).values_list("snapshot_id", "partition_id", *fields)
+    found = [
+        (position[snapshot_id], partition_id, *values)
+        for snapshot_id, partition_id, *values in rows
+        if snapshot_id in position and any(v is not None for v in values)
+    ]
+    found.sort(key=lambda row: row[0])
+    return found
 
 
 def level_history(
@@ -83,14 +113,13 @@ def level_history(
     `since` the series starts at its first poll, so a chart's axis can start at the data."""
     index = {p.pk: i for i, p in enumerate(partitions)}
     current: list = [None] * len(partitions)
-    for partition_id, value in _latest_before(index, metric, since).items():
+    for partition_id, value in _latest_before(table, index, metric, since).items():
         current[index[partition_id]] = value
     known = any(value is not None for value in current)
     points: list[list] = [[since.isoformat(), *current]] if known else []
-    for taken_at, partition_id, value in _since(
-        index, metric, ("snapshot__taken_at", "partition_id", metric), since, until
-    ):
-        stamp = taken_at.isoformat()
+    polls = _snapshots(table, since, until)
+    for position, partition_id, value in _samples(index, polls, (metric,)):
+        stamp = polls[position][1].isoformat()
         if not points or points[-1][0] != stamp:
             points.append([stamp, *(points[-1][1:] if points else current)])
         points[-1][1 + index[partition_id]] = value
@@ -108,30 +137,32 @@ def rate_history(
     counter = RATE_METRICS[metric]
     rows_changed = counter == "modified_counter"
     index = {p.pk: i for i, p in enumerate(partitions)}
-    by_snapshot: dict[int, list] = {}
-    for snapshot_id, partition_id, value, rows in _samples(index, counter, since, until):
-        by_snapshot.setdefault(snapshot_id, []).append((partition_id, value, rows))
-    last = _latest_before(index, counter, since)
-    last_rows = _latest_before(index, "rows", since) if rows_changed else {}
+    polls = _snapshots(table, since, until)
+    fields = (counter, "rows") if rows_changed else (counter,)
+    by_poll: dict[int, list] = {}
+    for position, partition_id, value, *rows in _samples(index, polls, fields):
+        by_poll.setdefault(position, []).append((partition_id, value, rows[0] if rows else None))
+    last = _latest_before(table, index, counter, since)
+    last_rows = _latest_before(table, index, "rows", since) if rows_changed else {}
     points, previous_time = [], None
-    for snapshot_id, taken_at in _snapshots(table, since, until):
+    for position, (_, taken_at) in enumerate(polls):
         values = [0.0 if p.pk in last else None for p in partitions]
         seconds = (taken_at - previous_time).total_seconds() if previous_time else None
-        for partition_id, value, rows in by_snapshot.get(snapshot_id, []):
+        for partition_id, value, rows in by_poll.get(position, []):
             before_rows = last_rows.get(partition_id)
             if rows is not None:
                 last_rows[partition_id] = rows
             if value is None:
                 continue
-            position, before = index[partition_id], last.get(partition_id)
+            position_of, before = index[partition_id], last.get(partition_id)
             if rows_changed:
                 changed = recent.changed_rows(
                     recent.Reading(modified_counter=value, rows=last_rows.get(partition_id)),
                     recent.Reading(modified_counter=before, rows=before_rows),
                 )
-                values[position] = per_second(changed, seconds)
+                values[position_of] = per_second(changed, seconds)
             else:
-                values[position] = counter_rate(value, before, seconds)
+                values[position_of] = counter_rate(value, before, seconds)
             last[partition_id] = value
         if previous_time is not None:
             points.append([taken_at.isoformat(), *values])
@@ -139,20 +170,127 @@ def rate_history(
     return points
 
 
-def _samples(index: dict[int, int], counter: str, since: datetime, until: datetime | None):
-    """(snapshot, partition, counter, rows) of the samples in the window where the
-    counter (or, for rows changed, the rows it is judged with) changed."""
-    changed = Q(**{f"{counter}__isnull": False})
-    if counter == "modified_counter":
-        changed |= Q(rows__isnull=False)
-        rows = "rows"
-    else:
-        rows = Value(None, output_field=BigIntegerField())
-    return (
-        PartitionSample.objects.filter(changed, partition_id__in=index, **_window(since, until))
-        .order_by("snapshot__taken_at")
-        .values_list("snapshot_id", "partition_id", counter, rows)
+def bucket_history(
+    answer: "Answer",
+    table,
+    partitions,
+    metric: str,
+    width: str,
+    since: datetime,
+    until: datetime | None = None,
+) -> tuple[list[list], datetime | None]:
+    """The stored buckets of `width` in the window (rolled up first where missing): for a
+    level, each partition's value at each bucket's last poll; for a rate, its counter's
+    delta over the bucket's seconds. Returns the points and the last stored bucket's last
+    poll (None without any), from which the finer widths go on."""
+    rollups.roll_up(table, width, seconds=ROLL_UP_SECONDS)
+    stored = RollupCursor.objects.get(table=table, width=width)
+    if stored.first_start > since and _polls(table, since, stored.first_start).exists():
+        answer.complete = False  # the older part is not rolled up yet
+    buckets = PollBucket.objects.filter(
+        server_id=table.server_id,
+        width=width,
+        taken_at__gte=since,
+        start__gte=stored.first_start,
+        start__lt=stored.next_start,
     )
+    if until is not None:
+        buckets = buckets.filter(taken_at__lte=until)
+    buckets = list(buckets.order_by("start").values_list("id", "start", "taken_at", "seconds"))
+    if not buckets:
+        return [], None
+    index = {p.pk: i for i, p in enumerate(partitions)}
+    position = {bucket_id: i for i, (bucket_id, *_) in enumerate(buckets)}
+    rate = metric in RATE_METRICS
+    counter = RATE_METRICS.get(metric, metric)
+    columns = (rollups.DELTA_OF[counter], counter) if rate else (metric,)
+    stored = TableRollup.objects.filter(
+        table=table, bucket_id__gte=min(position), bucket_id__lte=max(position)
+    ).values_list("bucket_id", "partitions", *columns)
+    by_bucket = {position[row[0]]: row[1:] for row in stored if row[0] in position}
+    before = latest_before(index, (counter,), _first_poll_at_or_after(table, buckets[0][1]))
+    points: list[list] = []
+    if rate:
+        # 0 for a partition with a reading to compare with, else None (no rate yet).
+        current: list = [0.0 if p.pk in before else None for p in partitions]
+        for i, (_, _, taken_at, seconds) in enumerate(buckets):
+            values = list(current)
+            ids, deltas, lasts = by_bucket.get(i, ((), None, None))
+            for n, pk in enumerate(ids):
+                at = index.get(pk)
+                if at is None:  # dropped since
+                    continue
+                if deltas and deltas[n] is not None and seconds:
+                    values[at] = deltas[n] / seconds
+                if lasts and lasts[n] is not None:
+                    current[at] = 0.0
+            points.append([taken_at.isoformat(), *values])
+    else:
+        current = [None] * len(partitions)
+        for partition_id, values in before.items():
+            current[index[partition_id]] = values[metric]
+        if any(value is not None for value in current):
+            points.append([since.isoformat(), *current])
+        for i, (_, _, taken_at, _) in enumerate(buckets):
+            ids, levels = by_bucket.get(i, ((), None))
+            if levels:
+                for pk, value in zip(ids, levels, strict=True):
+                    at = index.get(pk)
+                    if at is not None and value is not None:
+                        current[at] = value
+            points.append([taken_at.isoformat(), *current])
+    return points, buckets[-1][2]
+
+
+def width_for(table: PartitionedTable, since: datetime, until: datetime | None) -> str:
+    """POLL for a window of at most MAX_RAW_POLLS polls, else the finest width that
+    spans it in at most MAX_POINTS buckets and is still kept as far back as `since`."""
+    if _polls(table, since, until).count() <= MAX_RAW_POLLS:
+        return POLL
+    now = timezone.now()
+    span = (until or now) - since
+    for width in LADDER:
+        kept_since = now - timedelta(days=rollups.keep_days(width))
+        if span / WIDTHS[width] <= MAX_POINTS and since >= kept_since:
+            return width
+    return LADDER[-1]
+
+
+@dataclass
+class Answer:
+    complete: bool = True  # False: part of the window is not rolled up yet
+
+
+def history_points(
+    answer: Answer,
+    table,
+    partitions,
+    metric: str,
+    width: str,
+    since: datetime,
+    until: datetime | None,
+    tail: bool = False,
+) -> list[list]:
+    """The series at `width`, continued past its last stored bucket at the finer widths,
+    down to the polls themselves (`tail`: this is such a continuation)."""
+    if width == POLL:
+        if tail and _polls(table, since, until).count() > 2 * MAX_RAW_POLLS:
+            answer.complete = False  # the finer widths are behind too: not read poll by poll
+            return []
+        builder = level_history if metric in LEVEL_METRICS else rate_history
+        return builder(table, partitions, metric, since, until)
+    points, last_taken = bucket_history(answer, table, partitions, metric, width, since, until)
+    if until is not None and last_taken is not None and last_taken >= until:
+        return points
+    finer = LADDER[LADDER.index(width) - 1] if width != LADDER[0] else POLL
+    # From the last stored bucket's last poll: a rate's next interval counts from it.
+    rest = history_points(
+        answer, table, partitions, metric, finer, last_taken or since, until, tail=True
+    )
+    if not points:
+        return rest
+    last = datetime.fromisoformat(points[-1][0])
+    return points + [point for point in rest if datetime.fromisoformat(point[0]) > last]
 
 
 def table_history(
@@ -160,9 +298,13 @@ def table_history(
 ) -> dict:
     """`metric` per live partition from `since` to `until` (default: now)."""
     partitions = list(table.partitions.filter(dropped_at=None))
-    builder = level_history if metric in LEVEL_METRICS else rate_history
+    width = width_for(table, since, until)
+    answer = Answer()
+    points = history_points(answer, table, partitions, metric, width, since, until)
     return {
         "metric": metric,
+        "resolution": width,
+        "complete": answer.complete,
         "partitions": [_partition_label(p) for p in partitions],
-        "points": builder(table, partitions, metric, since, until),
+        "points": points,
     }

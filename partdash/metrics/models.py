@@ -227,3 +227,75 @@ class PartitionSample(models.Model):
 
     def __str__(self) -> str:
         return f"partition {self.partition_id} at poll {self.snapshot_id}"
+
+
+class PollBucket(models.Model):
+    """One server's polls over one 5 minutes, hour or day (`partdash.metrics.rollups`):
+    when its last poll was, and the seconds its counters' deltas cover."""
+
+    class Width(models.TextChoices):
+        MINUTES_5 = "5min", "5 minutes"
+        HOUR = "hour", "Hourly"
+        DAY = "day", "Daily"
+
+    server = models.ForeignKey("servers.Server", on_delete=models.CASCADE, related_name="+")
+    width = models.CharField(max_length=4, choices=Width)
+    start = models.DateTimeField()
+    taken_at = models.DateTimeField()  # its last poll
+    seconds = models.FloatField(null=True)  # from the poll before it to its last poll
+    polls = models.PositiveIntegerField()
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["server", "width", "start"], name="bucket_per_server")
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.server_id} {self.width} from {self.start:%Y-%m-%d %H:%M}"
+
+
+class TableRollup(models.Model):
+    """What a table's partitions did in one bucket, one list per figure, each aligned with
+    `partitions` (the ids of those that did something; the others did nothing): the
+    last sampled levels and counters (null: not sampled in it) and the counters' deltas
+    summed over the bucket's polls (null: nothing to compare with yet). One row per
+    table and bucket, one column per figure: a chart of 300 buckets reads 300 rows and
+    the one list it draws."""
+
+    bucket = models.ForeignKey(PollBucket, on_delete=models.CASCADE, db_index=False)
+    table = models.ForeignKey(PartitionedTable, on_delete=models.CASCADE, db_index=False)
+    partitions = models.JSONField()
+    rows = models.JSONField(null=True)
+    data_bytes = models.JSONField(null=True)
+    index_bytes = models.JSONField(null=True)
+    file_bytes = models.JSONField(null=True)
+    modified_counter = models.JSONField(null=True)
+    write_bytes = models.JSONField(null=True)
+    read_bytes = models.JSONField(null=True)
+    rows_changed = models.JSONField(null=True)
+    write_bytes_delta = models.JSONField(null=True)
+    read_bytes_delta = models.JSONField(null=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["table", "bucket"], name="rollup_per_table_bucket")
+        ]
+
+    def __str__(self) -> str:
+        return f"table {self.table_id} in bucket {self.bucket_id}"
+
+
+class RollupCursor(models.Model):
+    """Which of a table's buckets of one width are stored: those starting from
+    `first_start` and before `next_start`."""
+
+    table = models.ForeignKey(PartitionedTable, on_delete=models.CASCADE, related_name="+")
+    width = models.CharField(max_length=4, choices=PollBucket.Width)
+    first_start = models.DateTimeField()
+    next_start = models.DateTimeField()
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["table", "width"], name="cursor_per_table")]
+
+    def __str__(self) -> str:
+        return f"table {self.table_id} {self.width} rolled up to {self.next_start}"

@@ -15,6 +15,7 @@ from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
+from partdash.metrics import rollups
 from partdash.metrics.models import SAMPLED_FIGURES, PartitionSample, ServerSnapshot
 
 Resolution = ServerSnapshot.Resolution
@@ -25,11 +26,12 @@ class RetentionReport:
     thinned_to_hourly: int = 0
     thinned_to_daily: int = 0
     deleted: int = 0
+    buckets_deleted: int = 0
 
     def __str__(self) -> str:
         return (
             f"{self.thinned_to_hourly} polls merged into hourly, {self.thinned_to_daily} into "
-            f"daily, {self.deleted} deleted"
+            f"daily, {self.deleted} deleted; {self.buckets_deleted} history buckets deleted"
         )
 
 
@@ -137,4 +139,5 @@ def apply_retention(now: datetime | None = None) -> RetentionReport:
     report.thinned_to_hourly = _thin(raw_until, Resolution.RAW, Resolution.HOUR)
     report.thinned_to_daily = _thin(hourly_until, Resolution.HOUR, Resolution.DAY)
     report.deleted = _expire(daily_until)
+    report.buckets_deleted = rollups.prune(now)
     return report

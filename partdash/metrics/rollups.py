@@ -1,0 +1,378 @@
+"""A table's history in buckets of 5 minutes, an hour or a day, so a chart of any range
+reads a bounded number of points per partition.
+
+A bucket (`PollBucket`) is one server's polls within one 5 minutes, hour or day. For each
+table, a `TableRollup` keeps what each partition that did something in the bucket did:
+its last sampled levels and counters, and its counters' deltas summed over the bucket's
+polls, each delta counted as the poll-by-poll history counts it (a counter that went
+down was reset; rows changed as `recent.changed_rows` counts them). A bucket is stored
+once complete (SETTLE after its end: a poll is stored when it ends), newest first, by
+the periodic task and, for a few seconds, by a history request that finds it missing;
+`RollupCursor` says which stretch of a table's buckets of each width is stored. The
+history after the last stored bucket is read from the next finer width, down to the
+polls themselves.
+
+Samples are matched to polls by id range: a server's polls are stored one at a time
+(under its poll lock), so their ids grow with their times.
+"""
+
+import time
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+
+from django.conf import settings
+from django.db.models import OuterRef, Subquery
+from django.utils import timezone
+
+from partdash.health import recent
+from partdash.health.counters import counter_delta
+from partdash.metrics.models import (
+    Partition,
+    PartitionedTable,
+    PartitionSample,
+    PollBucket,
+    RollupCursor,
+    ServerSnapshot,
+    TableRollup,
+)
+
+Width = PollBucket.Width
+WIDTHS = {
+    Width.MINUTES_5: timedelta(minutes=5),
+    Width.HOUR: timedelta(hours=1),
+    Width.DAY: timedelta(days=1),
+}
+LADDER = [Width.MINUTES_5, Width.HOUR, Width.DAY]  # finest first
+SETTLE = timedelta(minutes=5)
+CHUNK_POLLS = 2000  # polls whose samples one query reads when rolling up
+IN_BATCH = 5000  # partitions per lookup (SQLite's 32,766 bound variables)
+
+LEVELS = ("rows", "data_bytes", "index_bytes", "file_bytes")
+COUNTERS = ("modified_counter", "write_bytes", "read_bytes")
+SAMPLED = LEVELS + COUNTERS
+DELTA_OF = {
+    "modified_counter": "rows_changed",
+    "write_bytes": "write_bytes_delta",
+    "read_bytes": "read_bytes_delta",
+}
+
+
+def keep_days(width: str) -> int:
+    """How long buckets of `width` are kept: as long as the polls they summarise are
+    kept at a finer resolution (retention thins polls to hourly, then daily)."""
+    return {
+        Width.MINUTES_5: settings.PARTDASH_RETENTION_RAW_DAYS,
+        Width.HOUR: settings.PARTDASH_RETENTION_HOURLY_DAYS,
+        Width.DAY: settings.PARTDASH_RETENTION_DAILY_DAYS,
+    }[width]
+
+
+def floor_to(moment: datetime, width: timedelta) -> datetime:
+    """The start of the bucket of `width` holding `moment` (buckets aligned on UTC)."""
+    epoch, seconds = moment.timestamp(), width.total_seconds()
+    return datetime.fromtimestamp(epoch - epoch % seconds, UTC)
+
+
+def latest_before(
+    partition_ids: Iterable[int], fields: tuple[str, ...], snapshot_id: int
+) -> dict[int, dict[str, int]]:
+    """Each partition's last sampled value of each of `fields` in polls before
+    `snapshot_id`: one probe of the (partition, snapshot) index per partition and field,
+    however long its history."""
+    ids = list(partition_ids)
+    found: dict[int, dict[str, int]] = {}
+    names = {f"last_{name}": name for name in fields}
+    for start in range(0, len(ids), IN_BATCH):
+        lookups = {
+            alias: Subquery(
+                PartitionSample.objects.filter(
+                    partition_id=OuterRef("pk"),
+                    snapshot_id__lt=snapshot_id,
+                    **{f"{name}__isnull": False},
+                )
+                .order_by("-snapshot_id")
+                .values(name)[:1]
+            )
+            for alias, name in names.items()
+        }
+        rows = (
+            Partition.objects.filter(pk__in=ids[start : start + IN_BATCH])
+            .annotate(**lookups)
+            .values_list("pk", *names)
+        )
+        for pk, *values in rows:
+            known = {
+                name: v for name, v in zip(names.values(), values, strict=True) if v is not None
+            }
+            if known:
+                found[pk] = known
+    return found
+
+
+@dataclass
+class Bucket:
+    start: datetime
+    polls: list[int]
+    taken_at: datetime  # its last poll
+    seconds: float  # from the poll before it (else its first) to its last poll
+    pk: int | None = None
+
+
+def group_polls(
+    polls: list[tuple[int, datetime]], width: timedelta, before: datetime | None
+) -> list[Bucket]:
+    """`polls` (id, time; in time order) in buckets of `width`. `before`: the time of the
+    poll before the first, if any (the first bucket's deltas count from it)."""
+    buckets: list[Bucket] = []
+    for poll_id, taken_at in polls:
+        start = floor_to(taken_at, width)
+        if buckets and buckets[-1].start == start:
+            bucket = buckets[-1]
+            bucket.polls.append(poll_id)
+            bucket.seconds += (taken_at - bucket.taken_at).total_seconds()
+            bucket.taken_at = taken_at
+            continue
+        previous = buckets[-1].taken_at if buckets else before
+        seconds = (taken_at - previous).total_seconds() if previous else 0.0
+        buckets.append(Bucket(start, [poll_id], taken_at, seconds))
+    return buckets
+
+
+@dataclass
+class Fold:
+    """A table's partitions walked poll by poll: each one's last readings (`last`), and
+    per partition the bucket's last sampled figures and summed counter deltas."""
+
+    last: dict[int, dict[str, int]] = field(default_factory=dict)
+    looked_up: set[int] = field(default_factory=set)
+
+    def step(self, partition_id: int, sample: dict[str, int | None], into: dict) -> None:
+        before = self.last.setdefault(partition_id, {})
+        rolled = into.setdefault(partition_id, {})
+        rows = sample["rows"] if sample["rows"] is not None else before.get("rows")
+        for counter in COUNTERS:
+            value = sample[counter]
+            if value is None or before.get(counter) is None:
+                continue
+            if counter == "modified_counter":
+                delta = recent.changed_rows(
+                    recent.Reading(modified_counter=value, rows=rows),
+                    recent.Reading(modified_counter=before[counter], rows=before.get("rows")),
+                )
+            else:
+                delta = counter_delta(value, before[counter])
+            if delta is not None:
+                name = DELTA_OF[counter]
+                rolled[name] = (rolled.get(name) or 0) + delta
+        for name in SAMPLED:
+            if sample[name] is not None:
+                before[name] = rolled[name] = sample[name]
+
+
+def _live_tables() -> Iterator[PartitionedTable]:
+    return PartitionedTable.objects.filter(dropped_at=None).select_related("server").iterator()
+
+
+def roll_up(
+    table: PartitionedTable, width: str, seconds: float | None = None, now: datetime | None = None
+) -> int:
+    """Store `table`'s complete buckets of `width` not stored yet, newest first: the new
+    ones, then back toward how long they are kept, until `seconds` have passed (None: all
+    of them; a history request gives a few seconds, the periodic task the rest). What is
+    stored is always one stretch, [`first_start`, `next_start`) of the table's cursor.
+    Returns how many buckets it stored."""
+    now = now or timezone.now()
+    deadline = None if seconds is None else time.monotonic() + seconds
+    size = WIDTHS[width]
+    horizon = floor_to(now - SETTLE, size)  # buckets starting before it are complete
+    oldest = floor_to(now - timedelta(days=keep_days(width)), size)
+    cursor, _ = RollupCursor.objects.get_or_create(
+        table=table, width=width, defaults={"first_start": horizon, "next_start": horizon}
+    )
+    if cursor.next_start < oldest:  # all of it pruned since: start again from now
+        cursor.first_start = cursor.next_start = horizon
+        cursor.save()
+    stored = 0
+    if cursor.next_start < horizon:
+        stored += _roll_range(table, cursor, width, cursor.next_start, horizon, deadline)
+    # At least one chunk is rolled up each call, however short `seconds`.
+    if cursor.first_start > oldest and (not stored or not _past(deadline)):
+        stored += _roll_range(table, cursor, width, oldest, cursor.first_start, deadline)
+    return stored
+
+
+def _past(deadline: float | None) -> bool:
+    return deadline is not None and time.monotonic() > deadline
+
+
+def _roll_range(
+    table: PartitionedTable,
+    cursor: RollupCursor,
+    width: str,
+    start: datetime,
+    end: datetime,
+    deadline: float | None,
+) -> int:
+    """Roll up the buckets of [start, end), which adjoins the cursor's stretch after it
+    (end is `first_start`: newest first) or before it, moving the cursor chunk by chunk
+    until `deadline`."""
+    size, backward = WIDTHS[width], end == cursor.first_start
+    snapshots = ServerSnapshot.objects.filter(server_id=table.server_id)
+    polls = list(
+        snapshots.filter(taken_at__gte=start, taken_at__lt=end)
+        .order_by("taken_at", "id")
+        .values_list("id", "taken_at")
+    )
+    before = (
+        snapshots.filter(taken_at__lt=start)
+        .order_by("-taken_at")
+        .values_list("taken_at", flat=True)
+        .first()
+    )
+    chunks = list(_chunks(group_polls(polls, size, before)))
+    partition_ids = list(Partition.objects.filter(table=table).values_list("pk", flat=True))
+    stored = 0
+    for chunk in reversed(chunks) if backward else chunks:
+        _save_buckets(table.server_id, width, chunk)
+        stored += _roll_chunk(Fold(), table.pk, partition_ids, chunk)
+        if backward:
+            cursor.first_start = chunk[0].start
+        else:
+            cursor.next_start = chunk[-1].start + size
+        cursor.save()
+        if _past(deadline) and chunk is not (chunks[0] if backward else chunks[-1]):
+            return stored
+    if backward:
+        cursor.first_start = start
+    else:
+        cursor.next_start = end
+    cursor.save()
+    return stored
+
+
+def _chunks(buckets: list[Bucket]) -> Iterator[list[Bucket]]:
+    chunk: list[Bucket] = []
+    polls = 0
+    for bucket in buckets:
+        if chunk and polls + len(bucket.polls) > CHUNK_POLLS:
+            yield chunk
+            chunk, polls = [], 0
+        chunk.append(bucket)
+        polls += len(bucket.polls)
+    if chunk:
+        yield chunk
+
+
+def _save_buckets(server_id: int, width: str, buckets: list[Bucket]) -> None:
+    """Store the server's buckets (another table, or another process, may have stored
+    them already: theirs are the same) and note each one's id."""
+    PollBucket.objects.bulk_create(
+        [
+            PollBucket(
+                server_id=server_id,
+                width=width,
+                start=b.start,
+                taken_at=b.taken_at,
+                seconds=b.seconds,
+                polls=len(b.polls),
+            )
+            for b in buckets
+        ],
+        ignore_conflicts=True,
+        batch_size=1000,
+    )
+    ids = dict(
+        PollBucket.objects.filter(
+            server_id=server_id,
+            width=width,
+            start__gte=buckets[0].start,
+            start__lte=buckets[-1].start,
+        ).values_list("start", "id")
+    )
+    for bucket in buckets:
+        bucket.pk = ids[bucket.start]
+
+
+def fold_samples(
+    fold: Fold, partition_ids: list[int], buckets: list[Bucket]
+) -> dict[int, dict[int, dict]]:
+    """Per bucket (its index in `buckets`), per partition, what the partition did."""
+    order = {
+        poll: (index, position)
+        for index, b in enumerate(buckets)
+        for position, poll in enumerate(b.polls)
+    }
+    low, high = min(order), max(order)
+    samples = []
+    for start in range(0, len(partition_ids), IN_BATCH):
+        samples += PartitionSample.objects.filter(
+            partition_id__in=partition_ids[start : start + IN_BATCH],
+            snapshot_id__gte=low,
+            snapshot_id__lte=high,
+        ).values_list("snapshot_id", "partition_id", *SAMPLED)
+    samples = [s for s in samples if s[0] in order]
+    samples.sort(key=lambda s: order[s[0]])
+    unknown = {s[1] for s in samples} - fold.looked_up
+    if unknown:
+        fold.looked_up |= unknown
+        for pk, values in latest_before(unknown, SAMPLED, low).items():
+            fold.last.setdefault(pk, {}).update(values)
+    per_bucket: dict[int, dict[int, dict]] = {}
+    for snapshot_id, partition_id, *values in samples:
+        into = per_bucket.setdefault(order[snapshot_id][0], {})
+        fold.step(partition_id, dict(zip(SAMPLED, values, strict=True)), into)
+    return per_bucket
+
+
+FIGURES = SAMPLED + tuple(DELTA_OF.values())
+
+
+def _roll_chunk(fold: Fold, table_id: int, partition_ids: list[int], buckets: list[Bucket]) -> int:
+    per_bucket = fold_samples(fold, partition_ids, buckets)
+    rollups = []
+    for index, partitions in per_bucket.items():
+        ids = sorted(partitions)
+        figures = {name: [partitions[pk].get(name) for pk in ids] for name in FIGURES}
+        rollups.append(
+            TableRollup(
+                bucket_id=buckets[index].pk,
+                table_id=table_id,
+                partitions=ids,
+                **{
+                    name: values if any(v is not None for v in values) else None
+                    for name, values in figures.items()
+                },
+            )
+        )
+    TableRollup.objects.bulk_create(rollups, ignore_conflicts=True, batch_size=500)
+    return len(buckets)
+
+
+def roll_up_all(seconds: float = 240) -> int:
+    """Roll up every live table at every width, until `seconds` have passed (the next run
+    goes on). Returns the buckets stored."""
+    deadline = time.monotonic() + seconds
+    stored = 0
+    for table in _live_tables():
+        for width in LADDER:
+            stored += roll_up(table, width, seconds=max(deadline - time.monotonic(), 0))
+        if _past(deadline):
+            break
+    return stored
+
+
+def prune(now: datetime | None = None) -> int:
+    """Delete buckets older than their width is kept; returns how many."""
+    now = now or timezone.now()
+    deleted = 0
+    for width in LADDER:
+        old = PollBucket.objects.filter(
+            width=width, start__lt=now - timedelta(days=keep_days(width))
+        ).values_list("pk", flat=True)
+        ids = list(old)
+        for start in range(0, len(ids), IN_BATCH):
+            batch = ids[start : start + IN_BATCH]
+            TableRollup.objects.filter(bucket_id__in=batch).delete()
+            deleted += PollBucket.objects.filter(pk__in=batch).delete()[0]
+    return deleted
