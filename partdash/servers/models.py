@@ -39,6 +39,9 @@ DESTINATION_FIELDS = {
     "user": "user",
     "tls_mode": "TLS mode",
     "ssl_ca": "TLS CA file",
+    # Approving a certificate sends the password to whoever holds it: a staff account
+    # that does not know the password must not be able to approve its own proxy's.
+    "tls_approved_fingerprint": "approved TLS certificate",
 }
 # How long a recorded `tls_offered` stands before it is written again.
 TLS_RECHECK = timedelta(days=1)
@@ -207,7 +210,10 @@ class Server(models.Model):
         return [
             name
             for name in DESTINATION_FIELDS
-            if name in stored and getattr(self, name) != stored[name]
+            if name in stored
+            and getattr(self, name) != stored[name]
+            # Withdrawing an approval sends the password to nobody new.
+            and not (name == "tls_approved_fingerprint" and not getattr(self, name))
         ]
 
     def password_reuse(self) -> list[str]:

@@ -8,6 +8,7 @@ verified it. A real MariaDB with mysql_native_password (a scramble: the password
 leaves) keeps polling under `preferred`."""
 
 import io
+import os
 from collections.abc import Iterator
 
 import pymysql
@@ -163,7 +164,8 @@ def openssl_style(approved: str) -> str:
 
 def approve_through_the_api(server: Server, approved: str, operator_api, **_) -> None:
     response = operator_api.patch(
-        f"{SERVERS}{server.pk}/", {"tls_approved_fingerprint": openssl_style(approved)}
+        f"{SERVERS}{server.pk}/",
+        {"tls_approved_fingerprint": openssl_style(approved), "password": PASSWORD},
     )
     assert response.status_code == 200, response.content
     assert response.json()["tls_approved_fingerprint"] == approved
@@ -178,6 +180,7 @@ def approve_in_the_admin(server: Server, approved: str, admin_client, **_) -> No
         "tls_mode": server.tls_mode,
         "ssl_ca": "",
         "tls_approved_fingerprint": approved,
+        "password": PASSWORD,
         "poll_interval": server.poll_interval,
         "enabled": "on",
         "tags": "",
@@ -187,6 +190,7 @@ def approve_in_the_admin(server: Server, approved: str, admin_client, **_) -> No
 
 
 def approve_with_addserver(server: Server, approved: str, **_) -> None:
+    os.environ["CERT_PASSWORD"] = PASSWORD
     call_command(
         "addserver",
         server.name,
@@ -194,6 +198,7 @@ def approve_with_addserver(server: Server, approved: str, **_) -> None:
         f"--port={server.port}",
         f"--user={server.user}",
         f"--approve-certificate={approved}",
+        "--password-env=CERT_PASSWORD",
         "--no-check",
         stdout=io.StringIO(),
     )

@@ -217,8 +217,13 @@ def test_moving_a_server_with_the_password_still_sends_nothing_in_clear_text(
         ({"user": "monitor"}, "user", "user"),
         ({"tls_mode": "disabled"}, "tls_mode", "TLS mode"),
         ({"ssl_ca": "/etc/ssl/certs/ca-certificates.crt"}, "ssl_ca", "TLS CA file"),
+        (
+            {"tls_approved_fingerprint": "SHA256:" + "ab" * 32},
+            "tls_approved_fingerprint",
+            "approved TLS certificate",
+        ),
     ],
-    ids=["host", "user", "tls-mode", "ssl-ca"],
+    ids=["host", "user", "tls-mode", "ssl-ca", "approved-certificate"],
 )
 def test_each_destination_field_needs_the_password_again(staff_api, change, field, words):
     server = builders.server("guarded", password=PASSWORD, user="root")
@@ -365,3 +370,14 @@ def test_the_admin_warns_about_a_second_server_at_the_same_address(admin_client)
         "warning",
         f"{first.host}:{first.port} is also registered as first: it will be polled twice",
     ) in messages
+
+
+def test_withdrawing_a_certificate_approval_needs_no_password(staff_api):
+    server = builders.server(
+        "approved", password=PASSWORD, user="root", tls_approved_fingerprint="SHA256:" + "ab" * 32
+    )
+
+    response = staff_api.patch(f"{SERVERS}{server.pk}/", {"tls_approved_fingerprint": ""})
+
+    assert response.status_code == 200, response.content
+    assert Server.objects.get(pk=server.pk).tls_approved_fingerprint == ""
