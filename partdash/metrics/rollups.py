@@ -237,18 +237,20 @@ def _roll_range(
         _save_buckets(table.server_id, width, chunk)
         stored += _roll_chunk(Fold(), table.pk, partition_ids, chunk)
         if backward:
-            cursor.first_start = chunk[0].start
+            _move(cursor, "first_start", chunk[0].start)
         else:
-            cursor.next_start = chunk[-1].start + size
-        cursor.save()
+            _move(cursor, "next_start", chunk[-1].start + size)
         if _past(deadline) and chunk is not (chunks[0] if backward else chunks[-1]):
             return stored
-    if backward:
-        cursor.first_start = start
-    else:
-        cursor.next_start = end
-    cursor.save()
+    _move(cursor, "first_start" if backward else "next_start", start if backward else end)
     return stored
+
+
+def _move(cursor: RollupCursor, end: str, to: datetime) -> None:
+    """Move one end of the cursor's stretch (only that one: a process rolling up the
+    other end at the same time keeps its own)."""
+    setattr(cursor, end, to)
+    cursor.save(update_fields=[end])
 
 
 def _chunks(buckets: list[Bucket]) -> Iterator[list[Bucket]]:
