@@ -309,7 +309,8 @@ PARTDASH_POLL_TIME_LIMIT = env.int("PARTDASH_POLL_TIME_LIMIT", default=300)
 # unreachable servers never delays the healthy ones.
 PARTDASH_POLL_BACKOFF_MAX_SECONDS = env.int("PARTDASH_POLL_BACKOFF_MAX_SECONDS", default=600)
 PARTDASH_FAILING_POLL_SLOTS = env.int("PARTDASH_FAILING_POLL_SLOTS", default=0)
-# "Poll now" (API, admin, a server's save) queues at most one poll per server per window.
+# "Poll now" (API, admin, a server's save) queues one poll per server while the one it
+# queued is queued or running; 0 turns that off (every request queues a poll).
 PARTDASH_POLL_NOW_DEBOUNCE_SECONDS = env.int("PARTDASH_POLL_NOW_DEBOUNCE_SECONDS", default=5)
 # The tablespace list and file I/O are read by buckets, only where a bucket's aggregate
 # changed (partdash.collector.incremental); every row is read again once what a process

@@ -13,6 +13,7 @@ that takes half the fleet away costs the healthy servers nothing.
 import enum
 import logging
 import threading
+import uuid
 from contextlib import contextmanager
 from datetime import timedelta
 from functools import cache
@@ -45,7 +46,7 @@ class PollRequest(enum.Enum):
     """What asking for a poll now came to."""
 
     QUEUED = "queued"
-    ALREADY_QUEUED = "already queued"  # another request queued one within the debounce
+    ALREADY_QUEUED = "already queued"  # another request's poll is queued or running
     NOT_QUEUED = "not queued"  # disabled, unknown, or the broker is down
 
 
@@ -82,7 +83,7 @@ def _ticks(count: int) -> timedelta:
     return timedelta(seconds=count * settings.PARTDASH_DISPATCH_SECONDS)
 
 
-def enqueue(server: Server, *, forced: bool = False) -> bool:
+def enqueue(server: Server, *, forced: bool = False, task_id: str | None = None) -> bool:
     """Queue a poll of a claimed server; on a broker failure, make it due again. A
     `forced` poll (Poll now) is not held back by the slots kept for failing servers."""
     from partdash.collector.tasks import poll_server_task
@@ -95,6 +96,7 @@ def enqueue(server: Server, *, forced: bool = False) -> bool:
             soft_time_limit=soft,
             time_limit=hard,
             expires=server.poll_interval,
+            task_id=task_id,
         )
     except Exception as exc:  # the broker being down must not break an admin save
         log.error("cannot queue a poll of %s: %s", server.name, exc)
@@ -113,44 +115,52 @@ def request_poll(server_id: int, *, force: bool = False) -> bool:
 
 
 def poll_now(server_id: int) -> PollRequest:
-    """A forced poll ("Poll now"), debounced: the first request in a window of
-    PARTDASH_POLL_NOW_DEBOUNCE_SECONDS queues it, the others in the window find it
-    queued, so 20 clicks in a second queue one poll. The window is a Redis key set only
-    if absent (SET NX), shared by every web process and worker."""
-    if not Server.objects.filter(pk=server_id, enabled=True).exists():
+    """A forced poll ("Poll now"), coalesced: while one requested poll of the server is
+    queued or running, other requests find it (20 clicks in a second queue one poll);
+    once it ended, the next request queues a new one. The window is a Redis key set only
+    if absent (SET NX), shared by every web process and worker, holding the queued task's
+    id; the task deletes it when it ends (`close_poll_now_window`), and it lapses on its
+    own once the task would have expired or hit its time limit."""
+    server = Server.objects.filter(pk=server_id, enabled=True).first()
+    if server is None:
         return PollRequest.NOT_QUEUED
-    if not _open_debounce_window(server_id):
+    token = uuid.uuid4().hex  # the task's id
+    if not _open_poll_now_window(server, token):
         return PollRequest.ALREADY_QUEUED
     server = claim(server_id, force=True)
-    if server is not None and enqueue(server, forced=True):
+    if server is not None and enqueue(server, forced=True, task_id=token):
         return PollRequest.QUEUED
-    _close_debounce_window(server_id)  # nothing was queued: the next click may try
+    close_poll_now_window(server_id, token)  # nothing was queued: the next click may try
     return PollRequest.NOT_QUEUED
 
 
-def _debounce_key(server_id: int) -> str:
+def _poll_now_key(server_id: int) -> str:
     return f"partdash:poll-now:{server_id}"
 
 
-def _open_debounce_window(server_id: int) -> bool:
-    """True when no other forced poll of the server is in its window (or there is no
-    window: the setting is 0, or Redis cannot say, and then the broker will tell)."""
-    seconds = settings.PARTDASH_POLL_NOW_DEBOUNCE_SECONDS
-    if seconds <= 0:
+def _open_poll_now_window(server: Server, token: str) -> bool:
+    """True when no other requested poll of the server is queued or running (or there is
+    no window: PARTDASH_POLL_NOW_DEBOUNCE_SECONDS is 0, or Redis cannot say, and then
+    the broker will tell)."""
+    if settings.PARTDASH_POLL_NOW_DEBOUNCE_SECONDS <= 0:
         return True
+    # Queued, a poll expires after its interval; running, it ends by its hard limit.
+    lapse = server.poll_interval + time_limits(server.poll_interval)[1] + 5
     try:
-        url = settings.PARTDASH_REDIS_URL
-        return bool(_redis(url).set(_debounce_key(server_id), 1, nx=True, ex=seconds))
+        client = _redis(settings.PARTDASH_REDIS_URL)
+        return bool(client.set(_poll_now_key(server.pk), token, nx=True, ex=lapse))
     except redis.exceptions.RedisError as exc:
-        log.warning("no poll-now debounce for server %s: %s", server_id, exc)
+        log.warning("no poll-now coalescing for server %s: %s", server.pk, exc)
         return True
 
 
-def _close_debounce_window(server_id: int) -> None:
+def close_poll_now_window(server_id: int, token: str) -> None:
+    """The requested poll `token` ended (or was never queued): the next request queues
+    a new one."""
     try:
-        _redis(settings.PARTDASH_REDIS_URL).delete(_debounce_key(server_id))
+        _delete_if_held(_redis(settings.PARTDASH_REDIS_URL), _poll_now_key(server_id), token)
     except redis.exceptions.RedisError:
-        pass
+        pass  # it lapses on its own
 
 
 def dispatch_due() -> int:

@@ -56,7 +56,17 @@ def poll_server_task(self, server_id: int, forced: bool = False) -> str:
     """Poll one server unless it is disabled, gone, or already being polled. A server
     whose last poll failed is polled only in a free slot of those kept for failing
     servers (not when asked for with Poll now, `forced`); otherwise this poll is left
-    out, and the next one is due at its backed-off time."""
+    out, and the next one is due at its backed-off time. A Poll now's poll, once ended,
+    lets the next Poll now queue another."""
+    if not forced:
+        return _poll_task(self, server_id, forced)
+    try:
+        return _poll_task(self, server_id, forced)
+    finally:
+        scheduling.close_poll_now_window(server_id, self.request.id)
+
+
+def _poll_task(self, server_id: int, forced: bool) -> str:
     try:
         server = Server.objects.filter(pk=server_id, enabled=True).first()
     except DatabaseError as exc:
@@ -113,6 +123,7 @@ def poll_worker_lost(sender=None, task_id=None, exception=None, args=None, **kwa
         return
     released = scheduling.release_lost_lock(server_id, task_id)
     scheduling.release_failing_slot(task_id)
+    scheduling.close_poll_now_window(server_id, task_id)  # if a Poll now queued it
     log.error("%s: %s (lock released: %s)", server.name, WORKER_LOST, released)
     record_failure(server, WORKER_LOST)
     scheduling.record_outcome(server.pk, False, timezone.now())

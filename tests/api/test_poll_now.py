@@ -1,5 +1,6 @@
-""" "Poll now" is debounced: 20 requests at once queue one poll, and each is told a poll
-is queued."""
+""" "Poll now" is coalesced while the poll it queued is queued or running: 20 requests at
+once queue one poll, and each is told a poll is queued; once it ended, the next request
+queues another (issue 25, point 5)."""
 
 import base64
 import json
@@ -8,6 +9,8 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 from django.db import connection
 
+from partdash.collector import scheduling
+from partdash.collector.tasks import poll_server_task
 from tests import builders
 from tests.conftest import token_client
 
@@ -61,13 +64,35 @@ def test_twenty_concurrent_poll_now_requests_queue_one_poll(operator, queue, set
 
 
 @pytest.mark.django_db
-def test_after_the_window_a_click_queues_another_poll(operator_api, queue, settings):
+def test_a_click_right_after_the_requested_poll_ended_queues_another(operator_api, queue, settings):
+    """Coalesced only while the requested poll is queued or running: a click a moment
+    after it ended polls again (before, any click within 5 s of the last was dropped)."""
     settings.PARTDASH_POLL_NOW_DEBOUNCE_SECONDS = 5
-    server = builders.server("db1", enabled=True, port=9)
+    server = builders.server("db1", enabled=True, port=9)  # refused: each poll ends at once
     queue.delete("celery")
     url = f"/api/v1/servers/{server.pk}/poll/"
     assert operator_api.post(url).json()["detail"] == "a poll was queued"
     assert operator_api.post(url).json()["detail"] == "a poll is already queued"
-    queue.delete(f"partdash:poll-now:{server.pk}")  # the window ends
+    queued = json.loads(queue.lrange("celery", 0, -1)[0])["headers"]["id"]
+
+    # A worker runs it (here, in this process), as queued.
+    outcome = poll_server_task.apply(args=[server.pk], kwargs={"forced": True}, task_id=queued)
+    assert "connection refused" in outcome.get()
+
     assert operator_api.post(url).json()["detail"] == "a poll was queued"
     assert polls_queued(queue) == [server.pk, server.pk]
+
+
+@pytest.mark.django_db
+def test_a_requested_poll_skipped_behind_a_running_one_ends_the_window_too(
+    operator_api, queue, settings
+):
+    settings.PARTDASH_POLL_NOW_DEBOUNCE_SECONDS = 5
+    server = builders.server("db1", enabled=True, port=9)
+    url = f"/api/v1/servers/{server.pk}/poll/"
+    assert operator_api.post(url).json()["detail"] == "a poll was queued"
+    queued = json.loads(queue.lrange("celery", 0, -1)[0])["headers"]["id"]
+    with scheduling.poll_lock(server.pk, timeout=30, token="a scheduled poll"):
+        skipped = poll_server_task.apply(args=[server.pk], kwargs={"forced": True}, task_id=queued)
+    assert skipped.get() == "skipped: already polling"
+    assert operator_api.post(url).json()["detail"] == "a poll was queued"
