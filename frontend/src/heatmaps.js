@@ -147,7 +147,18 @@ export function heatmap(canvas, history, { ordinal = false } = {}) {
   return chart;
 }
 
-const BUCKETS = { "5min": "5 minutes", hour: "hour", day: "day" };
+const BUCKET_MINUTES = { "5min": 5, hour: 60, day: 1440 };
+
+// "5 minutes", "hour", "3 hours", "day", "2 days".
+function span(minutes) {
+  const [count, unit] =
+    minutes % 1440 === 0
+      ? [minutes / 1440, "day"]
+      : minutes % 60 === 0
+        ? [minutes / 60, "hour"]
+        : [minutes, "minute"];
+  return count === 1 ? unit : `${count} ${unit}s`;
+}
 
 // Under a heatmap: its colour scale from the smallest to the largest rate drawn, in the
 // rate's unit; the hatching of "no data yet"; what the folded row shows; the busiest.
@@ -156,10 +167,14 @@ export function heatLegend(history, view, { ordinal = false } = {}) {
   const [min, max] = extent(view.rows);
   const folded = view.rows.find((row) => row.folded);
   const hasNull = view.rows.some((row) => row.values.some((v) => v == null));
-  // A long range comes in buckets (the history's `resolution`), each the mean of its polls.
-  const width = BUCKETS[history.resolution];
-  const bucket = width ? `${width} (the mean of its polls)` : "poll";
-  const buckets = width ? `${width} buckets` : "polls";
+  // A long range comes in buckets (the history's `resolution`): each the mean of its polls.
+  const minutes = BUCKET_MINUTES[history.resolution];
+  const unit = minutes
+    ? `, per partition, the mean over each ${span(minutes)}`
+    : ", per partition and poll";
+  const columns = minutes
+    ? ` (each column the mean over ${span(minutes * view.pollsPerColumn)})`
+    : ` (each column the mean of ${view.pollsPerColumn} polls)`;
   return el(
     "div",
     { className: "heat-legend" },
@@ -170,8 +185,8 @@ export function heatLegend(history, view, { ordinal = false } = {}) {
     el(
       "span",
       { className: "heat-unit" },
-      `${RATES[history.metric]?.unit}, per partition and ${bucket}`,
-      view.pollsPerColumn > 1 ? ` (each column the mean of ${view.pollsPerColumn} ${buckets})` : "",
+      `${RATES[history.metric]?.unit}${unit}`,
+      view.pollsPerColumn > 1 ? columns : "",
     ),
     history.complete === false &&
       el(

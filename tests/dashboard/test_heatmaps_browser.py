@@ -230,3 +230,38 @@ def test_the_toggle_gives_every_partition_in_table_order_and_no_data_yet_before_
     assert "order=ordinal" not in page.url
     assert shown_labels(page, "rows-changed-heatmap")[0] == hot
     assert page.console_errors == []
+
+
+def test_a_day_of_polls_is_drawn_from_five_minute_buckets_and_says_so(
+    page, live_server, admin_user
+):
+    """26 hours of polls a minute apart (1,560, over the 500 read one by one): the last
+    24 hours come in 5-minute buckets (issue 24), and the legend says what a cell is."""
+    from django.utils import timezone
+
+    from partdash.metrics.models import ServerSnapshot
+
+    server = builders.server("busy-db", enabled=True)
+    table = builders.table(server, schema="shop", name="orders", partition_count=2, method="HASH")
+    hot, cold = (builders.partition(table, f"p{n}", n) for n in range(2))
+    now, count = timezone.now(), 26 * 60
+    ServerSnapshot.objects.bulk_create(
+        builders.snapshot_row(server, taken_at=now - timedelta(minutes=count - 1 - n))
+        for n in range(count)
+    )
+    polls = ServerSnapshot.objects.filter(server=server).order_by("taken_at")
+    PartitionSample.objects.bulk_create(
+        [builders.sample(cold, polls[0], modified_counter=0)]
+        + [builders.sample(hot, poll, modified_counter=60 * n) for n, poll in enumerate(polls)],
+        batch_size=2000,
+    )
+    log_in(page, live_server)
+    page.set_viewport_size({"width": 1440, "height": 900})
+    open_page(page, live_server, f"/tables/{table.pk}/?range=24h", "#table-page")
+    assert api(page, f"tables/{table.pk}/history/?metric=rows_changed_per_s")["resolution"] == (
+        "5min"
+    )
+    unit = page.locator("#rows-changed-legend .heat-unit").inner_text()
+    assert unit.startswith("rows/s, per partition, the mean over each 5 minutes"), unit
+    assert page.locator("#rows-changed-legend .heat-max").inner_text() == "1 rows/s"
+    assert shown_labels(page, "rows-changed-heatmap")[0] == "p0"
