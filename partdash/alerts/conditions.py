@@ -210,7 +210,8 @@ def partition_size_conditions(
         output_field=BigIntegerField(),
     )
     rows = (
-        Partition.objects.filter(table__server=server, table__dropped_at=None, dropped_at=None)
+        Partition.objects.live()
+        .filter(table__server=server, table__dropped_at=None)
         .annotate(size=size)
         .filter(size__gte=floor)
         .values_list("table_id", "table__schema", "table__name", "name", "subpartition", "size")
@@ -226,8 +227,10 @@ def partition_size_conditions(
 def partition_sizes(table_ids: set[int]) -> dict[tuple[int, str], int | None]:
     """(table id, partition label) -> data + index bytes of the live partitions of a few
     tables (those with an open partition alert the query above no longer lists)."""
-    rows = Partition.objects.filter(table_id__in=table_ids, dropped_at=None).values_list(
-        "table_id", "name", "subpartition", "data_bytes", "index_bytes"
+    rows = (
+        Partition.objects.live()
+        .filter(table_id__in=table_ids)
+        .values_list("table_id", "name", "subpartition", "data_bytes", "index_bytes")
     )
     return {
         (table_id, partition_label(name, sub)): _size(data, index)

@@ -157,7 +157,8 @@ class ServerSerializer(serializers.ModelSerializer):
 def worst_findings(tables, limit: int) -> list[dict]:
     """The worst findings among `tables` (a queryset), each with its table and server."""
     worst = (
-        tables.filter(dropped_at=None, score__gt=0)
+        tables.live()
+        .filter(score__gt=0)
         .select_related("server")
         .order_by("-score", "schema", "name")
     )
@@ -183,7 +184,8 @@ def fleet_findings(servers: list[Server], limit: int = 3) -> dict[int, list[dict
     two queries each before."""
     ids = [server.pk for server in servers]
     scored = (
-        PartitionedTable.objects.filter(server_id__in=ids, dropped_at=None, score__gt=0)
+        PartitionedTable.objects.live()
+        .filter(server_id__in=ids, score__gt=0)
         .order_by("-score", "schema", "name")
         .values_list("pk", "server_id")
     )
@@ -195,7 +197,7 @@ def fleet_findings(servers: list[Server], limit: int = 3) -> dict[int, list[dict
     found: dict[int, list[dict]] = {}
     for finding in worst_findings(PartitionedTable.objects.filter(pk__in=chosen), len(chosen) * 50):
         found.setdefault(finding["server_id"], []).append(finding)
-    latest = ServerSnapshot.objects.filter(server_id=OuterRef("pk")).order_by("-taken_at")
+    latest = ServerSnapshot.objects.latest_for(OuterRef("pk"))
     snapshot_ids = (
         Server.objects.filter(pk__in=ids)
         .annotate(latest=Subquery(latest.values("pk")[:1]))
@@ -545,7 +547,7 @@ def partition_rows(table: PartitionedTable, page_size: int) -> list[dict]:
     one `values()` query (a 128-partition table's list in a few milliseconds)."""
     rows = []
     now = table.analysed_at or timezone.now()
-    partitions = table.partitions.filter(dropped_at=None).order_by(*Partition._meta.ordering)
+    partitions = table.partitions.live().order_by(*Partition._meta.ordering)
     stored = [SimpleNamespace(**values) for values in partitions.values(*PARTITION_COLUMNS)]
     shares = activity_shares(
         [PartitionState.from_object(p).label for p in stored],

@@ -146,12 +146,7 @@ def per_poll(request, server_id: int, name: str, build, listing: Listing):
     afresh."""
     params = {k: v for k, v in request.query_params.items() if k != "format"}
     listing.check(params)
-    latest = (
-        ServerSnapshot.objects.filter(server_id=server_id)
-        .order_by("-taken_at")
-        .values_list("id", "taken_at")
-        .first()
-    )
+    latest = ServerSnapshot.objects.latest_for(server_id).values_list("id", "taken_at").first()
     stamp = f"{latest[0]}@{latest[1].timestamp()}" if latest else "never"
     key = f"partdash:{name}:{server_id}:{stamp}"
     query = hashlib.sha256(request.get_full_path().encode()).hexdigest()[:16]
@@ -223,7 +218,7 @@ class ServerViewSet(viewsets.ModelViewSet):
     def tables(self, request, pk=None) -> Response:
         server = self.get_object()
         self.csv_name = f"{server.name}-tables"
-        tables = PartitionedTable.objects.filter(server=server, dropped_at=None)
+        tables = PartitionedTable.objects.live().filter(server=server)
         return per_poll(request, server.pk, "tables", lambda: table_rows(tables), TABLES)
 
     @extend_schema(responses=SERVER_HEALTH)

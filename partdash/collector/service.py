@@ -76,7 +76,7 @@ class PollReport:
 
 
 def known_signatures(server: Server) -> dict[tuple[str, str], str]:
-    tables = PartitionedTable.objects.filter(server=server, dropped_at=None)
+    tables = PartitionedTable.objects.live().filter(server=server)
     return {
         table_key(schema, name): signature
         for schema, name, signature in tables.values_list("schema", "name", "signature")
@@ -95,8 +95,7 @@ class PreviousPoll:
 
 def previous_poll(server: Server) -> PreviousPoll:
     latest = (
-        ServerSnapshot.objects.filter(server=server)
-        .order_by("-taken_at")
+        ServerSnapshot.objects.latest_for(server)
         .values_list(
             "stats_watermark", "files_cover_partitions", "warnings", "poll_id", "status_counters"
         )
@@ -141,7 +140,7 @@ def _record_success(server: Server, collection: Collection, snapshot_at) -> None
     if collection.listed:
         partitioned_tables = len(collection.signatures)
     else:
-        partitioned_tables = PartitionedTable.objects.filter(server=server, dropped_at=None).count()
+        partitioned_tables = PartitionedTable.objects.live().filter(server=server).count()
     other = UnmonitoredTable.objects.filter(server=server).aggregate(
         tables=Count("id"), partitions=Sum("partitions")
     )

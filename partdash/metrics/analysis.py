@@ -414,7 +414,7 @@ def _tables_to_analyse(
     server, changed_tables: set[int] | None, now: datetime
 ) -> list[PartitionedTable]:
     """The tables due (see `_is_due`), told apart without decoding every table's health."""
-    tables = PartitionedTable.objects.filter(server=server, dropped_at=None)
+    tables = PartitionedTable.objects.live().filter(server=server)
     if changed_tables is None:
         return list(tables.only(*_ANALYSED_FIELDS))
     ends = tables.values_list("id", "analysed_at", "health__window_ends")
@@ -505,11 +505,15 @@ def server_pressure(server, snapshot: ServerSnapshot) -> dict:
     """Partitions against the server's limits, the written partitions against the buffer
     pool, and counts of fragmented and stale partitions (from the tables' health)."""
     variables = snapshot.variables or {}
-    healths = PartitionedTable.objects.filter(server=server, dropped_at=None).values_list(
-        "health__written__bytes",
-        "health__written__partitions",
-        "health__fragmented",
-        "health__stale",
+    healths = (
+        PartitionedTable.objects.live()
+        .filter(server=server)
+        .values_list(
+            "health__written__bytes",
+            "health__written__partitions",
+            "health__fragmented",
+            "health__stale",
+        )
     )
     written_bytes = written_count = fragmented = stale = 0
     for table_bytes, table_count, table_fragmented, table_stale in healths:

@@ -46,7 +46,7 @@ def add(family: GaugeMetricFamily, labels: list[str], value) -> None:
 
 def latest_snapshots(server_ids: list[int]) -> dict[int, ServerSnapshot]:
     """Each server's latest snapshot (its duration and stored pressure), in one query."""
-    latest = ServerSnapshot.objects.filter(server=OuterRef("server")).order_by("-taken_at")
+    latest = ServerSnapshot.objects.latest_for(OuterRef("server"))
     snapshots = (
         ServerSnapshot.objects.filter(server_id__in=server_ids)
         .filter(pk=Subquery(latest.values("pk")[:1]))
@@ -207,7 +207,8 @@ def partition_families(tables: list[dict]) -> Iterator[GaugeMetricFamily]:
     hot = gauge("partition_hot", "1 when the partition is flagged hot, else 0.", PARTITION)
     opted = {values["id"]: values for values in tables if values["export_partitions"]}
     partitions = (
-        Partition.objects.filter(table_id__in=list(opted), dropped_at=None)
+        Partition.objects.live()
+        .filter(table_id__in=list(opted))
         .order_by("table_id", *Partition._meta.ordering)
         .values("table_id", "name", "subpartition", *(key for _, _, key in PARTITION_FIGURES))
         if opted
@@ -261,7 +262,7 @@ class PartdashCollector:
     def collect(self) -> Iterator[GaugeMetricFamily]:
         servers = list(Server.objects.order_by("name"))
         tables = list(
-            PartitionedTable.objects.filter(dropped_at=None)
+            PartitionedTable.objects.live()
             .order_by("server__name", "schema", "name")
             .values(*TABLE_COLUMNS)
         )

@@ -297,7 +297,7 @@ def table_history(
     table: PartitionedTable, metric: str, since: datetime, until: datetime | None = None
 ) -> dict:
     """`metric` per live partition from `since` to `until` (default: now)."""
-    partitions = list(table.partitions.filter(dropped_at=None))
+    partitions = list(table.partitions.live())
     width = width_for(table, since, until)
     answer = Answer()
     points = history_points(answer, table, partitions, metric, width, since, until)

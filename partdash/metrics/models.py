@@ -31,6 +31,21 @@ def aware(value):
     return value.replace(tzinfo=UTC) if value is not None and value.tzinfo is None else value
 
 
+class LiveQuerySet(models.QuerySet):
+    """Tables and partitions, which are kept (with their history) once dropped."""
+
+    def live(self) -> "LiveQuerySet":
+        """Those the server still has."""
+        return self.filter(dropped_at=None)
+
+
+class SnapshotQuerySet(models.QuerySet):
+    def latest_for(self, server) -> "SnapshotQuerySet":
+        """A server's polls, newest first (`server`: a Server, an id or an OuterRef):
+        `.first()` is its latest."""
+        return self.filter(server=server).order_by("-taken_at")
+
+
 class ServerSnapshot(models.Model):
     """One poll of one server: settings, status counters and what the poll saw."""
 
@@ -59,6 +74,8 @@ class ServerSnapshot(models.Model):
     warnings = models.JSONField(default=list)
     seconds = models.FloatField(default=0)
     health = models.JSONField(default=dict)  # server pressure, by partdash.metrics.analysis
+
+    objects = SnapshotQuerySet.as_manager()
 
     class Meta:
         ordering = ["-taken_at"]
@@ -105,6 +122,8 @@ class PartitionedTable(models.Model):
     # metadata store (SQLite, MySQL and PostgreSQL fold accents each its own way, or not).
     folded_schema = models.CharField(max_length=200, blank=True, editable=False)
     folded_name = models.CharField(max_length=200, blank=True, editable=False)
+
+    objects = LiveQuerySet.as_manager()
 
     class Meta:
         ordering = ["schema", "name"]
@@ -165,6 +184,8 @@ class Partition(models.Model):
     # What each recent poll saw the partition do, per time slot (compact text, see
     # `partdash.health.recent`): the hotspot and compression window, with its baseline.
     recent = models.TextField(null=True)  # noqa: DJ001 NULL: nothing recent
+
+    objects = LiveQuerySet.as_manager()
 
     class Meta:
         ordering = ["ordinal", "subpartition_ordinal"]

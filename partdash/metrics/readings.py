@@ -67,7 +67,7 @@ def activity_shares(
 
 def table_shares(table: PartitionedTable) -> dict | None:
     """`activity_shares` of a stored table's live partitions."""
-    rows = table.partitions.filter(dropped_at=None).values_list("name", "subpartition", "recent")
+    rows = table.partitions.live().values_list("name", "subpartition", "recent")
     labels = [PartitionState(name, subpartition).label for name, subpartition, _ in rows]
     now = table.analysed_at or timezone.now()
     return activity_shares(
@@ -95,7 +95,7 @@ def partition_figures(
 
 
 def latest_snapshot(server_id: int) -> ServerSnapshot | None:
-    return ServerSnapshot.objects.filter(server_id=server_id).order_by("-taken_at").first()
+    return ServerSnapshot.objects.latest_for(server_id).first()
 
 
 def health_fields(health: dict | None) -> dict:

@@ -171,7 +171,7 @@ class Fold:
 
 
 def _live_tables() -> Iterator[PartitionedTable]:
-    return PartitionedTable.objects.filter(dropped_at=None).select_related("server").iterator()
+    return PartitionedTable.objects.live().select_related("server").iterator()
 
 
 def roll_up(

@@ -34,7 +34,7 @@ def search_tables(text: str, limit: int = DEFAULT_LIMIT) -> SearchResult:
     matches first."""
     needle = folded(text.strip())
     found = (
-        PartitionedTable.objects.filter(dropped_at=None)
+        PartitionedTable.objects.live()
         .annotate(qualified=Concat("folded_schema", Value("."), "folded_name"))
         .filter(qualified__contains=needle)
         .annotate(

@@ -580,7 +580,7 @@ class PollStore:
         with transaction.atomic(savepoint=False):
             if ServerSnapshot.objects.filter(poll_id=self.poll_id).exists():
                 return StoreResult(None, len(collection.partitions), 0, 0, set())  # a retry
-            last = ServerSnapshot.objects.filter(server=self.server).order_by("-taken_at").first()
+            last = ServerSnapshot.objects.latest_for(self.server).first()
             self.previous_poll_at = last.taken_at if last else None
             self._load_tables()
             for key, definition in collection.definitions.items():

@@ -84,16 +84,18 @@ def test_buckets_carry_the_rows_and_bytes_the_polls_carry(hours, window, resolut
     partitions = list(table.partitions.order_by("ordinal"))
     for metric, column in (("rows_changed_per_s", 0), ("write_bytes_per_s", 1)):
         bucketed = table_history(table, metric, since)
-        assert bucketed["resolution"] == resolution
+        points = bucketed["points"]
+        said = (metric, bucketed["resolution"], bucketed["complete"], len(points), points[-3:])
+        assert bucketed["resolution"] == resolution and bucketed["complete"], said
         assert bucketed["partitions"] == list(NAMES)
         width = rollups.WIDTHS[resolution].total_seconds()
-        assert len(bucketed["points"]) <= window * 3600 / width + 20  # and a few polls
+        assert len(points) <= window * 3600 / width + 20, said  # and a few polls
         raw = rate_history(table, partitions, metric, since)
-        assert len(raw) > 4 * len(bucketed["points"])
-        after, until = stamp(bucketed["points"][0]), stamp(bucketed["points"][-1])
+        assert len(raw) > 4 * len(points), said
+        after, until = stamp(points[0]), stamp(points[-1])
         expected = total(raw, column, after, until)
         assert expected > 0
-        assert total(bucketed["points"], column, after, until) == pytest.approx(expected)
+        assert total(points, column, after, until) == pytest.approx(expected), said
 
 
 def test_a_bucket_s_rate_is_its_deltas_over_its_seconds_and_none_without_a_reading():
