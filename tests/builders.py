@@ -37,7 +37,13 @@ from partdash.collector.names import PartitionName, identity
 from partdash.collector.sources.definitions import PartitionDefinition, TableDefinition
 from partdash.collector.sources.server_facts import ServerFacts
 from partdash.lib.quoting import account
-from partdash.metrics.models import Partition, PartitionedTable, PartitionSample, ServerSnapshot
+from partdash.metrics.models import (
+    SAMPLED_FIGURES,
+    Partition,
+    PartitionedTable,
+    PartitionSample,
+    ServerSnapshot,
+)
 from partdash.metrics.store import forget_figures, partition_key
 from partdash.servers.choices import Flavor
 from partdash.servers.models import Server
@@ -149,6 +155,23 @@ def snapshot_row(on: Server, ago: timedelta = timedelta(0), **fields) -> ServerS
         **fields,
     }
     return ServerSnapshot(server=on, **fields)
+
+
+def latest_from_samples(of: PartitionedTable) -> None:
+    """Each partition's latest figures as its samples leave them, as the store keeps
+    them (a figure never sampled stays as built)."""
+    for partition in of.partitions.all():
+        latest = {}
+        for name in SAMPLED_FIGURES:
+            value = (
+                PartitionSample.objects.filter(partition=partition, **{f"{name}__isnull": False})
+                .order_by("-snapshot__taken_at")
+                .values_list(name, flat=True)
+                .first()
+            )
+            if value is not None:
+                latest[name] = value
+        Partition.objects.filter(pk=partition.pk).update(**latest)
 
 
 def sample(of: Partition, at: ServerSnapshot, **figures) -> PartitionSample:

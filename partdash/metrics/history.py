@@ -77,11 +77,11 @@ def _first_poll_at_or_after(table: PartitionedTable, moment: datetime) -> int:
     return (last or 0) + 1
 
 
-def _latest_before(
-    table: PartitionedTable, index: dict[int, int], field: str, since: datetime
-) -> dict[int, object]:
-    """Each partition's last sampled value of `field` before `since`."""
-    before = latest_before(index, (field,), _first_poll_at_or_after(table, since))
+def _latest_before(table: PartitionedTable, ids, field: str, since: datetime) -> dict[int, object]:
+    """Each of the partitions' (`ids`) last sampled value of `field` before `since`."""
+    if not ids:
+        return {}
+    before = latest_before(ids, (field,), _first_poll_at_or_after(table, since))
     return {pk: values[field] for pk, values in before.items()}
 
 
@@ -112,13 +112,18 @@ def level_history(
     partition's value changed, with unchanged values carried forward. With nothing before
     `since` the series starts at its first poll, so a chart's axis can start at the data."""
     index = {p.pk: i for i, p in enumerate(partitions)}
-    current: list = [None] * len(partitions)
-    for partition_id, value in _latest_before(table, index, metric, since).items():
-        current[index[partition_id]] = value
+    polls = _snapshots(table, since, until)
+    samples = _samples(index, polls, (metric,))
+    # A value the window never samples is, for a window ending now, the value now: only
+    # the others are looked up before `since` (a walk back through their samples).
+    look_up = set(index) if until is not None else {row[1] for row in samples}
+    before = _latest_before(table, look_up, metric, since)
+    current: list = [
+        before.get(p.pk) if p.pk in look_up else getattr(p, metric) for p in partitions
+    ]
     known = any(value is not None for value in current)
     points: list[list] = [[since.isoformat(), *current]] if known else []
-    polls = _snapshots(table, since, until)
-    for position, partition_id, value in _samples(index, polls, (metric,)):
+    for position, partition_id, value in samples:
         stamp = polls[position][1].isoformat()
         if not points or points[-1][0] != stamp:
             points.append([stamp, *(points[-1][1:] if points else current)])
@@ -140,13 +145,21 @@ def rate_history(
     polls = _snapshots(table, since, until)
     fields = (counter, "rows") if rows_changed else (counter,)
     by_poll: dict[int, list] = {}
+    sampled = set(index) if until is not None else set()
     for position, partition_id, value, *rows in _samples(index, polls, fields):
         by_poll.setdefault(position, []).append((partition_id, value, rows[0] if rows else None))
-    last = _latest_before(table, index, counter, since)
-    last_rows = _latest_before(table, index, "rows", since) if rows_changed else {}
+        if value is not None:
+            sampled.add(partition_id)
+    # The counters before `since` of the partitions whose deltas the window computes; of
+    # the others only whether they have a reading matters, which they have now if they
+    # did then (a window ending now). A counter a partition never has (performance_schema
+    # OFF) is not looked for through every sample it has.
+    last = _latest_before(table, sampled, counter, since)
+    last_rows = _latest_before(table, sampled, "rows", since) if rows_changed else {}
+    read = {p.pk for p in partitions if p.pk not in sampled and getattr(p, counter) is not None}
     points, previous_time = [], None
     for position, (_, taken_at) in enumerate(polls):
-        values = [0.0 if p.pk in last else None for p in partitions]
+        values = [0.0 if p.pk in last or p.pk in read else None for p in partitions]
         seconds = (taken_at - previous_time).total_seconds() if previous_time else None
         for partition_id, value, rows in by_poll.get(position, []):
             before_rows = last_rows.get(partition_id)
@@ -208,11 +221,12 @@ def bucket_history(
         table=table, bucket_id__gte=min(position), bucket_id__lte=max(position)
     ).values_list("bucket_id", "partitions", *columns)
     by_bucket = {position[row[0]]: row[1:] for row in stored if row[0] in position}
-    before = latest_before(index, (counter,), _first_poll_at_or_after(table, buckets[0][1]))
     points: list[list] = []
     if rate:
         # 0 for a partition with a reading to compare with, else None (no rate yet).
-        current: list = [0.0 if p.pk in before else None for p in partitions]
+        current: list = [
+            0.0 if read else None for read in _read_before(partitions, counter, by_bucket)
+        ]
         for i, (_, _, taken_at, seconds) in enumerate(buckets):
             values = list(current)
             ids, deltas, lasts = by_bucket.get(i, ((), None, None))
@@ -226,9 +240,7 @@ def bucket_history(
                     current[at] = 0.0
             points.append([taken_at.isoformat(), *values])
     else:
-        current = [None] * len(partitions)
-        for partition_id, values in before.items():
-            current[index[partition_id]] = values[metric]
+        current = _levels_before(table, partitions, metric, buckets, by_bucket, until)
         if any(value is not None for value in current):
             points.append([since.isoformat(), *current])
         for i, (_, _, taken_at, _) in enumerate(buckets):
@@ -240,6 +252,58 @@ def bucket_history(
                         current[at] = value
             points.append([taken_at.isoformat(), *current])
     return points, buckets[-1][2]
+
+
+def _read_before(partitions, counter: str, by_bucket: dict) -> list[bool]:
+    """Whether each partition had a reading of `counter` before the window's buckets,
+    without walking back through its samples (a counter some partitions never have,
+    performance_schema's when it is OFF, would cost a walk through every sample they
+    have): its first bucket with a reading says so (a delta, or none: its first ever),
+    and one with no reading in the window has one before it if it has one now."""
+    first: dict[int, bool] = {}
+    for i in sorted(by_bucket):
+        ids, deltas, lasts = by_bucket[i]
+        for n, pk in enumerate(ids):
+            if lasts and lasts[n] is not None and pk not in first:
+                first[pk] = bool(deltas) and deltas[n] is not None
+    return [first.get(p.pk, getattr(p, counter) is not None) for p in partitions]
+
+
+def _levels_before(table, partitions, metric: str, buckets, by_bucket: dict, until) -> list:
+    """Each partition's `metric` as the window's first bucket began. One whose value did
+    not change since is at its value now; the others (changed in the window, or anywhere
+    when the window ends in the past) are looked up in their samples, which for a value
+    that changed in the window is a short walk back."""
+    changed = {
+        pk
+        for ids, levels in by_bucket.values()
+        if levels
+        for pk, value in zip(ids, levels, strict=True)
+        if value is not None
+    }
+    if until is None:
+        changed |= _sampled_after(table, partitions, metric, buckets[-1][2])
+    index = {p.pk: i for i, p in enumerate(partitions)}
+    look_up = set(index) if until is not None else changed & set(index)
+    first_poll = _first_poll_at_or_after(table, buckets[0][1])
+    before = latest_before(look_up, (metric,), first_poll) if look_up else {}
+    return [
+        before.get(p.pk, {}).get(metric) if p.pk in look_up else getattr(p, metric)
+        for p in partitions
+    ]
+
+
+def _sampled_after(table, partitions, metric: str, moment: datetime) -> set[int]:
+    """The partitions whose `metric` was sampled after `moment` (the window's last stored
+    bucket): the polls since are few (at most a bucket of the width, and the SETTLE)."""
+    first = _first_poll_at_or_after(table, moment + timedelta(microseconds=1))
+    return set(
+        PartitionSample.objects.filter(
+            partition_id__in=[p.pk for p in partitions],
+            snapshot_id__gte=first,
+            **{f"{metric}__isnull": False},
+        ).values_list("partition_id", flat=True)
+    )
 
 
 def width_for(table: PartitionedTable, since: datetime, until: datetime | None) -> str:

@@ -145,7 +145,7 @@ class Fold:
     per partition the bucket's last sampled figures and summed counter deltas."""
 
     last: dict[int, dict[str, int]] = field(default_factory=dict)
-    looked_up: set[int] = field(default_factory=set)
+    looked_up: set[tuple[int, str]] = field(default_factory=set)  # (partition, figure)
 
     def step(self, partition_id: int, sample: dict[str, int | None], into: dict) -> None:
         before = self.last.setdefault(partition_id, {})
@@ -315,10 +315,22 @@ def fold_samples(
         ).values_list("snapshot_id", "partition_id", *SAMPLED)
     samples = [s for s in samples if s[0] in order]
     samples.sort(key=lambda s: order[s[0]])
-    unknown = {s[1] for s in samples} - fold.looked_up
-    if unknown:
+    # What a delta needs from before the chunk: a counter's last value, where the chunk
+    # samples it (and for rows changed, the rows). Looked up for those partitions and
+    # counters only: a counter a partition never has (performance_schema OFF, say) would
+    # cost a walk back through every sample the partition has, for nothing.
+    needed: dict[str, set[int]] = {name: set() for name in (*COUNTERS, "rows")}
+    for _, partition_id, *values in samples:
+        for name, value in zip(SAMPLED, values, strict=True):
+            if value is not None and name in COUNTERS:
+                needed[name].add(partition_id)
+    needed["rows"] = set(needed["modified_counter"])
+    for name, partition_ids_needed in needed.items():
+        unknown = {(pk, name) for pk in partition_ids_needed} - fold.looked_up
+        if not unknown:
+            continue
         fold.looked_up |= unknown
-        for pk, values in latest_before(unknown, SAMPLED, low).items():
+        for pk, values in latest_before({pk for pk, _ in unknown}, (name,), low).items():
             fold.last.setdefault(pk, {}).update(values)
     per_bucket: dict[int, dict[int, dict]] = {}
     for snapshot_id, partition_id, *values in samples:

@@ -57,6 +57,7 @@ def build(hours: float, seed: int = 7):
             rows_late = 10 * (i - count // 2)
             samples.append(builders.sample(late, poll, rows=rows_late, modified_counter=0))
     PartitionSample.objects.bulk_create(samples, batch_size=2000)
+    builders.latest_from_samples(table)
     return table, polls
 
 

@@ -32,6 +32,7 @@ def polled():
         for poll, value in zip(polls, values, strict=True)
         if value is not None
     )
+    builders.latest_from_samples(table)
     return table, polls
 
 
