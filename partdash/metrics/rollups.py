@@ -45,7 +45,8 @@ WIDTHS = {
 }
 LADDER = [Width.MINUTES_5, Width.HOUR, Width.DAY]  # finest first
 SETTLE = timedelta(minutes=5)
-CHUNK_POLLS = 2000  # polls whose samples one query reads when rolling up
+CHUNK_POLLS = 2000  # polls whose samples one query reads when rolling up, at most
+CHUNK_SAMPLES = 256_000  # and about this many samples (polls times partitions)
 IN_BATCH = 5000  # partitions per lookup (SQLite's 32,766 bound variables)
 
 LEVELS = ("rows", "data_bytes", "index_bytes", "file_bytes")
@@ -147,6 +148,25 @@ class Fold:
     last: dict[int, dict[str, int]] = field(default_factory=dict)
     looked_up: set[tuple[int, str]] = field(default_factory=set)  # (partition, figure)
 
+    def look_back(self, partition_id: int, sample: dict[str, int | None], before: int) -> None:
+        """Before a partition's first delta of a counter: the counter's last value in the
+        polls before poll id `before` (and for rows changed, the rows). Looked up for the
+        counters a partition's samples have, as they come: one it never has
+        (performance_schema OFF, say) would cost a walk back through all its samples."""
+        for counter in COUNTERS:
+            if sample[counter] is None:
+                continue
+            names = (counter, "rows") if counter == "modified_counter" else (counter,)
+            wanted = [name for name in names if (partition_id, name) not in self.looked_up]
+            if not wanted:
+                continue
+            self.looked_up.update((partition_id, name) for name in wanted)
+            found = latest_before((partition_id,), tuple(wanted), before).get(partition_id)
+            if found:
+                last = self.last.setdefault(partition_id, {})
+                for name, value in found.items():
+                    last.setdefault(name, value)  # a value this walk read is newer
+
     def step(self, partition_id: int, sample: dict[str, int | None], into: dict) -> None:
         before = self.last.setdefault(partition_id, {})
         rolled = into.setdefault(partition_id, {})
@@ -230,12 +250,15 @@ def _roll_range(
         .values_list("taken_at", flat=True)
         .first()
     )
-    chunks = list(_chunks(group_polls(polls, size, before)))
-    partition_ids = list(Partition.objects.filter(table=table).values_list("pk", flat=True))
-    stored = 0
+    # A chunk's buckets hold about CHUNK_SAMPLES samples at most (a table's every
+    # partition changing at every poll), whatever the table's size.
+    partitions = Partition.objects.filter(table=table).count()
+    per_chunk = max(1, min(CHUNK_POLLS, CHUNK_SAMPLES // max(partitions, 1)))
+    chunks = list(_chunks(group_polls(polls, size, before), per_chunk))
+    stored, fold = 0, Fold()  # forward, one chunk's last readings are the next one's
     for chunk in reversed(chunks) if backward else chunks:
         _save_buckets(table.server_id, width, chunk)
-        stored += _roll_chunk(Fold(), table.pk, partition_ids, chunk)
+        stored += _roll_chunk(Fold() if backward else fold, table.pk, chunk)
         if backward:
             _move(cursor, "first_start", chunk[0].start)
         else:
@@ -253,11 +276,13 @@ def _move(cursor: RollupCursor, end: str, to: datetime) -> None:
     cursor.save(update_fields=[end])
 
 
-def _chunks(buckets: list[Bucket]) -> Iterator[list[Bucket]]:
+def _chunks(buckets: list[Bucket], per_chunk: int) -> Iterator[list[Bucket]]:
+    """Whole buckets, about `per_chunk` polls at a time (a bucket of more is one chunk:
+    its samples are walked, not held)."""
     chunk: list[Bucket] = []
     polls = 0
     for bucket in buckets:
-        if chunk and polls + len(bucket.polls) > CHUNK_POLLS:
+        if chunk and polls + len(bucket.polls) > per_chunk:
             yield chunk
             chunk, polls = [], 0
         chunk.append(bucket)
@@ -296,54 +321,35 @@ def _save_buckets(server_id: int, width: str, buckets: list[Bucket]) -> None:
         bucket.pk = ids[bucket.start]
 
 
-def fold_samples(
-    fold: Fold, partition_ids: list[int], buckets: list[Bucket]
-) -> dict[int, dict[int, dict]]:
-    """Per bucket (its index in `buckets`), per partition, what the partition did."""
-    order = {
-        poll: (index, position)
-        for index, b in enumerate(buckets)
-        for position, poll in enumerate(b.polls)
-    }
+def fold_samples(fold: Fold, table_id: int, buckets: list[Bucket]) -> dict[int, dict[int, dict]]:
+    """Per bucket (its index in `buckets`), per partition, what the partition did. The
+    samples are walked in poll order as the database returns them (a server's poll ids
+    grow with their times), never all held at once."""
+    order = {poll: index for index, bucket in enumerate(buckets) for poll in bucket.polls}
     low, high = min(order), max(order)
-    samples = []
-    for start in range(0, len(partition_ids), IN_BATCH):
-        samples += PartitionSample.objects.filter(
-            partition_id__in=partition_ids[start : start + IN_BATCH],
-            snapshot_id__gte=low,
-            snapshot_id__lte=high,
-        ).values_list("snapshot_id", "partition_id", *SAMPLED)
-    samples = [s for s in samples if s[0] in order]
-    samples.sort(key=lambda s: order[s[0]])
-    # What a delta needs from before the chunk: a counter's last value, where the chunk
-    # samples it (and for rows changed, the rows). Looked up for those partitions and
-    # counters only: a counter a partition never has (performance_schema OFF, say) would
-    # cost a walk back through every sample the partition has, for nothing.
-    needed: dict[str, set[int]] = {name: set() for name in (*COUNTERS, "rows")}
-    for _, partition_id, *values in samples:
-        for name, value in zip(SAMPLED, values, strict=True):
-            if value is not None and name in COUNTERS:
-                needed[name].add(partition_id)
-    needed["rows"] = set(needed["modified_counter"])
-    for name, partition_ids_needed in needed.items():
-        unknown = {(pk, name) for pk in partition_ids_needed} - fold.looked_up
-        if not unknown:
-            continue
-        fold.looked_up |= unknown
-        for pk, values in latest_before({pk for pk, _ in unknown}, (name,), low).items():
-            fold.last.setdefault(pk, {}).update(values)
+    samples = (
+        PartitionSample.objects.filter(
+            partition__table_id=table_id, snapshot_id__gte=low, snapshot_id__lte=high
+        )
+        .order_by("snapshot_id")
+        .values_list("snapshot_id", "partition_id", *SAMPLED)
+    )
     per_bucket: dict[int, dict[int, dict]] = {}
-    for snapshot_id, partition_id, *values in samples:
-        into = per_bucket.setdefault(order[snapshot_id][0], {})
-        fold.step(partition_id, dict(zip(SAMPLED, values, strict=True)), into)
+    for snapshot_id, partition_id, *values in samples.iterator(chunk_size=10_000):
+        index = order.get(snapshot_id)
+        if index is None:  # another server's poll, between this one's ids
+            continue
+        sample = dict(zip(SAMPLED, values, strict=True))
+        fold.look_back(partition_id, sample, low)
+        fold.step(partition_id, sample, per_bucket.setdefault(index, {}))
     return per_bucket
 
 
 FIGURES = SAMPLED + tuple(DELTA_OF.values())
 
 
-def _roll_chunk(fold: Fold, table_id: int, partition_ids: list[int], buckets: list[Bucket]) -> int:
-    per_bucket = fold_samples(fold, partition_ids, buckets)
+def _roll_chunk(fold: Fold, table_id: int, buckets: list[Bucket]) -> int:
+    per_bucket = fold_samples(fold, table_id, buckets)
     rollups = []
     for index, partitions in per_bucket.items():
         ids = sorted(partitions)
