@@ -135,6 +135,11 @@ class CeleryProcesses:
             "CELERY_BROKER_URL": broker_url,
             "PARTDASH_REDIS_URL": broker_url,
             "PARTDASH_DISPATCH_SECONDS": "1",
+            # Celery runs Django's system checks as each worker and beat starts: loading
+            # every URL and view, 0.5 s of CPU a pair, about 60 pairs a run. The checks
+            # have tests of their own (tests/operations/test_settings.py), and `make up`
+            # (tests/operations/test_make_up.py) starts its processes as a user's do.
+            "CELERY_SKIP_CHECKS": "1",
         }
         self.log_dir = log_dir
         self.processes: list[subprocess.Popen] = []
