@@ -135,6 +135,11 @@ class CeleryProcesses:
             "CELERY_BROKER_URL": broker_url,
             "PARTDASH_REDIS_URL": broker_url,
             "PARTDASH_DISPATCH_SECONDS": "1",
+            # Celery runs Django's system checks as each worker and beat starts: loading
+            # every URL and view, 0.5 s of CPU a pair, about 60 pairs a run. The checks
+            # have tests of their own (tests/operations/test_settings.py), and `make up`
+            # (tests/operations/test_make_up.py) starts its processes as a user's do.
+            "CELERY_SKIP_CHECKS": "1",
         }
         self.log_dir = log_dir
         self.processes: list[subprocess.Popen] = []
@@ -248,6 +253,19 @@ def page(browser, built_frontend):
 
 
 def log_in(page, live_server, username="admin", password="password"):
+    """Logged in as `username` with `password`: Django's test client logs in (the same
+    authentication backends and session store as the login page) and the browser takes its
+    session cookie. Going through the login page and the fleet page it leads to cost each
+    browser test a second of CPU; `log_in_through_the_page` does, where that is the way."""
+    from django.test import Client
+
+    client = Client()
+    assert client.login(username=username, password=password), f"{username} cannot log in"
+    cookie = client.cookies[settings.SESSION_COOKIE_NAME]
+    page.context.add_cookies([{"name": cookie.key, "value": cookie.value, "url": live_server.url}])
+
+
+def log_in_through_the_page(page, live_server, username="admin", password="password"):
     """Log in through partdash's own login page; lands on the fleet page."""
     page.goto(f"{live_server.url}/login/")
     page.fill("#id_username", username)

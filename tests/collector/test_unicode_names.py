@@ -327,11 +327,15 @@ def test_the_server_page_links_every_named_table_to_its_page(
         assert link.get_attribute("href") == f"/tables/{pk}/"
     assert page.console_errors == []
 
-    for table in named_tables:
+    # One link clicked (the server page's own navigation); every other table's page opened
+    # at its link's address, checked above: drawing the server page again before each
+    # click cost 1.8 s of this test's 8.7 s of CPU, for links that differ only in address.
+    first = stored(server, named_tables[0]).pk
+    page.locator(f"#tables tbody tr[data-id='{first}'] a.table-link").click()
+    for index, table in enumerate(named_tables):
         pk = stored(server, table).pk
-        page.goto(f"{live_server.url}/servers/{server.pk}/?page_size=100")
-        page.wait_for_selector("#server-page[data-ready]", state="attached", timeout=PAGE_READY_MS)
-        page.locator(f"#tables tbody tr[data-id='{pk}'] a.table-link").click()
+        if index:
+            page.goto(f"{live_server.url}/tables/{pk}/")
         page.wait_for_url(f"{live_server.url}/tables/{pk}/")
         page.wait_for_selector("#table-page[data-ready]", state="attached", timeout=PAGE_READY_MS)
         assert page.locator("#table-name").inner_text() == f"{table.schema}.{table.name}"

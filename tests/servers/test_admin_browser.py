@@ -5,7 +5,7 @@ database, tests/builders.py); Test connection reports a real MariaDB."""
 import pytest
 
 from tests import builders
-from tests.conftest import ARTIFACTS, log_in, wait_until
+from tests.conftest import ARTIFACTS, log_in, log_in_through_the_page, wait_until
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
@@ -16,7 +16,7 @@ def test_an_admin_registers_a_server_and_sees_it_listed(page, live_server, admin
     host, port = "127.0.0.1", 3307
 
     ARTIFACTS.mkdir(exist_ok=True)
-    log_in(page, live_server)
+    log_in_through_the_page(page, live_server)
     page.click("a[href='/admin/servers/server/add/']")
     page.fill("#id_name", "browser-db")
     page.fill("#id_host", host)

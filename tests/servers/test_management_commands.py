@@ -1,6 +1,10 @@
 """The management commands as a user runs them: `python manage.py ...` in a subprocess against
-its own migrated SQLite file, for exit codes and stderr; `call_command` where that is simpler."""
+its own migrated SQLite file (`cli`) for start-up, exit codes and what logging adds to stderr;
+in this process (`here`: manage.py's own parsing and exit statuses, on the test database)
+where the subject is what a command does and says, at a tenth of the CPU (a subprocess
+starts Django again: 0.6 s). Each command keeps at least one subprocess test."""
 
+import contextlib
 import io
 import os
 import re
@@ -12,10 +16,13 @@ import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from unittest import mock
 
 import pytest
 from cryptography.fernet import Fernet
-from django.core.management import call_command
+from django.core.management import ManagementUtility, call_command
+from django.db import connections
+from django.test import override_settings
 
 from tests.servers.certificates import write_certificates
 from tests.services import MariaDB, free_port
@@ -75,17 +82,57 @@ class Cli:
         with sqlite3.connect(self.database) as conn:
             return conn.execute("SELECT COUNT(*) FROM servers_server").fetchone()[0]
 
+
+SETTINGS_FROM_ENV = {
+    "PARTDASH_ENCRYPTION_KEYS": lambda keys: keys.split(","),
+    "PARTDASH_REDIS_URL": str,
+}
+"""Variables settings.py reads once, at start-up: in this process, the settings they make."""
+
+
+@dataclass
+class InProcess:
+    """`manage.py ARGS` run as manage.py runs it (ManagementUtility: a bad argument exits 2,
+    a CommandError prints `CommandError: ...` and exits with its status), in this process
+    on the test database, with the interface of `Cli`."""
+
+    broker: str
+
+    def run(self, *args: str, **env: str) -> subprocess.CompletedProcess:
+        settings = {"PARTDASH_REDIS_URL": self.broker} | {
+            name: parse(env.pop(name)) for name, parse in SETTINGS_FROM_ENV.items() if name in env
+        }
+        stdout, stderr, status = io.StringIO(), io.StringIO(), 0
+        with contextlib.ExitStack() as stack:
+            stack.enter_context(override_settings(**settings))
+            stack.enter_context(mock.patch.dict(os.environ, env))
+            # manage.py closes the connections as it ends; here that would end the test's
+            # transaction, which holds what the test reads afterwards.
+            stack.enter_context(mock.patch.object(connections, "close_all"))
+            stack.enter_context(contextlib.redirect_stdout(stdout))
+            stack.enter_context(contextlib.redirect_stderr(stderr))
+            try:
+                ManagementUtility(["manage.py", *args]).execute()
+            except SystemExit as exit:
+                status = exit.code if isinstance(exit.code, int) else 1
+        return subprocess.CompletedProcess(args, status, stdout.getvalue(), stderr.getvalue())
+
+    def server(self, name: str) -> dict | None:
+        from partdash.servers.models import Server
+
+        return Server.objects.filter(name=name).values().first()
+
+    def count_servers(self) -> int:
+        from partdash.servers.models import Server
+
+        return Server.objects.count()
+
     def stored_password(self, name: str, **env: str) -> str:
-        show = f"print(Server.objects.get(name={name!r}).get_password())"
-        result = self.run(
-            "shell",
-            "--no-imports",
-            "-c",
-            f"from partdash.servers.models import Server; {show}",
-            **env,
-        )
-        assert result.returncode == 0, result.stderr
-        return result.stdout.rstrip("\n")
+        from partdash.servers.models import Server
+
+        settings = {n: parse(env[n]) for n, parse in SETTINGS_FROM_ENV.items() if n in env}
+        with override_settings(**settings):
+            return Server.objects.get(name=name).get_password()
 
 
 @pytest.fixture(scope="module")
@@ -113,6 +160,11 @@ def cli(migrated, tmp_path, broker) -> Cli:
     return Cli(database, base_env(database, broker))
 
 
+@pytest.fixture
+def here(db, broker) -> InProcess:
+    return InProcess(broker)
+
+
 @pytest.fixture(scope="module")
 def target() -> Iterator[MariaDB]:
     """A private MariaDB holding exactly one partitioned table (5 partitions)."""
@@ -138,7 +190,7 @@ def one_line(stream: str) -> str:
     return lines[0]
 
 
-def register(cli: Cli, name: str, instance: MariaDB, *args: str, **env: str) -> None:
+def register(cli: Cli | InProcess, name: str, instance: MariaDB, *args: str, **env: str) -> None:
     result = cli.run(
         "addserver", name, "--host", instance.host, "--port", str(instance.port), *args, **env
     )
@@ -168,12 +220,12 @@ def test_addserver_creates_then_updates_the_same_server(cli, tmp_path):
 
 
 @pytest.mark.parametrize("source", ["env", "file"])
-def test_addserver_stores_the_password_encrypted(cli, tmp_path, source):
+def test_addserver_stores_the_password_encrypted(here, tmp_path, source):
     password_file = tmp_path / "pw"
     password_file.write_text(PASSWORD + "\n")
     args = ["--password-env", "PD_PW"] if source == "env" else ["--password-file", password_file]
 
-    result = cli.run(
+    result = here.run(
         "addserver",
         "web1",
         "--host",
@@ -185,9 +237,9 @@ def test_addserver_stores_the_password_encrypted(cli, tmp_path, source):
     )
 
     assert result.returncode == 0, result.stderr
-    token = cli.server("web1")["password_token"]
+    token = here.server("web1")["password_token"]
     assert token and PASSWORD not in token
-    assert cli.stored_password("web1") == PASSWORD
+    assert here.stored_password("web1") == PASSWORD
 
 
 @pytest.mark.parametrize(
@@ -211,12 +263,12 @@ def test_addserver_stores_the_password_encrypted(cli, tmp_path, source):
         "interval",
     ],
 )
-def test_addserver_rejects_bad_input_with_one_line_and_exit_2(cli, args, reason):
-    result = cli.run("addserver", "web1", "--host", "db.example", "--user", "mon", *args)
+def test_addserver_rejects_bad_input_with_one_line_and_exit_2(here, args, reason):
+    result = here.run("addserver", "web1", "--host", "db.example", "--user", "mon", *args)
 
     assert result.returncode == 2
     assert reason in one_line(result.stderr)
-    assert cli.count_servers() == 0
+    assert here.count_servers() == 0
 
 
 def test_addserver_prints_the_id_then_the_outcome_of_a_connection_check(cli, target):
@@ -229,34 +281,36 @@ def test_addserver_prints_the_id_then_the_outcome_of_a_connection_check(cli, tar
     assert one_line(result.stderr).startswith("check: reachable, mariadb ")
 
 
-def test_addserver_registers_an_unreachable_server_and_says_why(cli):
+def test_addserver_registers_an_unreachable_server_and_says_why(here):
     port = free_port()
 
-    result = cli.run("addserver", "down", "--host", "127.0.0.1", "--port", str(port), "--user", "u")
+    result = here.run(
+        "addserver", "down", "--host", "127.0.0.1", "--port", str(port), "--user", "u"
+    )
 
     assert result.returncode == 0
-    assert one_line(result.stdout) == str(cli.server("down")["id"])
+    assert one_line(result.stdout) == str(here.server("down")["id"])
     assert one_line(result.stderr) == f"check: unreachable: connection refused by 127.0.0.1:{port}"
 
 
-def test_addserver_no_check_skips_the_connection(cli):
-    result = cli.run("addserver", "web1", "--host", "db.example", "--user", "mon", "--no-check")
+def test_addserver_no_check_skips_the_connection(here):
+    result = here.run("addserver", "web1", "--host", "db.example", "--user", "mon", "--no-check")
 
     assert result.returncode == 0
     assert result.stderr == ""
 
 
-def test_addserver_warns_about_a_second_server_at_the_same_address(cli):
+def test_addserver_warns_about_a_second_server_at_the_same_address(here):
     common = ["--host", "db.example", "--port", "3307", "--user", "mon", "--no-check"]
-    assert cli.run("addserver", "first", *common).returncode == 0
+    assert here.run("addserver", "first", *common).returncode == 0
 
-    result = cli.run("addserver", "second", *common)
+    result = here.run("addserver", "second", *common)
 
     assert result.returncode == 0
     assert one_line(result.stderr) == (
         "warning: db.example:3307 is also registered as first: it will be polled twice"
     )
-    assert cli.count_servers() == 2
+    assert here.count_servers() == 2
 
 
 @pytest.mark.parametrize(
@@ -268,22 +322,22 @@ def test_addserver_warns_about_a_second_server_at_the_same_address(cli):
     ],
     ids=["port", "host", "user"],
 )
-def test_addserver_does_not_send_the_stored_password_to_a_new_place(cli, change, reason):
+def test_addserver_does_not_send_the_stored_password_to_a_new_place(here, change, reason):
     given = ["--password-env", "PD_PW"]
     first = ["--host", "db.example", "--user", "mon", "--no-check", *given]
-    assert cli.run("addserver", "web1", *first, PD_PW=PASSWORD).returncode == 0
+    assert here.run("addserver", "web1", *first, PD_PW=PASSWORD).returncode == 0
 
     moved = {"--host": "db.example", "--user": "mon", "--port": "3306"} | dict([change])
     args = [item for pair in moved.items() for item in pair]
-    result = cli.run("addserver", "web1", *args, "--no-check")
+    result = here.run("addserver", "web1", *args, "--no-check")
 
     assert result.returncode == 2
     assert one_line(result.stderr).endswith(
         f"{reason} (give it with --password-env or --password-file)"
     )
-    assert (cli.server("web1")["host"], cli.server("web1")["port"]) == ("db.example", 3306)
+    assert (here.server("web1")["host"], here.server("web1")["port"]) == ("db.example", 3306)
 
-    again = cli.run("addserver", "web1", *args, "--no-check", *given, PD_PW=PASSWORD)
+    again = here.run("addserver", "web1", *args, "--no-check", *given, PD_PW=PASSWORD)
     assert again.returncode == 0, again.stderr
 
 
@@ -302,10 +356,10 @@ def test_addserver_refuses_a_ca_file_without_certificates(cli):
 # -- poll ---------------------------------------------------------------------------------------
 
 
-def test_poll_prints_a_one_line_summary_counting_the_partitions(cli, target):
-    register(cli, "pd1", target, "--user", "root")
+def test_poll_prints_a_one_line_summary_counting_the_partitions(here, target):
+    register(here, "pd1", target, "--user", "root")
 
-    result = cli.run("poll", "pd1")
+    result = here.run("poll", "pd1")
 
     assert result.returncode == 0, result.stderr
     summary = one_line(result.stdout)
@@ -314,21 +368,21 @@ def test_poll_prints_a_one_line_summary_counting_the_partitions(cli, target):
         r"\d+ stored \(history points written\) in \d+\.\d\ds, 0 warnings",
         summary,
     ), summary
-    row = cli.server("pd1")
+    row = here.server("pd1")
     assert (row["status"], row["partitions"], row["partitioned_tables"]) == ("ok", 5, 1)
 
 
-def test_poll_all_polls_every_enabled_server(cli, target):
-    register(cli, "pd1", target, "--user", "root")
-    register(cli, "pd2", target, "--user", "root")
+def test_poll_all_polls_every_enabled_server(here, target):
+    register(here, "pd1", target, "--user", "root")
+    register(here, "pd2", target, "--user", "root")
     off = ["--host", "127.0.0.1", "--port", str(free_port()), "--user", "root", "--disabled"]
-    assert cli.run("addserver", "off", *off).returncode == 0
+    assert here.run("addserver", "off", *off).returncode == 0
 
-    result = cli.run("poll", "--all")
+    result = here.run("poll", "--all")
 
     assert result.returncode == 0, result.stderr
     assert [line.split(":")[0] for line in result.stdout.splitlines()] == ["pd1", "pd2"]
-    assert cli.server("off")["status"] == "never"
+    assert here.server("off")["status"] == "never"
 
 
 def test_poll_waits_for_a_running_poll_of_the_server_then_polls(cli, target, broker):
@@ -368,17 +422,17 @@ def test_poll_waits_for_a_running_poll_of_the_server_then_polls(cli, target, bro
     assert held.get(key) is None  # released after the poll
 
 
-def test_poll_without_redis_polls_without_the_lock_and_says_so(cli, target):
-    register(cli, "pd1", target, "--user", "root")
+def test_poll_without_redis_polls_without_the_lock_and_says_so(here, target):
+    register(here, "pd1", target, "--user", "root")
     nowhere = f"redis://127.0.0.1:{free_port()}/0"
 
-    result = cli.run("poll", "pd1", PARTDASH_REDIS_URL=nowhere)
+    result = here.run("poll", "pd1", PARTDASH_REDIS_URL=nowhere)
 
     assert result.returncode == 0, result.stderr
     assert "pd1: polling without the poll lock, which Redis did not give (ConnectionError" in (
         result.stderr
     )
-    assert cli.server("pd1")["status"] == "ok"
+    assert here.server("pd1")["status"] == "ok"
 
 
 @pytest.mark.parametrize("where", ["refused", "dns"])
@@ -423,21 +477,21 @@ def test_poll_all_says_each_failure_once_then_how_many_failed(cli, target):
     assert result.stdout.startswith("pd1: 5 partitions seen")
 
 
-def test_poll_help_says_what_changed_and_stored_mean(cli):
-    said = " ".join(cli.run("poll", "--help").stdout.split())
+def test_poll_help_says_what_changed_and_stored_mean(here):
+    said = " ".join(here.run("poll", "--help").stdout.split())
     assert "a partition 'changed' when its figures or rates differ from the last poll" in said
     assert "'stored' when its rows or sizes moved, so a point of its history was written" in said
 
 
-def test_poll_without_a_name_or_all_exits_2(cli):
-    result = cli.run("poll")
+def test_poll_without_a_name_or_all_exits_2(here):
+    result = here.run("poll")
 
     assert result.returncode == 2
     assert "give a server NAME or --all" in one_line(result.stderr)
 
 
-def test_poll_of_an_unknown_server_exits_2(cli):
-    result = cli.run("poll", "nope")
+def test_poll_of_an_unknown_server_exits_2(here):
+    result = here.run("poll", "nope")
 
     assert result.returncode == 2
     assert "no server named 'nope'" in one_line(result.stderr)
@@ -454,8 +508,8 @@ def partitions_by_table(instance: MariaDB) -> dict[str, tuple[str, int]]:
     return {table: (method, count) for table, method, count in rows}
 
 
-def test_demo_creates_the_partitioned_tables_and_registers_the_server(cli, demo_target):
-    result = cli.run("demo", "--dsn", demo_target.dsn, "--register", "demo")
+def test_demo_creates_the_partitioned_tables_and_registers_the_server(here, demo_target):
+    result = here.run("demo", "--dsn", demo_target.dsn, "--register", "demo")
 
     assert result.returncode == 0, result.stderr
     tables = partitions_by_table(demo_target)
@@ -469,7 +523,7 @@ def test_demo_creates_the_partitioned_tables_and_registers_the_server(cli, demo_
         "ORDER BY PARTITION_ORDINAL_POSITION DESC LIMIT 1"
     )
     assert last == (("pmax", "MAXVALUE"),)
-    row = cli.server("demo")
+    row = here.server("demo")
     assert (row["host"], row["port"], row["user"]) == (demo_target.host, demo_target.port, "root")
 
 
@@ -494,10 +548,10 @@ def test_demo_with_a_non_mysql_dsn_exits_1_with_one_line(cli):
     assert "not a mysql:// DSN: 'http'" in one_line(result.stderr)
 
 
-def test_demo_with_an_unreachable_dsn_exits_1_with_one_line(cli):
+def test_demo_with_an_unreachable_dsn_exits_1_with_one_line(here):
     port = free_port()
 
-    result = cli.run("demo", "--dsn", f"mysql://root@127.0.0.1:{port}/")
+    result = here.run("demo", "--dsn", f"mysql://root@127.0.0.1:{port}/")
 
     assert result.returncode == 1
     assert f"connection refused by 127.0.0.1:{port}" in one_line(result.stderr)
@@ -544,7 +598,7 @@ def old_and_new() -> tuple[str, str]:
     return Fernet.generate_key().decode(), Fernet.generate_key().decode()
 
 
-def register_under(cli: Cli, target: MariaDB, key: str) -> None:
+def register_under(cli: Cli | InProcess, target: MariaDB, key: str) -> None:
     register(
         cli,
         "rot",
@@ -558,18 +612,18 @@ def register_under(cli: Cli, target: MariaDB, key: str) -> None:
     )
 
 
-def test_rotate_keys_re_encrypts_passwords_under_the_new_key(cli, target, old_and_new):
+def test_rotate_keys_re_encrypts_passwords_under_the_new_key(here, target, old_and_new):
     old, new = old_and_new
-    register_under(cli, target, old)
+    register_under(here, target, old)
 
-    rotated = cli.run("rotate_keys", PARTDASH_ENCRYPTION_KEYS=f"{new},{old}")
+    rotated = here.run("rotate_keys", PARTDASH_ENCRYPTION_KEYS=f"{new},{old}")
 
     assert rotated.returncode == 0, rotated.stderr
     assert one_line(rotated.stdout) == "re-encrypted 1 password(s) with the primary key"
-    token = cli.server("rot")["password_token"].encode()
+    token = here.server("rot")["password_token"].encode()
     assert Fernet(new.encode()).decrypt(token).decode() == PASSWORD
-    assert cli.stored_password("rot", PARTDASH_ENCRYPTION_KEYS=new) == PASSWORD
-    polled = cli.run("poll", "rot", PARTDASH_ENCRYPTION_KEYS=new)
+    assert here.stored_password("rot", PARTDASH_ENCRYPTION_KEYS=new) == PASSWORD
+    polled = here.run("poll", "rot", PARTDASH_ENCRYPTION_KEYS=new)
     assert polled.returncode == 0, polled.stderr
 
 
