@@ -555,6 +555,10 @@ def runway_plan(
     bounded, read, calendar = _readable_tail(bounded, expression)
     encoding = _encoding(expression, read[-1], calendar)
     points = [_as_point(bound) for bound in read]
+    if len({isinstance(point, int) for point in points}) > 1:
+        # Dates and numbers mixed (a bound the server sent as something else): no one
+        # step continues them.
+        raise CannotPlan("the table's bounds are not all dates or all numbers")
     step = table_step(encoding, points)  # type: ignore[arg-type]
     if step is None:
         raise CannotPlan("the table's bounds give no interval to continue")
