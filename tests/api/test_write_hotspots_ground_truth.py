@@ -121,7 +121,7 @@ def test_a_hot_update_loop_is_flagged_at_once_and_an_old_bulk_load_flushed_never
     before = file_writes(mariadb_ps, schema, "sessions_hash")
 
     cursor = application(schema)
-    serial, flagged_after, changed, seen = [0], None, 0, []
+    serial, flagged_after, changed, seen, polled = [0], None, 0, [], []
     for minute in range(1, 11):
         changed += update_loop(cursor, POLL_SECONDS, serial)
         if minute == 2:  # the checkpoint: every dirty page of the table written out
@@ -135,8 +135,7 @@ def test_a_hot_update_loop_is_flagged_at_once_and_an_old_bulk_load_flushed_never
         assert set(table["hotspots"]) <= {"p3"}, (minute, table["hotspots"], seen)
         if table["hotspots"] == ["p3"] and flagged_after is None:
             flagged_after = minute
-        if minute == 2:
-            flushed = partitions
+        polled.append(partitions)
         if flagged_after and minute >= 3:
             break
 
@@ -150,10 +149,13 @@ def test_a_hot_update_loop_is_flagged_at_once_and_an_old_bulk_load_flushed_never
     assert table["activity_source"] == "rows_changed"
     (finding,) = [f for f in table["findings"] if f["kind"] == "hotspot"]
     assert finding["message"].startswith("p3 takes 100% of the rows changed")
-    # The flush shows as disk writes on p0 and p4, never as rows changed.
-    assert flushed["p0"]["write_bytes_per_s"] > 0 and flushed["p4"]["write_bytes_per_s"] > 0
+    # The flush shows as disk writes on p0 and p4, never as rows changed: at the
+    # checkpoint's poll, or at one before it where InnoDB's page cleaner got there first
+    # (it writes old dirty pages on its own, sooner on a busy machine).
     for name in ("p0", "p4"):
-        assert flushed[name]["rows_changed_per_s"] == 0, name
+        writes = [p[name]["write_bytes_per_s"] for p in polled]
+        assert any(rate and rate > 0 for rate in writes), (name, writes)
+        assert all(p[name]["rows_changed_per_s"] == 0 for p in polled), (name, seen)
         assert partitions[name]["is_hotspot"] is False and partitions[name]["write_share"] == 0
     # p3's rate: the rows the last minute's UPDATEs changed over the poll's interval
     # (partdash's clock moved 60 s plus the time the statements really took).

@@ -463,7 +463,10 @@ def test_polling_resumes_by_itself_after_redis_restarts_with_no_duplicate_poll_o
     response = client.post(f"/api/v1/servers/{asked.pk}/poll/")
     assert response.status_code == 202, response.content
     wait_until(
-        lambda: len(polls_of(asked)) > asked_before, 90, "the poll asked for after the restart"
+        lambda: len(polls_of(asked)) > asked_before,
+        90,
+        "the poll asked for after the restart",
+        processes.logs,
     )
     wait_until(
         lambda: polls_of(server)[-1] > restarted_at,
