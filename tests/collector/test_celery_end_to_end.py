@@ -51,6 +51,13 @@ def test_beat_and_worker_poll_a_server_registered_in_the_admin(
         what="the first snapshot",
         logs=celery_processes.logs,
     )
+    # The poll's outcome is recorded on the server just after its snapshot is stored.
+    wait_until(
+        lambda: Server.objects.filter(pk=server.pk).exclude(status="never").exists(),
+        timeout=30,
+        what="the first poll's outcome",
+        logs=celery_processes.logs,
+    )
     server.refresh_from_db()
     assert server.status == "degraded"  # performance_schema is OFF on this instance
     assert "performance_schema is OFF" in server.last_error
