@@ -452,6 +452,13 @@ def test_polling_resumes_by_itself_after_redis_restarts_with_no_duplicate_poll_o
     assert "skew" in mailbox.emails()[0].subject.lower()
 
     port = redis_server.port
+    # Restarted between tasks. A worker whose broker goes while it holds an unacked task
+    # can stop consuming for good: an upstream bug in kombu 5.7.0 (celery/celery#10205;
+    # the channel's close restores unacked messages through a connection already
+    # released, an AttributeError). This test is about partdash's own recovery, so it
+    # leaves that case out; it was hit in 2 of 5 full runs here, each time mid-ack.
+    broker = redis_server.client()
+    wait_until(lambda: broker.hlen("unacked") == 0, 30, "no task in flight", processes.logs)
     redis_server.restart()  # no persistence: queues, locks and beat's messages are gone
     request.addfinalizer(lambda: reset_broker_pools(celery_app))  # for the tests after it
     restarted = time.monotonic()
