@@ -147,7 +147,7 @@ def _open_poll_now_window(server: Server, token: str) -> bool:
     # Queued, a poll expires after its interval; running, it ends by its hard limit.
     lapse = server.poll_interval + time_limits(server.poll_interval)[1] + 5
     try:
-        client = _redis(settings.PARTDASH_REDIS_URL)
+        client = redis_client()
         return bool(client.set(_poll_now_key(server.pk), token, nx=True, ex=lapse))
     except redis.exceptions.RedisError as exc:
         log.warning("no poll-now coalescing for server %s: %s", server.pk, exc)
@@ -158,7 +158,7 @@ def close_poll_now_window(server_id: int, token: str) -> None:
     """The requested poll `token` ended (or was never queued): the next request queues
     a new one."""
     try:
-        _delete_if_held(_redis(settings.PARTDASH_REDIS_URL), _poll_now_key(server_id), token)
+        _delete_if_held(redis_client(), _poll_now_key(server_id), token)
     except redis.exceptions.RedisError:
         pass  # it lapses on its own
 
@@ -196,7 +196,7 @@ def poll_lock(
     so `release_lost_lock` frees exactly the lock of a poll whose worker died. `keep`: a
     thread renews the expiry while the lock is held (a poll without a time limit, as
     `manage.py poll`'s: it would otherwise lose the lock to a worker's poll midway)."""
-    lock = _redis(settings.PARTDASH_REDIS_URL).lock(
+    lock = redis_client().lock(
         _lock_key(server_id),
         timeout=timeout,
         blocking=wait > 0,
@@ -246,7 +246,7 @@ def _delete_if_held(client: redis.Redis, key: str, token: str) -> bool:
 def release_lost_lock(server_id: int, token: str) -> bool:
     """Delete the server's poll lock if the poll holding it is the one `token` names (its
     worker died, so nothing else will). True when it was released."""
-    return _delete_if_held(_redis(settings.PARTDASH_REDIS_URL), _lock_key(server_id), token)
+    return _delete_if_held(redis_client(), _lock_key(server_id), token)
 
 
 def record_outcome(server_id: int, ok: bool, started) -> int:
@@ -285,7 +285,7 @@ def failing_server_slot(node: str, slots: int, timeout: int, token: str):
     """Yield True if this poll of a failing server got one of the worker's `slots` kept
     for them (keys valued with the poll's task id, expiring with its hard limit), False
     if they are all taken. Should Redis not answer, the poll lock will say so: True."""
-    client = _redis(settings.PARTDASH_REDIS_URL)
+    client = redis_client()
     held = None
     try:
         for key in (_slot_key(node, number) for number in range(slots)):
@@ -306,7 +306,7 @@ def failing_server_slot(node: str, slots: int, timeout: int, token: str):
 def release_failing_slot(token: str, keys: list[str] | None = None) -> None:
     """Free the slot `token`'s poll held (all workers' slots are looked at without
     `keys`: the poll's worker died)."""
-    client = _redis(settings.PARTDASH_REDIS_URL)
+    client = redis_client()
     try:
         for key in keys or client.scan_iter("partdash:failing-slot:*", count=100):
             _delete_if_held(client, key, token)

@@ -154,8 +154,12 @@ def rate_history(
     # the others only whether they have a reading matters, which they have now if they
     # did then (a window ending now). A counter a partition never has (performance_schema
     # OFF) is not looked for through every sample it has.
-    last = _latest_before(table, sampled, counter, since)
-    last_rows = _latest_before(table, sampled, "rows", since) if rows_changed else {}
+    # One lookup for the counter and (for rows changed) the rows.
+    before = (
+        latest_before(sampled, fields, _first_poll_at_or_after(table, since)) if sampled else {}
+    )
+    last = {pk: values[counter] for pk, values in before.items() if counter in values}
+    last_rows = {pk: values["rows"] for pk, values in before.items() if "rows" in values}
     read = {p.pk for p in partitions if p.pk not in sampled and getattr(p, counter) is not None}
     points, previous_time = [], None
     for position, (_, taken_at) in enumerate(polls):
