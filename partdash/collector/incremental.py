@@ -400,11 +400,16 @@ def _aggregates(
         return None, {bucket: (count, xor) for bucket, count, xor in rows}
     if text == same_as:
         return text, None
+    return text, _aggregates_of(text)
+
+
+def _aggregates_of(text: str) -> dict[int, tuple[int, int]]:
+    """The aggregates in the string `_aggregates` fetches (bucket -> (rows, XOR))."""
     aggregates = {}
     for item in text.split(",") if text else ():
         bucket, count, xor = item.split(" ")
         aggregates[int(bucket)] = (int(count), int(xor))
-    return text, aggregates
+    return aggregates
 
 
 @dataclass(frozen=True)

@@ -22,12 +22,15 @@ from django.db import DatabaseError, OperationalError, transaction
 from django.db.models import Count, Sum
 from django.utils import timezone
 
+from partdash.alerts import service as alerts
 from partdash.alerts.service import evaluate_after_failure, evaluate_after_poll
+from partdash.collector import pollmemory
 from partdash.collector.catalogue import HIDDEN, Shortfall
 from partdash.collector.collect import Collection, Refuted, collect, table_key
 from partdash.collector.incremental import SourceMemory
 from partdash.lib.commands import store_unavailable
 from partdash.lib.secrets import SecretError
+from partdash.metrics import store
 from partdash.metrics.analysis import analyse_server
 from partdash.metrics.models import PartitionedTable, ServerSnapshot, UnmonitoredTable
 from partdash.metrics.store import PollStore, StoreResult, forget_figures
@@ -219,6 +222,64 @@ def forget(server_pk: int) -> None:
     """Drop what this process remembers of a server (its wide sources, its figures)."""
     _forget_sources(server_pk)
     forget_figures(server_pk)
+    pollmemory.unheld(server_pk)
+
+
+# The positions of the datetimes among a remembered partition's figures (after its id).
+_FIGURE_TIMES = (1 + store.STORED.index("stats_updated_at"), 1 + store.STORED.index("changed_at"))
+
+
+def restore_memory(server: Server, last_poll: str | None) -> bool:
+    """Make this process remember what the server's last stored poll left, read from the
+    shared poll memory (`pollmemory`) when this process did not store that poll itself.
+    Returns whether it was read."""
+    if last_poll is None or not settings.PARTDASH_SHARE_POLL_MEMORY:
+        return False
+    memory = source_memory(server)
+    if memory is None or memory.basis == last_poll:
+        return False  # off, or this process polled the server last: it holds the memory
+    shared = pollmemory.load(server.pk, last_poll, (server.host, server.port), _FIGURE_TIMES)
+    if shared is None:
+        return False
+    _forget_sources(server.pk)  # (a read beside still under way keeps the old object)
+    memory = _SOURCE_MEMORY[(server.pk, server.host, server.port)] = SourceMemory()
+    memory.sources, memory.basis = shared.sources, last_poll
+    memory.started, memory.tablestats = shared.started, shared.tablestats
+    memory.counted_at, memory.beside_failed_at = shared.counted_at, shared.beside_failed_at
+    figures = shared.figures
+    if figures is not None and shared.snapshot_id is not None:
+        stored = store.StoredFigures(figures.figures, figures.specs, {})
+        store._REMEMBERED[server.pk] = store._Remembered(shared.snapshot_id, stored, figures.moving)
+    else:
+        forget_figures(server.pk)
+    if shared.evaluated_under is not None:
+        alerts._EVALUATED_UNDER[server.pk] = shared.evaluated_under
+    return True
+
+
+def share_memory(server: Server, poll_id: str, result: StoreResult):
+    """Write what this stored poll leaves for the next, for any process to continue."""
+    memory = source_memory(server)
+    if memory is None or not settings.PARTDASH_SHARE_POLL_MEMORY:
+        return None
+    remembered = store._REMEMBERED.get(server.pk)
+    figures = None
+    if remembered is not None and remembered.snapshot_id == result.snapshot.pk:
+        stored = remembered.stored
+        figures = pollmemory.Figures(stored.figures, stored.specs, remembered.moving)
+    shared = pollmemory.Memory(
+        poll_id=poll_id,
+        snapshot_id=result.snapshot.pk,
+        address=(server.host, server.port),
+        sources=memory.sources,
+        started=memory.started,
+        counted_at=memory.counted_at,
+        beside_failed_at=memory.beside_failed_at,
+        tablestats=memory.tablestats,
+        figures=figures,
+        evaluated_under=alerts._EVALUATED_UNDER.get(server.pk),
+    )
+    return pollmemory.save(server.pk, shared, result.changed > 0, _FIGURE_TIMES)
 
 
 _stage = threading.local()
@@ -239,10 +300,15 @@ def poll_server(server: Server, poll_id: str | None = None) -> PollReport:
     server's status say what went wrong."""
     with cyclic_gc_paused():
         try:
-            return _poll(server, poll_id)
+            report = _poll(server, poll_id)
+            if not report.ok:
+                pollmemory.unheld(server.pk)  # a failed poll may have changed what it held
+            return report
         except SoftTimeLimitExceeded:
+            pollmemory.unheld(server.pk)
             raise  # the task records it, naming the limit
         except Exception as exc:  # a bug must not leave the last poll's status standing
+            pollmemory.unheld(server.pk)
             message = failure_message(server, exc)
             # The metadata store down or locked: recording the failure in it would wait
             # for it again (SQLite's 20 s busy timeout a second time), to fail anyway.
@@ -329,6 +395,8 @@ def _poll(server: Server, poll_id: str | None) -> PollReport:
     try:
         set_stage("reading the previous poll")
         previous = previous_poll(server)
+        set_stage("reading the shared poll memory")
+        restore_memory(server, previous.poll_id)
         set_stage(f"connecting to {server.host}:{server.port}")
         target = target_for(server)
         with open_session(target) as session:
@@ -366,6 +434,10 @@ def _poll(server: Server, poll_id: str | None) -> PollReport:
         if (memory := source_memory(server)) is not None:
             memory.stored(poll_id)  # the next poll continues this one
         bound_memory(server.pk, result.partitions_seen)
+        set_stage("sharing the poll memory")
+        share_memory(server, poll_id, result)
+    else:
+        pollmemory.unheld(server.pk)
     report = PollReport(
         server=server.name,
         ok=True,

@@ -381,13 +381,15 @@ def test_aggregates_cut_short_by_group_concat_max_len_are_read_row_by_row(mariad
 def test_a_process_polling_after_another_one_did_stores_the_truth(
     transactional_db, mariadb_ps, new_schema, settings
 ):
-    """A worker child polls a server, another child polls it next, then the first again:
-    its remembered file reads may lag what the other stored by a few reads within their
+    """Without the shared poll memory (switched off here; as after Redis lost it): a
+    worker child polls a server, another child polls it next, then the first again: its
+    remembered file reads may lag what the other stored by a few reads within their
     quantum, so it reads file I/O in full (the tablespace list only where it changed),
     rebuilds the partitions and compares every one; what it stores is the truth."""
     from partdash.collector import service
     from partdash.metrics import store
 
+    settings.PARTDASH_SHARE_POLL_MEMORY = False
     schema, server = tables_and_server(mariadb_ps, new_schema, "two-children")
     assert poll_server(server).ok and poll_server(server).ok
     first = dict(service._SOURCE_MEMORY), dict(store._REMEMBERED)

@@ -1,0 +1,168 @@
+"""The shared poll memory (`partdash.collector.pollmemory`): a server polled by one
+worker child, then another, then the first again, each poll continuing the last one
+whichever child stored it, and storing the truth; Redis flushed, a cold poll and never a
+wrong one; the parts' encoding exact."""
+
+from datetime import UTC, datetime
+
+import msgpack
+import pytest
+
+from partdash.alerts import service as alerts
+from partdash.collector import pollmemory, service
+from partdash.collector.catalogue import FILE_IO, TABLESPACES
+from partdash.collector.incremental import Buckets
+from partdash.collector.names import PartitionKey, PartitionName
+from partdash.collector.service import poll_server
+from partdash.collector.sources.file_io import PartitionIO
+from partdash.collector.sources.tablespaces import PartitionFile
+from partdash.collector.sources.tablestats import LastRead
+from partdash.metrics import store
+from tests.collector.test_ground_truth import flush_to_disk
+from tests.collector.test_incremental import assert_stored_is_the_truth, tables_and_server
+from tests.sql import run
+
+# What one worker child holds in process between polls.
+HELD = (service._SOURCE_MEMORY, store._REMEMBERED, alerts._EVALUATED_UNDER, pollmemory._HELD)
+
+
+def child() -> tuple:
+    """What this process holds now, as one worker child's."""
+    return tuple(dict(held) for held in HELD)
+
+
+def become(state: tuple) -> None:
+    """Hold what `state` holds: the worker child it was taken from polls next."""
+    for held, kept in zip(HELD, state, strict=True):
+        held.clear()
+        held.update(kept)
+
+
+@pytest.fixture
+def compared(monkeypatch) -> list:
+    """How many partitions each store compared with the previous poll's figures."""
+    counts = []
+    original = store.PollStore._store_figures
+
+    def counting(self, *args):
+        result = original(self, *args)
+        counts.append(self.compared)
+        return result
+
+    monkeypatch.setattr(store.PollStore, "_store_figures", counting)
+    return counts
+
+
+def write(instance, schema: str, rows: str) -> None:
+    run(instance, schema, f"INSERT INTO h VALUES {rows}")
+    flush_to_disk(instance, schema, "h")
+
+
+def test_two_children_in_turn_each_continue_the_last_poll(
+    transactional_db, mariadb_ps, new_schema, settings
+):
+    """Children A and B poll a server in turn, as two worker hosts would. Each poll
+    continues the last one, whichever child stored it: file I/O and the tablespace list
+    read by bucket (not in full; a quiet poll reads no row), and what is stored is the
+    truth."""
+    schema, server = tables_and_server(mariadb_ps, new_schema, "two-children-shared")
+    assert poll_server(server).ok and poll_server(server).ok  # child A: first, second
+    a, b = child(), tuple({} for _ in HELD)
+    for turn, rows in enumerate(("(6001, 'a'), (6002, 'b')", "(6003, 'c')", "(6004, 'd')")):
+        a, b = (child(), b) if turn % 2 == 0 else (a, child())
+        become(b if turn % 2 == 0 else a)  # the other child polls next
+        write(mariadb_ps, schema, rows)
+        assert poll_server(server).ok
+        memory = service.source_memory(server)
+        assert memory.touched[FILE_IO.key] is not None, f"turn {turn}: file I/O read in full"
+        assert memory.touched[TABLESPACES.key] is not None, f"turn {turn}: list read in full"
+        assert_stored_is_the_truth(server, schema, settings, f"turn {turn}")
+        a, b = (child(), b) if turn % 2 == 0 else (a, child())
+        become(a if turn % 2 == 0 else b)  # and back: a quiet poll reads no row
+        assert poll_server(server).ok
+        memory = service.source_memory(server)
+        assert memory.touched == {FILE_IO.key: [], TABLESPACES.key: []}, f"turn {turn}"
+        assert sum(memory.fetched.values()) == 0, f"turn {turn}: {memory.fetched}"
+        assert_stored_is_the_truth(server, schema, settings, f"turn {turn}, quiet")
+
+
+def test_a_memory_lost_from_redis_costs_one_cold_poll(
+    transactional_db, mariadb_ps, new_schema, settings, redis_server, compared
+):
+    """Redis flushed (or a part evicted) between two polls on different children: the
+    next poll reads every row and compares every partition, stores the truth, and
+    shares its memory again for the one after."""
+    schema, server = tables_and_server(mariadb_ps, new_schema, "flushed")
+    assert poll_server(server).ok and poll_server(server).ok
+    partitions = server.__class__.objects.get(pk=server.pk).partitions
+    a = child()
+    become(tuple({} for _ in HELD))
+    client = redis_server.client()
+    header = msgpack.unpackb(client.get(pollmemory.header_key(server.pk)))
+    named = pollmemory.part_key(server.pk, header["parts"][pollmemory.FILE_IO_PART])
+    assert client.delete(named) == 1  # one part evicted: the whole memory is cold
+    write(mariadb_ps, schema, "(7001, 'a')")
+    assert poll_server(server).ok
+    assert service.source_memory(server).touched[FILE_IO.key] is None  # every row read
+    assert compared[-1] == partitions
+    assert_stored_is_the_truth(server, schema, settings, "after the memory was lost")
+    become(a)
+    write(mariadb_ps, schema, "(7002, 'b')")
+    assert poll_server(server).ok  # continues the cold poll, through Redis again
+    assert service.source_memory(server).touched[FILE_IO.key] is not None
+    assert_stored_is_the_truth(server, schema, settings, "the poll after")
+
+
+def test_a_memory_of_another_poll_or_address_is_never_used(
+    transactional_db, mariadb_ps, new_schema, settings, redis_server
+):
+    """A header naming another poll than the server's last stored one (a poll stored
+    while Redis was unreachable), or another address, is not read."""
+    schema, server = tables_and_server(mariadb_ps, new_schema, "other-poll")
+    assert poll_server(server).ok and poll_server(server).ok
+    last = service.previous_poll(server).poll_id
+    address = (server.host, server.port)
+    times = service._FIGURE_TIMES
+    become(tuple({} for _ in HELD))
+    assert pollmemory.load(server.pk, "another poll", address, times) is None
+    assert pollmemory.load(server.pk, last, ("elsewhere", 3306), times) is None
+    shared = pollmemory.load(server.pk, last, address, times)
+    assert shared is not None and shared.poll_id == last
+
+
+def test_the_parts_come_back_exactly():
+    """Every part decodes to what was encoded: datetimes aware or naive as they were,
+    empty buckets kept in their order, aggregates without a digest."""
+    name = PartitionName("s", "t", "P0", "")
+    files = Buckets(
+        0,
+        {3: (1, 11), 1: (0, 0)},
+        {3: [PartitionFile(name, 5, 65536, 4096, 16384, "Dynamic")], 1: []},
+        123.0,
+        None,
+        None,
+    )
+    back = pollmemory.decode_tablespaces(pollmemory._unpack(pollmemory._pack(
+        pollmemory.encode_tablespaces(files))))  # fmt: skip
+    assert back.rows == files.rows and list(back.rows) == [3, 1]
+    assert back.aggregates == files.aggregates and back.digest is None
+    assert abs(back.read_all_at - 123.0) < 0.01
+    io = Buckets(
+        4, {0: (1, 7)}, {0: [PartitionIO("s\x00t\x00p0\x00", 1, 2, 3, 4)]}, 1.0, "0 1 7", (5, 6)
+    )
+    back = pollmemory.decode_file_io(pollmemory._unpack(pollmemory._pack(
+        pollmemory.encode_file_io(io))))  # fmt: skip
+    assert back.rows == io.rows and back.aggregates == io.aggregates and back.witness == (5, 6)
+    aware, naive = datetime(2026, 11, 27, 12, 0, 1, 5, tzinfo=UTC), datetime(2026, 1, 2, 3, 4, 5, 6)
+    figures = pollmemory.Figures(
+        {(7, "p0#"): (70, 1, aware, naive, "text"), (7, "p1#"): (71, None, None, None, None)},
+        {7: [((7, "p0#"), "P0", "", 1, None, None), ((7, "p1#"), "p1", "", 2, None, "x")]},
+        {PartitionKey("s", "t", "p0", "")},
+    )
+    back = pollmemory.decode_figures(pollmemory._unpack(pollmemory._pack(
+        pollmemory.encode_figures(figures, (2, 3)))), (2, 3))  # fmt: skip
+    assert back == figures
+    assert back.figures[(7, "p0#")][2].tzinfo is not None
+    assert back.figures[(7, "p0#")][3].tzinfo is None
+    last = LastRead(("1", "2"), {PartitionKey("s", "t", "p0", ""): (5, 0)}, True)
+    assert pollmemory.decode_tablestats(pollmemory.encode_tablestats(last)) == last
