@@ -110,6 +110,17 @@ def main() -> None:
         Path(sys.argv[2]),
         *map(int, sys.argv[3:5]),
     )
+    from tests.services import RedisServer
+
+    redis = RedisServer().start()  # the shared poll memory's (and nothing else here)
+    os.environ["PARTDASH_REDIS_URL"] = redis.url
+    try:
+        run(port, var_dir, tables, partitions)
+    finally:
+        redis.stop()
+
+
+def run(port: int, var_dir: Path, tables: int, partitions: int) -> None:
     setup_django(var_dir)
     from fleet import write_to_some_partitions
 
@@ -158,19 +169,35 @@ def main() -> None:
 
     # A quiet poll on a process that did not poll the server last (as when a worker
     # child other than the last one takes it): what this process remembers is dropped.
-    from partdash.metrics import store
+
+    from django.conf import settings
+
+    from partdash.collector import pollmemory
 
     cold, cold_fetched = [], []
     memory = None  # (a cold process holds no memory of the server)
+    settings.PARTDASH_SHARE_POLL_MEMORY = False  # nothing shared either: as before issue 25
     for _ in range(3):
-        service._SOURCE_MEMORY.clear()
-        store._REMEMBERED.clear()
+        service._MEMORY.clear()
         gc.collect()  # what a poll leaves to the cyclic collector, as between a child's tasks
         started = time.monotonic()
         assert poll_server(monitored).ok
         cold.append(time.monotonic() - started)
         cold_fetched.append(sum(service.source_memory(monitored).fetched.values()))
         assert poll_server(monitored).ok  # warm again for the next
+    settings.PARTDASH_SHARE_POLL_MEMORY = True
+    assert poll_server(monitored).ok  # (shared again)
+    # A quiet poll on a new worker child, which holds nothing of the server: it reads the
+    # shared poll memory from Redis (`partdash.collector.pollmemory`).
+    shared, shared_fetched = [], []
+    for _ in range(3):
+        service._MEMORY.clear(), pollmemory._HELD.clear()
+        gc.collect()
+        started = time.monotonic()
+        assert poll_server(monitored).ok
+        shared.append(time.monotonic() - started)
+        shared_fetched.append(sum(service.source_memory(monitored).fetched.values()))
+        assert poll_server(monitored).ok
     memory = service.source_memory(monitored)
 
     growth_polls = 20
@@ -212,6 +239,9 @@ def main() -> None:
                 "cold_seconds": cold,
                 "cold_median": statistics.median(cold),
                 "cold_rows_fetched": cold_fetched,
+                "shared_seconds": shared,
+                "shared_median": statistics.median(shared),
+                "shared_rows_fetched": shared_fetched,
                 "rss_after_first_mb": rss_after_first,
                 "naive": naive,
                 "store_growth_bytes": size_after - size_before,

@@ -82,11 +82,18 @@ def report(figures: dict, naive: list[tuple[float, int]]) -> bool:
             f"{figures['quiet_floor_median']:.2f} s)",
         ),
         (
-            "(3k) a quiet poll by a process that did not poll last (median of 3)",
+            "(3k) a quiet poll by a new process, nothing shared (median of 3)",
             f"{figures['cold_median']:.2f} s",
-            f"{figures['cold_median'] / floor:.2f}x floor (no target: a worker child other "
-            f"than the server's last one), rows read by the wide sources "
+            f"{figures['cold_median'] / floor:.2f}x floor (no target: as before the shared "
+            f"poll memory, or after Redis lost it), rows read by the wide sources "
             f"{figures['cold_rows_fetched']}",
+        ),
+        (
+            "(3s) a quiet poll by a new process, shared poll memory (median of 3)",
+            f"{figures['shared_median']:.2f} s",
+            f"{figures['shared_median'] / floor:.2f}x floor [target <= 1.5x: "
+            f"{verdict(figures['shared_median'] <= 1.5 * floor)}], rows read by the wide "
+            f"sources {figures['shared_rows_fetched']}",
         ),
         (
             "(3b) a poll after 1% of partitions were written (median of 20)",
@@ -318,15 +325,46 @@ def main() -> int:
         action="store_true",
         help="only the history figures (bench/history_bench.py), about 3 minutes",
     )
+    parser.add_argument(
+        "--shared-servers",
+        type=int,
+        default=3,
+        metavar="N",
+        help="servers of 32,000 partitions polled through two workers (7f, issue 25); 0 skips them",
+    )
+    parser.add_argument(
+        "--shared-only",
+        action="store_true",
+        help="only the fleet through two workers (7f): bench/shared_memory_bench.py",
+    )
     options = parser.parse_args()
     if options.history_only:
         return history_figures()
+    if options.shared_only:
+        return shared_memory_figures(options)
     status = 0 if options.fleet_only else collector_cost(options)
+    if not options.fleet_only:
+        status = shared_memory_figures(options) or status
     if options.fleet_minutes > 0:
         print(flush=True)
         status = fleet_load(options) or status
     print(flush=True)
     return history_figures() or status
+
+
+def shared_memory_figures(options: argparse.Namespace) -> int:
+    """Issue 25's fleet figure (7f): servers of 32,000 partitions polled round robin
+    through two workers, as two worker hosts run them (bench/shared_memory_bench.py)."""
+    if options.shared_servers <= 0:
+        return 0
+    print(
+        f"\na fleet through two workers: {options.shared_servers} servers of 32,000 "
+        "partitions, poll now via the API, two Celery workers (concurrency 4 each)",
+        flush=True,
+    )
+    argv = [sys.executable, str(HERE / "shared_memory_bench.py")]
+    argv += ["--servers", str(options.shared_servers)]
+    return run_to_end(argv)
 
 
 def history_figures() -> int:

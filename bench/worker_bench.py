@@ -120,6 +120,27 @@ def register(port: int) -> int:
     return server.pk
 
 
+def post_poll(base: str, token: str, server_id: int) -> None:
+    """Poll now, through the API: one poll queued, or RuntimeError."""
+    request = urllib.request.Request(
+        f"{base}/api/v1/servers/{server_id}/poll/",
+        data=b"",
+        method="POST",
+        headers={"Authorization": f"Token {token}", "Accept": "application/json"},
+    )
+    with urllib.request.urlopen(request, timeout=30) as response:
+        body = json.loads(response.read())
+    if response.status != 202 or body.get("detail") != "a poll was queued":
+        raise RuntimeError(f"poll now: HTTP {response.status} {body}")
+
+
+def poll_records(path: Path) -> list[dict]:
+    """What bench/poll_probe.py recorded of each poll's start and end."""
+    if not path.exists():
+        return []
+    return [json.loads(line) for line in path.read_text().splitlines() if line]
+
+
 class Bench:
     """The measured polls, each queued through the API and waited for in the store."""
 
@@ -133,21 +154,10 @@ class Bench:
         self.polls: list[dict] = []
 
     def post_poll(self) -> None:
-        request = urllib.request.Request(
-            f"{self.base}/api/v1/servers/{self.server_id}/poll/",
-            data=b"",
-            method="POST",
-            headers={"Authorization": f"Token {self.token}", "Accept": "application/json"},
-        )
-        with urllib.request.urlopen(request, timeout=30) as response:
-            body = json.loads(response.read())
-        if response.status != 202 or body.get("detail") != "a poll was queued":
-            raise RuntimeError(f"poll now: HTTP {response.status} {body}")
+        post_poll(self.base, self.token, self.server_id)
 
     def records(self) -> list[dict]:
-        if not self.poll_log.exists():
-            return []
-        return [json.loads(line) for line in self.poll_log.read_text().splitlines() if line]
+        return poll_records(self.poll_log)
 
     def poll(self, kind: str, floor: float | None = None) -> dict:
         """POST poll now; wait for its snapshot, then for its task's end."""
@@ -423,6 +433,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--keep", action="store_true", help="keep the run directory (logs)")
     parser.add_argument("--json", type=Path, help="also write every figure there")
     options = parser.parse_args(argv)
+    return run_bench(options, measure, report, "(7w) through the worker", ["worker1", "web"])
+
+
+def run_bench(options, measure, report, label: str, logs: list[str]) -> int:
+    """Measure in a run directory of its own (kept with --keep), every process stopped on
+    the way out, a TERM included; print the report (and --json); the exit status."""
     signal.signal(signal.SIGTERM, interrupt)  # a TERM unwinds too: every process stops
     with contextlib.ExitStack() as stack:
         run_dir = Path(tempfile.mkdtemp(prefix="partdash-worker-bench-"))
@@ -435,8 +451,8 @@ def main(argv: list[str] | None = None) -> int:
         try:
             figures = measure(options, stack, run_dir)
         except RuntimeError as failure:
-            print(f"(7w) through the worker: FAIL: {failure}")
-            print(log_tail(run_dir / "worker1.log", run_dir / "web.log", lines=20))
+            print(f"{label}: FAIL: {failure}")
+            print(log_tail(*(run_dir / f"{name}.log" for name in logs), lines=20))
             return 1
     if options.json:
         options.json.write_text(json.dumps(figures, indent=1))

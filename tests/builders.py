@@ -44,7 +44,7 @@ from partdash.metrics.models import (
     PartitionSample,
     ServerSnapshot,
 )
-from partdash.metrics.store import forget_figures, partition_key
+from partdash.metrics.store import partition_key
 from partdash.servers.choices import Flavor
 from partdash.servers.models import Server
 from tests.health.builders import to_days
@@ -323,7 +323,7 @@ def poll(
     `catalogue` sources that list no partitions: file_io, innodb_cmp, cmp_per_index).
     The statistics are as of the poll (as after an ANALYZE TABLE). Returns the poll's
     snapshot; `server` is refreshed."""
-    forget_figures(server.pk)  # read the previous poll back, whatever this process held
+    service.forget_figures(server.pk)  # read the previous poll back, whatever was held
     collection = _collection(server, {**VARIABLES, **variables}, tables, hidden, ungranted)
     # What `poll_server` does once it has collected: the same two functions, so that what
     # is stored cannot drift from what a poll stores.

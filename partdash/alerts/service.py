@@ -45,21 +45,23 @@ TABLE_FIELDS = (
     "first_seen_at",
     "dropped_at",
 )
-# The rules version each server was last evaluated under, in this process: a poll
-# evaluates every table when it changed (or is unknown), else only what changed.
-_EVALUATED_UNDER: dict[int, tuple] = {}
 
 
 # -- the hooks -------------------------------------------------------------------------
 
 
-def evaluate_after_poll(server: Server, snapshot: ServerSnapshot) -> str | None:
+def evaluate_after_poll(server: Server, snapshot: ServerSnapshot, memory=None) -> str | None:
     """Evaluate the server's rules on the health this poll stored (the snapshot's and
     its tables'), except `stale_polls` (beat's), and record the transitions. Returns
-    the evaluation id when it recorded any."""
+    the evaluation id when it recorded any.
+
+    `memory`: the poll's memory, whose `evaluated_under` says which rules version the
+    previous poll evaluated under: every table is evaluated when the rules changed since
+    (or that is unknown), else only what this poll analysed; set to this one's once
+    committed."""
     now = snapshot.taken_at
     version = rules_version()
-    full = _EVALUATED_UNDER.get(server.pk) != version
+    full = memory is None or memory.evaluated_under != version
     open_alerts = list(
         Alert.objects.filter(server=server, state__in=OPEN).exclude(rule=RuleName.STALE_POLLS)
     )
@@ -72,7 +74,8 @@ def evaluate_after_poll(server: Server, snapshot: ServerSnapshot) -> str | None:
         server.name, failed=False
     )
     recorded = evaluation.run()
-    transaction.on_commit(lambda: _EVALUATED_UNDER.__setitem__(server.pk, version))
+    if memory is not None:
+        transaction.on_commit(lambda: setattr(memory, "evaluated_under", version))
     return recorded
 
 

@@ -556,35 +556,50 @@ def _tables_changed(collection: Collection, known: dict[TableKey, str]) -> bool:
     return collection.sign() != known
 
 
-def collect(
-    session: Session,
-    known: dict[TableKey, str],
-    stats_since: int | None = None,
-    hidden_before: set[TableKey] | frozenset = frozenset(),
-    memory: SourceMemory | None = None,
-    last_poll: str | None = None,
-    open_beside=None,
-    speculate: bool = False,
-    status_before: dict | None = None,
-) -> Collection:
-    """Read every source once; definitions only for tables whose signature changed.
-    `stats_since` (the previous poll's statistics watermark) allows reading only the
-    statistics rows refreshed since; `hidden_before` are the tables the previous poll
-    found hidden from the account (see `_still_hidden`); with `memory` (what this process
-    remembers of the server), the tablespace list and file I/O are read where they
-    changed (`partdash.collector.incremental`), `last_poll` being the server's last
-    stored poll; `open_beside` opens a second session to the server (a context manager),
-    on which the tablespace list is read beside file I/O when a data file was certainly
-    touched (the two are the longest reads of a poll after writes). `status_before`:
-    the server status stored with the previous poll, which tells whether DDL may have
-    changed definitions without moving a file (`ddl`).
+@dataclass(frozen=True)
+class CollectRequest:
+    """What one poll asks `collect` for, from what the previous poll of the server left.
 
-    With `speculate`, a poll whose tablespace list is being read beside does not wait
-    for it: the collection is assembled as if the list had not changed, which is what
-    that read finds after most writes (not after an ALTER TABLE), and carries a
-    `Speculation` that says, once the read ends, whether it did not (the poll service
-    stores meanwhile, and assembles the collection again with the list read when it
-    did)."""
+    - `known`: each stored table's signature; definitions are read only for tables whose
+      signature changed.
+    - `stats_since`: the previous poll's statistics watermark, which allows reading only
+      the statistics rows refreshed since.
+    - `hidden`: the tables the previous poll found hidden from the account (see
+      `_still_hidden`).
+    - `memory`: what the poll memory holds of the wide sources
+      (`partdash.collector.incremental`): with it, the tablespace list and file I/O are
+      read where they changed, `last_poll` being the server's last stored poll.
+    - `open_beside`: opens a second session to the server (a context manager), on which
+      the tablespace list is read beside file I/O when a data file was certainly touched
+      (the two are the longest reads of a poll after writes).
+    - `speculate`: a poll whose tablespace list is being read beside does not wait for
+      it: the collection is assembled as if the list had not changed, which is what that
+      read finds after most writes (not after an ALTER TABLE), and carries a
+      `Speculation` that says, once the read ends, whether it did not (the poll service
+      stores meanwhile, and assembles the collection again with the list read when it
+      did).
+    - `status_before`: the server status stored with the previous poll, which tells
+      whether DDL may have changed definitions without moving a file (`ddl`).
+    """
+
+    known: dict[TableKey, str] = field(default_factory=dict)
+    stats_since: int | None = None
+    hidden: frozenset[TableKey] = frozenset()
+    memory: SourceMemory | None = None
+    last_poll: str | None = None
+    open_beside: Callable | None = None
+    speculate: bool = False
+    status_before: dict | None = None
+
+
+def collect(session: Session, request: CollectRequest) -> Collection:
+    """Read every source once, as `request` asks (see `CollectRequest`)."""
+    known, stats_since, memory = request.known, request.stats_since, request.memory
+    last_poll, open_beside, status_before = (
+        request.last_poll,
+        request.open_beside,
+        request.status_before,
+    )
     basis, kept = memory.begin(last_poll) if memory is not None else (None, None)
     facts = server_facts.read(session)
     if memory is not None and memory.restarted(facts):
@@ -613,13 +628,13 @@ def collect(
         read_files = lambda: memory.read(session, dialect, TABLESPACES, untouched)  # noqa: E731
     else:
         read_files = lambda: tablespaces.read(session, dialect)  # noqa: E731
-    hidden = frozenset(hidden_before)
+    hidden = frozenset(request.hidden)
     reads = _Reads(session, dialect, facts, known, stats_since, hidden, memory, basis, read_io)
     reads.status_before = status_before
     reads.kept, kept = kept, None  # `assemble` releases it: a build then needs the memory
     # Not after an ALTER: whether it moved files decides which definitions are read.
     altered = ddl.altered_since(status_before, facts.status)
-    if speculate and beside is not None and remembered is not None and not altered:
+    if request.speculate and beside is not None and remembered is not None and not altered:
         collection = reads.assemble(lambda: remembered, assumed_unchanged=True)
         redo = lambda: reads.assemble(read_files)  # noqa: E731
         collection.speculation = Speculation(beside, session, memory, redo)
@@ -810,6 +825,9 @@ class Kept:
     by_path: dict[str, PartitionFigures]
     grouped: tuple[int, dict]
     signatures: dict[TableKey, str]
+    # The partitions whose figures the poll that kept these may have changed (in place,
+    # when it reused the previous poll's): the collection's `dirty`; None: any.
+    dirty: set | None = None
 
     @classmethod
     def of(cls, collection: Collection) -> "Kept":
@@ -819,6 +837,7 @@ class Kept:
             collection.by_path,
             collection._grouped,
             dict(collection.signatures),
+            collection.dirty,
         )
 
 

@@ -1,26 +1,28 @@
-"""The poll memory, shared: what a poll needs from the previous poll of its server, kept
-in Redis so that whichever worker child, on whichever worker host, polls the server next
-continues where the last poll left off.
+"""The poll memory, shared: what a poll needs from the previous poll of its server
+(`collector.service.PollMemory`), kept in Redis so that whichever worker child, on
+whichever worker host, polls the server next continues where the last poll left off.
 
-A poll remembers four things of the previous one: the wide sources' rows by bucket
-(`incremental.SourceMemory`), the partitions it built (`collect.Kept`), the figures it
-stored (`metrics.store._Remembered`) and the alert rules' version it was evaluated under.
-A child keeps them in process between polls (the fast path, when it polled the server
-last); after each stored poll they are also written here, and a child that did not poll
-the server last reads them back before collecting.
+A poll needs of the previous one: the wide sources' rows by bucket
+(`incremental.SourceMemory`), the partitions it built from them (`collect.Kept`), the
+figures it stored (`metrics.store.Remembered`), the tablestats counters it read and the
+alert rules' version it was evaluated under. A worker child holds them in process between
+polls (the fast path, when it polled the server last); after each stored poll they are
+also written here, and a child that did not poll the server last reads them back before
+collecting.
 
-Stored as parts, each a zlib-compressed msgpack document of arrays (numbers and strings,
-never pickled objects: nothing read back can run code), under one header that names the
-poll they continue and which part each piece is. A part that did not change since the
-previous poll (the tablespace list of a quiet server, its figures) is not written again:
-the header keeps naming the old one, and a child holding that part already does not read
-it either. Every key expires after PARTDASH_POLL_MEMORY_SECONDS.
+Stored as parts, each a zlib-compressed msgpack document of columns (numbers and
+strings, never pickled objects: nothing read back can run code), under one header that
+names the poll they continue and which part each piece is. A part that did not change
+since the previous poll (the tablespace list of a quiet server, its figures) is not
+written again: the header keeps naming the old one, and a child holding that part
+already does not read it either. Every key expires PARTDASH_POLL_MEMORY_SECONDS after
+the last poll that named it.
 
 Never a wrong poll: the memory is used only when its header names the server's last
-stored poll (the poll lock serializes a server's polls, so no two write it at once), and
-at the server's address. Anything else (Redis flushed or restarted, a part evicted, an
-older format, a decoding error) costs one cold poll: every row read, as on a child that
-never polled the server.
+stored poll (the poll lock serializes a server's polls, so no two write it at once), at
+the server's address, in this format. Anything else (Redis flushed or restarted, a part
+evicted, an older format, a decoding error) costs one cold poll: every row read, as on a
+child that never polled the server.
 """
 
 import logging
@@ -29,14 +31,16 @@ import zlib
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from decimal import Decimal
+from operator import attrgetter
 
 import msgpack
 import redis
 from django.conf import settings
 
 from partdash.collector.catalogue import FILE_IO, TABLESPACES
+from partdash.collector.collect import Kept, PartitionFigures
 from partdash.collector.incremental import Buckets, _aggregates_of
-from partdash.collector.names import PartitionKey, PartitionName
+from partdash.collector.names import PartitionKey, PartitionName, path_key
 from partdash.collector.sources.file_io import PartitionIO
 from partdash.collector.sources.tablespaces import PartitionFile
 from partdash.collector.sources.tablestats import LastRead
@@ -208,10 +212,58 @@ def decode_file_io(document: list) -> Buckets:
     return _decode_buckets(document, list(map(PartitionIO, *document[-1])))
 
 
+_FIGURES = PartitionFigures.__slots__[3:]  # after name, key and slot
+_STATS_AT = _FIGURES.index("stats_updated_at")
+
+
+def encode_kept(kept: Kept) -> list:
+    """The partitions a poll built, by columns: names, folded partition names (the key's),
+    whether the partition's file key names it (`by_path`: always, but for a hostile
+    server's clipped names, which are not shared), every figure, and the signatures."""
+    partitions = list(kept.partitions.values())
+    if sum(kept.by_path.get(path_key(f.key)) is f for f in partitions) != len(kept.by_path):
+        raise ValueError("a file key the partitions' keys do not give")
+    names = list(zip(*[f.name for f in partitions], strict=True)) or [()] * 4
+    folded = list(zip(*[f.key[2:] for f in partitions], strict=True)) or [()] * 2
+    indexed = [int(kept.by_path.get(path_key(f.key)) is f) for f in partitions]
+    values = list(zip(*map(attrgetter(*_FIGURES), partitions), strict=True))
+    values = [list(column) for column in values] or [[] for _ in _FIGURES]
+    values[_STATS_AT] = _times(values[_STATS_AT])
+    signatures = list(zip(*[(*key, value) for key, value in kept.signatures.items()], strict=True))
+    signatures = [list(column) for column in signatures] or [[], [], []]
+    return [
+        [*map(_coded, names), *map(_coded, folded)],
+        indexed,
+        values,
+        [_coded(signatures[0]), _coded(signatures[1]), signatures[2]],
+    ]
+
+
+def decode_kept(document: list) -> Kept:
+    name_columns, indexed, values, signature_columns = document
+    schemas, tables, partitions_, subs, folded, folded_subs = map(_uncoded, name_columns)
+    names = list(map(PartitionName, schemas, tables, partitions_, subs))
+    keys = list(map(PartitionKey, schemas, tables, folded, folded_subs))
+    slots = list(map("{}#{}".format, folded, folded_subs))
+    values[_STATS_AT] = _untimes(values[_STATS_AT])
+    figures = list(map(PartitionFigures, names, keys, slots, *values))
+    partitions = dict(zip(keys, figures, strict=True))
+    if len(partitions) != len(figures):
+        raise ValueError("two partitions share a key")
+    by_path = {path_key(key): f for key, f, i in zip(keys, figures, indexed, strict=True) if i}
+    grouped: dict = {}
+    for key, f in zip(keys, figures, strict=True):
+        grouped.setdefault(key[:2], []).append(f)
+    schemas, tables = map(_uncoded, signature_columns[:2])
+    signatures = dict(zip(zip(schemas, tables, strict=True), signature_columns[2], strict=True))
+    # (Unknown what the next poll changes in place: `dirty` is its own.)
+    return Kept(partitions, by_path, (len(partitions), grouped), signatures, None)
+
+
 @dataclass
 class Figures:
     """A server's partition figures as its last stored poll left them
-    (`metrics.store._Remembered` without its snapshot, which the header names): by
+    (`metrics.store.Remembered` without its snapshot, which the header names): by
     (table id, partition key) the partition's id and `STORED` figures, their definitions
     (`Specs`), and the partitions whose rates are not zero."""
 
@@ -296,6 +348,7 @@ class Memory:
     counted_at: float | None = None  # time.monotonic(), in this process
     beside_failed_at: float | None = None
     tablestats: LastRead | None = None
+    kept: Kept | None = None
     figures: Figures | None = None
     evaluated_under: tuple | None = None  # the alert rules' version (`rules_version`)
 
@@ -308,7 +361,7 @@ _HELD: dict[int, dict[str, tuple[str, object]]] = {}
 
 TABLESPACES_PART, FILE_IO_PART = "tablespaces", "file_io"
 TABLESPACES_KEY, FILE_IO_KEY = TABLESPACES.key, FILE_IO.key
-TABLESTATS_PART, FIGURES_PART = "tablestats", "figures"
+TABLESTATS_PART, FIGURES_PART, KEPT_PART = "tablestats", "figures", "kept"
 
 
 def unheld(server_pk: int) -> None:
@@ -358,6 +411,8 @@ def save(server_pk: int, memory: Memory, figures_changed: bool, times: tuple) ->
             pieces[name] = (memory.sources[key], encoder)
     if memory.tablestats is not None:
         pieces[TABLESTATS_PART] = (memory.tablestats, encode_tablestats)
+    if memory.kept is not None:
+        pieces[KEPT_PART] = (memory.kept, encode_kept)
     if memory.figures is not None:
         pieces[FIGURES_PART] = (memory.figures, lambda f: encode_figures(f, times))
     parts, writes, now_held, sizes = {}, {}, {}, {}
@@ -414,6 +469,8 @@ def save(server_pk: int, memory: Memory, figures_changed: bool, times: tuple) ->
 def _unchanged(name: str, held: object, now: object, figures_changed: bool) -> bool:
     if name in (TABLESPACES_PART, FILE_IO_PART):
         return _same_buckets(held, now)
+    if name == KEPT_PART:  # the same partitions, and none changed in place since
+        return held.partitions is now.partitions and now.dirty == set()
     if name == FIGURES_PART:
         return (
             not figures_changed
@@ -453,6 +510,7 @@ def load(server_pk: int, poll_id: str, address: tuple[str, int], times: tuple) -
         TABLESPACES_PART: decode_tablespaces,
         FILE_IO_PART: decode_file_io,
         TABLESTATS_PART: decode_tablestats,
+        KEPT_PART: decode_kept,
         FIGURES_PART: lambda document: decode_figures(document, times),
     }
     pieces = {name: held[name][1] for name in parts if name not in wanted}
@@ -477,6 +535,7 @@ def load(server_pk: int, poll_id: str, address: tuple[str, int], times: tuple) -
         counted_at=_monotonic(header.get("counted_at")),
         beside_failed_at=_monotonic(header.get("beside_failed_at")),
         tablestats=pieces.get(TABLESTATS_PART),
+        kept=pieces.get(KEPT_PART),
         figures=pieces.get(FIGURES_PART),
         evaluated_under=_unevaluated(header.get("evaluated_under")),
     )

@@ -22,18 +22,23 @@ from django.db import DatabaseError, OperationalError, transaction
 from django.db.models import Count, Sum
 from django.utils import timezone
 
-from partdash.alerts import service as alerts
 from partdash.alerts.service import evaluate_after_failure, evaluate_after_poll
 from partdash.collector import pollmemory
 from partdash.collector.catalogue import HIDDEN, Shortfall
-from partdash.collector.collect import Collection, Refuted, collect, table_key
+from partdash.collector.collect import (
+    Collection,
+    CollectRequest,
+    Refuted,
+    collect,
+    table_key,
+)
 from partdash.collector.incremental import SourceMemory
 from partdash.lib.commands import store_unavailable
 from partdash.lib.secrets import SecretError
 from partdash.metrics import store
 from partdash.metrics.analysis import analyse_server
 from partdash.metrics.models import PartitionedTable, ServerSnapshot, UnmonitoredTable
-from partdash.metrics.store import PollStore, StoreResult, forget_figures
+from partdash.metrics.store import PollStore, StoreResult
 from partdash.servers.choices import ServerStatus
 from partdash.servers.connection import ConnectionFailure, open_session, target_for
 from partdash.servers.models import Server
@@ -175,24 +180,39 @@ def cyclic_gc_paused():
             gc.enable()
 
 
-# What this process remembers of each server's wide sources between polls (see
-# `partdash.collector.incremental`), by server and address.
-_SOURCE_MEMORY: dict[tuple[int, str, int], SourceMemory] = {}
+@dataclass
+class PollMemory:
+    """What a poll needs from the previous poll of its server, in one object passed
+    explicitly through the stages: the wide sources' rows and the partitions built from
+    them to `collect` (`sources`, None with PARTDASH_INCREMENTAL_READS off), the stored
+    figures to the store (`figures`), the rules version to the alert evaluation
+    (`evaluated_under`). Each stage takes what it needs and leaves its own once its
+    transaction committed. A worker child holds it between polls (`memory_of`) and shares
+    it through Redis (`pollmemory`), so whichever child polls the server next continues."""
+
+    address: tuple[str, int]  # the server's, when remembered (another address: forgotten)
+    sources: SourceMemory | None
+    figures: store.Remembered | None = None
+    evaluated_under: tuple | None = None
+
+
+# What this process holds of each server, by server.
+_MEMORY: dict[int, PollMemory] = {}
+
+
+def memory_of(server: Server) -> PollMemory:
+    """What this process holds of the server (a new memory if none, or if it was at
+    another address)."""
+    address = (server.host, server.port)
+    memory = _MEMORY.get(server.pk)
+    if memory is None or memory.address != address:
+        sources = SourceMemory() if settings.PARTDASH_INCREMENTAL_READS else None
+        memory = _MEMORY[server.pk] = PollMemory(address, sources)
+    return memory
 
 
 def source_memory(server: Server) -> SourceMemory | None:
-    if not settings.PARTDASH_INCREMENTAL_READS:
-        return None
-    key = (server.pk, server.host, server.port)
-    if key not in _SOURCE_MEMORY:  # what was remembered at the server's old address goes
-        _forget_sources(server.pk)
-        _SOURCE_MEMORY[key] = SourceMemory()
-    return _SOURCE_MEMORY[key]
-
-
-def _forget_sources(server_pk: int) -> None:
-    for key in [k for k in _SOURCE_MEMORY if k[0] == server_pk]:
-        del _SOURCE_MEMORY[key]
+    return memory_of(server).sources
 
 
 # The servers this process remembers, least recently polled first, with their partition
@@ -204,9 +224,9 @@ def bound_memory(server_pk: int, partitions: int) -> list[int]:
     """Record that this process now remembers `partitions` of the server, then forget
     the least recently polled other servers while the total is over
     PARTDASH_REMEMBERED_PARTITIONS (a worker child polling many large servers would
-    otherwise keep them all: about 140 MB per 64,000 partitions, traced). A forgotten server's
-    next poll here reads every row once, as on a child that never polled it. Returns the
-    servers forgotten."""
+    otherwise keep them all: about 140 MB per 64,000 partitions, traced). A forgotten
+    server's next poll here reads the shared memory again (`pollmemory`), or every row
+    once without it. Returns the servers forgotten."""
     _REMEMBERED_SIZES.pop(server_pk, None)
     _REMEMBERED_SIZES[server_pk] = partitions
     limit, forgotten = settings.PARTDASH_REMEMBERED_PARTITIONS, []
@@ -219,65 +239,70 @@ def bound_memory(server_pk: int, partitions: int) -> list[int]:
 
 
 def forget(server_pk: int) -> None:
-    """Drop what this process remembers of a server (its wide sources, its figures)."""
-    _forget_sources(server_pk)
-    forget_figures(server_pk)
+    """Drop what this process holds of a server (its wide sources, its figures)."""
+    _MEMORY.pop(server_pk, None)
     pollmemory.unheld(server_pk)
+
+
+def forget_figures(server_pk: int) -> None:
+    """The next store of the server reads its figures back from the database."""
+    if (memory := _MEMORY.get(server_pk)) is not None:
+        memory.figures = None
 
 
 # The positions of the datetimes among a remembered partition's figures (after its id).
 _FIGURE_TIMES = (1 + store.STORED.index("stats_updated_at"), 1 + store.STORED.index("changed_at"))
 
 
-def restore_memory(server: Server, last_poll: str | None) -> bool:
-    """Make this process remember what the server's last stored poll left, read from the
-    shared poll memory (`pollmemory`) when this process did not store that poll itself.
-    Returns whether it was read."""
-    if last_poll is None or not settings.PARTDASH_SHARE_POLL_MEMORY:
-        return False
-    memory = source_memory(server)
-    if memory is None or memory.basis == last_poll:
-        return False  # off, or this process polled the server last: it holds the memory
-    shared = pollmemory.load(server.pk, last_poll, (server.host, server.port), _FIGURE_TIMES)
+def restore_memory(server: Server, last_poll: str | None) -> PollMemory:
+    """The memory this poll continues: this process's, when it stored the server's last
+    poll `last_poll` itself; else the shared one (`pollmemory`), when Redis holds it; else
+    what this process holds (the poll then reads what it cannot trust in full)."""
+    memory = memory_of(server)
+    if (
+        last_poll is None
+        or memory.sources is None
+        or memory.sources.basis == last_poll
+        or not settings.PARTDASH_SHARE_POLL_MEMORY
+    ):
+        return memory
+    shared = pollmemory.load(server.pk, last_poll, memory.address, _FIGURE_TIMES)
     if shared is None:
-        return False
-    _forget_sources(server.pk)  # (a read beside still under way keeps the old object)
-    memory = _SOURCE_MEMORY[(server.pk, server.host, server.port)] = SourceMemory()
-    memory.sources, memory.basis = shared.sources, last_poll
-    memory.started, memory.tablestats = shared.started, shared.tablestats
-    memory.counted_at, memory.beside_failed_at = shared.counted_at, shared.beside_failed_at
-    figures = shared.figures
-    if figures is not None and shared.snapshot_id is not None:
+        return memory
+    sources = SourceMemory()  # (a read beside still under way keeps the old one)
+    sources.sources, sources.basis = shared.sources, last_poll
+    sources.started, sources.tablestats = shared.started, shared.tablestats
+    sources.counted_at, sources.beside_failed_at = shared.counted_at, shared.beside_failed_at
+    sources.kept = shared.kept
+    memory = _MEMORY[server.pk] = PollMemory(memory.address, sources)
+    if (figures := shared.figures) is not None and shared.snapshot_id is not None:
         stored = store.StoredFigures(figures.figures, figures.specs, {})
-        store._REMEMBERED[server.pk] = store._Remembered(shared.snapshot_id, stored, figures.moving)
-    else:
-        forget_figures(server.pk)
-    if shared.evaluated_under is not None:
-        alerts._EVALUATED_UNDER[server.pk] = shared.evaluated_under
-    return True
+        memory.figures = store.Remembered(shared.snapshot_id, stored, figures.moving)
+    memory.evaluated_under = shared.evaluated_under
+    return memory
 
 
-def share_memory(server: Server, poll_id: str, result: StoreResult):
+def share_memory(memory: PollMemory, server: Server, poll_id: str, result: StoreResult):
     """Write what this stored poll leaves for the next, for any process to continue."""
-    memory = source_memory(server)
-    if memory is None or not settings.PARTDASH_SHARE_POLL_MEMORY:
+    sources = memory.sources
+    if sources is None or not settings.PARTDASH_SHARE_POLL_MEMORY:
         return None
-    remembered = store._REMEMBERED.get(server.pk)
-    figures = None
+    remembered, figures = memory.figures, None
     if remembered is not None and remembered.snapshot_id == result.snapshot.pk:
         stored = remembered.stored
         figures = pollmemory.Figures(stored.figures, stored.specs, remembered.moving)
     shared = pollmemory.Memory(
         poll_id=poll_id,
         snapshot_id=result.snapshot.pk,
-        address=(server.host, server.port),
-        sources=memory.sources,
-        started=memory.started,
-        counted_at=memory.counted_at,
-        beside_failed_at=memory.beside_failed_at,
-        tablestats=memory.tablestats,
+        address=memory.address,
+        sources=sources.sources,
+        started=sources.started,
+        counted_at=sources.counted_at,
+        beside_failed_at=sources.beside_failed_at,
+        tablestats=sources.tablestats,
+        kept=sources.kept,
         figures=figures,
-        evaluated_under=alerts._EVALUATED_UNDER.get(server.pk),
+        evaluated_under=memory.evaluated_under,
     )
     return pollmemory.save(server.pk, shared, result.changed > 0, _FIGURE_TIMES)
 
@@ -343,7 +368,11 @@ def evaluate_alerts(evaluate, server: Server, *args) -> str | None:
 
 
 def _store_analyse_evaluate(
-    server: Server, collection: Collection, poll_id: str, seconds: float
+    server: Server,
+    collection: Collection,
+    poll_id: str,
+    seconds: float,
+    memory: PollMemory | None = None,
 ) -> tuple[StoreResult, str | None]:
     """The stages after collecting, in one transaction. A retried task's poll was
     stored already (no snapshot): nothing to analyse or evaluate. Returns the store's
@@ -356,7 +385,8 @@ def _store_analyse_evaluate(
     failed = None
     speculation = collection.speculation
     confirm = speculation.confirm if speculation is not None else lambda wait=True: None
-    store = PollStore(server, collection, poll_id, seconds)
+    memory = memory if memory is not None else memory_of(server)
+    store = PollStore(server, collection, poll_id, seconds, memory)
     try:
         with transaction.atomic():
             result = store.save()
@@ -366,7 +396,7 @@ def _store_analyse_evaluate(
                     server, result.snapshot, result.changed_tables, result.stored_figures
                 )
                 confirm(wait=False)
-                failed = evaluate_alerts(evaluate_after_poll, server, result.snapshot)
+                failed = evaluate_alerts(evaluate_after_poll, server, result.snapshot, memory)
             confirm()
     except Refuted:
         store.restore()
@@ -375,18 +405,20 @@ def _store_analyse_evaluate(
 
 
 def _store(
-    server: Server, collection: Collection, poll_id: str, started: float
+    server: Server, collection: Collection, poll_id: str, started: float, memory: PollMemory
 ) -> tuple[StoreResult, str | None]:
     """`_store_analyse_evaluate`, once more on the collection assembled again with the
     tablespace list read should a speculation be refuted (the poll's sessions still
     open: definitions may have to be read)."""
     speculation = collection.speculation
     try:
-        return _store_analyse_evaluate(server, collection, poll_id, time.monotonic() - started)
+        seconds = time.monotonic() - started
+        return _store_analyse_evaluate(server, collection, poll_id, seconds, memory)
     except Refuted as refuted:
         log.debug("poll of %s stored again: %s", server.name, refuted)
         collection = speculation.redo()
-        return _store_analyse_evaluate(server, collection, poll_id, time.monotonic() - started)
+        seconds = time.monotonic() - started
+        return _store_analyse_evaluate(server, collection, poll_id, seconds, memory)
 
 
 def _poll(server: Server, poll_id: str | None) -> PollReport:
@@ -396,26 +428,28 @@ def _poll(server: Server, poll_id: str | None) -> PollReport:
         set_stage("reading the previous poll")
         previous = previous_poll(server)
         set_stage("reading the shared poll memory")
-        restore_memory(server, previous.poll_id)
+        memory = restore_memory(server, previous.poll_id)
         set_stage(f"connecting to {server.host}:{server.port}")
         target = target_for(server)
         with open_session(target) as session:
             set_stage("reading the statistics")
-            collection = collect(
-                session,
-                known_signatures(server),
-                previous.stats_since,
-                previous.hidden,
-                source_memory(server),
-                previous.poll_id,
-                (lambda: open_session(target)) if settings.PARTDASH_SECOND_SESSION else None,
+            request = CollectRequest(
+                known=known_signatures(server),
+                stats_since=previous.stats_since,
+                hidden=frozenset(previous.hidden),
+                memory=memory.sources,
+                last_poll=previous.poll_id,
+                open_beside=(
+                    (lambda: open_session(target)) if settings.PARTDASH_SECOND_SESSION else None
+                ),
                 speculate=settings.PARTDASH_STORE_WHILE_READING,
                 status_before=previous.status,
             )
+            collection = collect(session, request)
             stored = None
             if collection.speculation is not None:  # stored while the session is open
                 set_stage("storing and analysing the snapshot")
-                stored = _store(server, collection, poll_id, started)
+                stored = _store(server, collection, poll_id, started, memory)
     except (ConnectionFailure, SecretError) as failure:
         message = str(failure)
         log.warning("poll of %s failed: %s", server.name, message)
@@ -427,15 +461,16 @@ def _poll(server: Server, poll_id: str | None) -> PollReport:
     server.record_tls(session.tls_offered, session.tls_fingerprint)
     set_stage("storing and analysing the snapshot")
     if stored is None:
-        stored = _store_analyse_evaluate(server, collection, poll_id, time.monotonic() - started)
+        seconds = time.monotonic() - started
+        stored = _store_analyse_evaluate(server, collection, poll_id, seconds, memory)
     result, evaluation_failed = stored
     if result.snapshot is not None:
         _record_success(server, collection, result.snapshot.taken_at)
-        if (memory := source_memory(server)) is not None:
-            memory.stored(poll_id)  # the next poll continues this one
+        if memory.sources is not None:
+            memory.sources.stored(poll_id)  # the next poll continues this one
         bound_memory(server.pk, result.partitions_seen)
         set_stage("sharing the poll memory")
-        share_memory(server, poll_id, result)
+        share_memory(memory, server, poll_id, result)
     else:
         pollmemory.unheld(server.pk)
     report = PollReport(

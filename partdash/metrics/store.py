@@ -78,9 +78,10 @@ UNDO_LIMIT = 10_000
 
 
 @dataclass
-class _Remembered:
-    """A server's partition figures as of its latest stored poll, kept in this process
-    so the next poll need not read them back (the longest step of a quiet poll)."""
+class Remembered:
+    """A server's partition figures as of its latest stored poll, kept between polls (in
+    the poll's memory, `collector.service.PollMemory`) so the next poll need not read
+    them back (the longest step of a quiet poll)."""
 
     snapshot_id: int
     stored: "StoredFigures"
@@ -89,12 +90,12 @@ class _Remembered:
     moving: set
 
 
-_REMEMBERED: dict[int, _Remembered] = {}
+@dataclass
+class Held:
+    """Where a store finds the figures the previous poll left (`figures`) and leaves its
+    own once committed: the poll's memory, or this when the caller keeps none."""
 
-
-def forget_figures(server_pk: int) -> None:
-    """The next poll of the server reads its figures from the database."""
-    _REMEMBERED.pop(server_pk, None)
+    figures: Remembered | None = None
 
 
 @dataclass
@@ -262,8 +263,11 @@ class PollStore:
     """Writes one collection for one server inside one transaction (the poll's, when
     called inside one: the poll service stores and analyses all or nothing)."""
 
-    def __init__(self, server, collection: Collection, poll_id: str, seconds: float):
+    def __init__(self, server, collection: Collection, poll_id: str, seconds: float, memory=None):
         self.server = server
+        # The previous poll's figures, taken (`_figures_before`) and given back (`restore`,
+        # or this poll's own once committed): anything with a `figures` attribute.
+        self.memory = memory if memory is not None else Held()
         self.collection = collection
         self.poll_id = poll_id
         self.seconds = seconds
@@ -278,7 +282,7 @@ class PollStore:
         # What this store took from the process's memory of the server, and the figures
         # it replaced there: `restore` puts them back should its transaction roll back
         # for the tablespace list's sake (a speculative collection's; at most UNDO_LIMIT).
-        self._taken: _Remembered | None = None
+        self._taken: Remembered | None = None
         self._replaced: dict[tuple[int, str], tuple] | None = (
             {} if collection.speculation is not None else None
         )
@@ -408,11 +412,11 @@ class PollStore:
         return StoredFigures(previous, _in_definition_order(specs), {})
 
     def _figures_before(self, last: ServerSnapshot | None) -> tuple[StoredFigures, set | None]:
-        """What this process remembers of the last poll, if that poll was its own and the
+        """What the poll's memory holds of the last poll, if it is that poll's and the
         partitions did not change since; otherwise read from the database. Last: the
         partitions to compare, where the collection and the memory allow comparing only
         those that may have changed (None: every one)."""
-        remembered = _REMEMBERED.pop(self.server.pk, None)
+        remembered, self.memory.figures = self.memory.figures, None
         if remembered and last and remembered.snapshot_id == last.pk and not self.reshaped:
             self._taken = remembered
             collection = self.collection
@@ -455,12 +459,13 @@ class PollStore:
         for key, before in (self._replaced or {}).items():
             figures[key] = before
         self._replaced = {}
-        _REMEMBERED.setdefault(self.server.pk, taken)
+        if self.memory.figures is None:
+            self.memory.figures = taken
 
     def _remember(self, snapshot: ServerSnapshot, stored: StoredFigures, moving) -> None:
         if not self.reshaped:
-            figures = _Remembered(snapshot.pk, stored, moving)
-            transaction.on_commit(lambda: _REMEMBERED.__setitem__(self.server.pk, figures))
+            figures, memory = Remembered(snapshot.pk, stored, moving), self.memory
+            transaction.on_commit(lambda: setattr(memory, "figures", figures))
 
     def _members(self, visit: set | None):
         """(table key, partitions) to compare: every table's, or those `visit` names."""

@@ -13,7 +13,7 @@ from uuid import uuid4
 
 import pytest
 
-from partdash.collector.collect import collect
+from partdash.collector.collect import CollectRequest, collect
 from partdash.collector.service import known_signatures, poll_server
 from partdash.collector.sources import definitions
 from partdash.collector.sources.definitions import TableGone
@@ -530,7 +530,7 @@ def test_a_table_dropped_before_its_definitions_are_read_is_reported_and_marked_
 
     with open_session(target_for(server)) as session:
         racing = DropsTheTableFirst(session.conn, session.flavor, session.version)
-        collection = collect(racing, known_signatures(server))
+        collection = collect(racing, CollectRequest(known_signatures(server)))
     PollStore(server, collection, "race", 0.0).save()
 
     assert f"table `{schema}`.`t` was dropped mid-poll" in collection.lines

@@ -10,7 +10,7 @@ import pytest
 
 from partdash.collector import collect as collect_module
 from partdash.collector.catalogue import FILE_IO, TABLESPACES
-from partdash.collector.collect import collect
+from partdash.collector.collect import CollectRequest, collect
 from partdash.collector.dialects import dialect_for
 from partdash.collector.incremental import (
     FILE_IO_COLUMNS,
@@ -140,7 +140,7 @@ def assert_stored_is_the_truth(server, schema: str, settings, what: str, quantum
     incremental = stored_figures(server)
     settings.PARTDASH_INCREMENTAL_READS = False
     with open_session(target_for(server)) as session:
-        everything = collect(session, known_signatures(server))
+        everything = collect(session, CollectRequest(known_signatures(server)))
     settings.PARTDASH_INCREMENTAL_READS = True
     for key, figures in everything.partitions.items():
         if key.schema != schema:
@@ -387,22 +387,20 @@ def test_a_process_polling_after_another_one_did_stores_the_truth(
     quantum, so it reads file I/O in full (the tablespace list only where it changed),
     rebuilds the partitions and compares every one; what it stores is the truth."""
     from partdash.collector import service
-    from partdash.metrics import store
 
     settings.PARTDASH_SHARE_POLL_MEMORY = False
     schema, server = tables_and_server(mariadb_ps, new_schema, "two-children")
     assert poll_server(server).ok and poll_server(server).ok
-    first = dict(service._SOURCE_MEMORY), dict(store._REMEMBERED)
+    first = dict(service._MEMORY)
     memory = service.source_memory(server)
-    service._SOURCE_MEMORY.clear()  # the other child, which never polled it
-    store._REMEMBERED.clear()
+    service._MEMORY.clear()  # the other child, which never polled it
     for rows in ("(5001, 'a'), (5002, 'b')", "(5003, 'c')"):
         run(mariadb_ps, schema, f"INSERT INTO h VALUES {rows}")
         flush_to_disk(mariadb_ps, schema, "h")
         assert poll_server(server).ok
     assert service.source_memory(server) is not memory
-    service._SOURCE_MEMORY.clear(), store._REMEMBERED.clear()  # the first child again
-    service._SOURCE_MEMORY.update(first[0]), store._REMEMBERED.update(first[1])
+    service._MEMORY.clear()  # the first child again
+    service._MEMORY.update(first)
     run(mariadb_ps, schema, "INSERT INTO h VALUES (5004, 'd')")
     flush_to_disk(mariadb_ps, schema, "h")
     assert poll_server(server).ok
@@ -668,18 +666,14 @@ def test_a_process_forgets_the_least_recently_polled_servers_past_its_bound(sett
     it, the servers it polled longest ago are forgotten, both their wide sources and
     their figures; the one just polled is kept even alone over the bound."""
     from partdash.collector import service
-    from partdash.metrics import store
 
     settings.PARTDASH_REMEMBERED_PARTITIONS = 100
     service._REMEMBERED_SIZES.clear()
     for pk in (1, 2, 3, 4):
-        service._SOURCE_MEMORY[(pk, "db", 3306)] = SourceMemory()
-        store._REMEMBERED[pk] = object()
+        service._MEMORY[pk] = service.PollMemory(("db", 3306), SourceMemory(), object())
 
     def remembered():
-        held = {k[0] for k in service._SOURCE_MEMORY if k[0] in (1, 2, 3, 4)}
-        assert held == set(store._REMEMBERED) & {1, 2, 3, 4}
-        return held
+        return {pk for pk in service._MEMORY if pk in (1, 2, 3, 4)}
 
     try:
         assert service.bound_memory(1, 60) == [] and service.bound_memory(2, 30) == []
@@ -845,10 +839,10 @@ def speculations_spied(monkeypatch) -> list:
 
     outcomes, store = [], service._store_analyse_evaluate
 
-    def spy(server, collection, poll_id, seconds):
+    def spy(server, collection, poll_id, seconds, memory=None):
         speculative = collection.speculation is not None
         try:
-            result = store(server, collection, poll_id, seconds)
+            result = store(server, collection, poll_id, seconds, memory)
         except collect_module.Refuted:
             outcomes.append("refuted")
             raise

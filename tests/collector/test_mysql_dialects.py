@@ -3,7 +3,7 @@
 
 import pytest
 
-from partdash.collector.collect import collect
+from partdash.collector.collect import CollectRequest, collect
 from partdash.collector.dialects import MARIADB, MARIADB_OLD, MYSQL8, MYSQL57, dialect_for
 from partdash.metrics.models import Partition, PartitionedTable
 from partdash.metrics.store import PollStore
@@ -36,7 +36,7 @@ def test_mysql_caps_statements_in_milliseconds_and_mariadb_in_seconds(settings):
 def test_a_mysql_poll_reads_every_partition_with_the_right_dialect(recording):
     flavor, version, results = recording()
     session = RecordedSession(flavor, version, results)
-    collection = collect(session, known={})
+    collection = collect(session, CollectRequest(known={}))
 
     keys = sorted(key.partition for key in collection.partitions)
     assert keys == ["p2026", "p2027", "pmax"]
@@ -52,7 +52,7 @@ def test_a_mysql_poll_reads_every_partition_with_the_right_dialect(recording):
 @pytest.mark.parametrize("recording", [mysql80, mysql57])
 def test_a_mysql_poll_never_scans_all_partitions_nor_reads_reset_tables(recording):
     session = RecordedSession(*recording())
-    collect(session, known={})
+    collect(session, CollectRequest(known={}))
     for sql, args in session.queries:
         assert "_RESET" not in sql.upper()
         if "information_schema.PARTITIONS" in sql:
@@ -63,7 +63,7 @@ def test_a_mysql_poll_never_scans_all_partitions_nor_reads_reset_tables(recordin
 def test_tablestats_are_not_read_when_switched_off(settings):
     settings.PARTDASH_READ_TABLESTATS = "off"
     session = RecordedSession(*mysql80())
-    collection = collect(session, known={})
+    collection = collect(session, CollectRequest(known={}))
     assert not any("TABLESTATS" in sql for sql, _ in session.queries)
     assert all(f.modified_counter is None for f in collection.partitions.values())
 
@@ -87,7 +87,7 @@ def test_tablestats_are_read_only_where_the_dictionary_cache_holds_every_table(
         for n, v in results["SHOW GLOBAL VARIABLES"]
     ]
     session = RecordedSession(flavor, version, results | {"SHOW GLOBAL VARIABLES": variables})
-    collection = collect(session, known={})
+    collection = collect(session, CollectRequest(known={}))
     queries = " ".join(sql for sql, _ in session.queries)
     assert f"SELECT COUNT(*) FROM {counted}" in queries
     assert ("TABLESTATS" in queries) is read
@@ -98,9 +98,9 @@ def test_tablestats_are_read_only_where_the_dictionary_cache_holds_every_table(
 
 def test_mysql8_reads_the_data_dictionary_tables_and_57_the_sys_tables():
     eight = RecordedSession(*mysql80())
-    collect(eight, known={})
+    collect(eight, CollectRequest(known={}))
     five = RecordedSession(*mysql57())
-    collect(five, known={})
+    collect(five, CollectRequest(known={}))
     eight_sql = " ".join(sql for sql, _ in eight.queries)
     five_sql = " ".join(sql for sql, _ in five.queries)
     assert "INNODB_TABLESPACES" in eight_sql and "INNODB_SYS_TABLESPACES" not in eight_sql
@@ -110,9 +110,9 @@ def test_mysql8_reads_the_data_dictionary_tables_and_57_the_sys_tables():
 
 def test_a_known_table_is_not_read_again(make_server):
     session = RecordedSession(*mysql80())
-    first = collect(session, known={})
+    first = collect(session, CollectRequest(known={}))
     second_session = RecordedSession(*mysql80())
-    second = collect(second_session, known=first.signatures)
+    second = collect(second_session, CollectRequest(known=first.signatures))
     assert second.definitions == {}
     assert not any("PARTITIONS" in sql for sql, _ in second_session.queries)
 
@@ -120,7 +120,7 @@ def test_a_known_table_is_not_read_again(make_server):
 @pytest.mark.django_db
 def test_a_mysql8_poll_is_stored_like_a_mariadb_one(mariadb, make_server):
     server = make_server(mariadb, name="mysql8-recorded")
-    collection = collect(RecordedSession(*mysql80()), known={})
+    collection = collect(RecordedSession(*mysql80()), CollectRequest(known={}))
     PollStore(server, collection, "recorded-1", 0.1).save()
 
     table = PartitionedTable.objects.get(server=server, schema="shop", name="orders")

@@ -33,7 +33,7 @@ def test_an_unexpected_error_in_a_poll_is_recorded_as_its_reason(make_server, ma
 def test_a_failing_alert_evaluation_keeps_the_poll(make_server, mariadb, monkeypatch):
     server = make_server(mariadb)
 
-    def broken(server, snapshot):
+    def broken(server, snapshot, memory=None):
         raise RuntimeError("rule catalogue out of step")
 
     monkeypatch.setattr(service, "evaluate_after_poll", broken)

@@ -8,7 +8,6 @@ from datetime import UTC, datetime
 import msgpack
 import pytest
 
-from partdash.alerts import service as alerts
 from partdash.collector import pollmemory, service
 from partdash.collector.catalogue import FILE_IO, TABLESPACES
 from partdash.collector.incremental import Buckets
@@ -23,7 +22,7 @@ from tests.collector.test_incremental import assert_stored_is_the_truth, tables_
 from tests.sql import run
 
 # What one worker child holds in process between polls.
-HELD = (service._SOURCE_MEMORY, store._REMEMBERED, alerts._EVALUATED_UNDER, pollmemory._HELD)
+HELD = (service._MEMORY, pollmemory._HELD)
 
 
 def child() -> tuple:
@@ -166,3 +165,25 @@ def test_the_parts_come_back_exactly():
     assert back.figures[(7, "p0#")][3].tzinfo is None
     last = LastRead(("1", "2"), {PartitionKey("s", "t", "p0", ""): (5, 0)}, True)
     assert pollmemory.decode_tablestats(pollmemory.encode_tablestats(last)) == last
+
+
+def test_the_partitions_a_poll_built_come_back_exactly(
+    transactional_db, mariadb_ps, new_schema, settings
+):
+    """The partitions a real poll kept (`collect.Kept`), decoded: the same keys in the
+    same order, the same figures, file keys, tables and signatures."""
+    schema, server = tables_and_server(mariadb_ps, new_schema, "kept")
+    assert poll_server(server).ok and poll_server(server).ok
+    kept = service.source_memory(server).kept
+    assert kept is not None and kept.partitions
+    back = pollmemory.decode_kept(pollmemory._unpack(pollmemory._pack(
+        pollmemory.encode_kept(kept))))  # fmt: skip
+    assert list(back.partitions) == list(kept.partitions)
+    assert list(back.partitions.values()) == list(kept.partitions.values())
+    assert {p: f.key for p, f in back.by_path.items()} == {
+        p: f.key for p, f in kept.by_path.items()
+    }
+    assert {t: [f.key for f in m] for t, m in back.grouped[1].items()} == {
+        t: [f.key for f in m] for t, m in kept.grouped[1].items()
+    }
+    assert back.grouped[0] == kept.grouped[0] and back.signatures == kept.signatures

@@ -3,7 +3,7 @@ by more than a table open costs (PARTDASH_MIN_SAMPLED_READS page reads)."""
 
 import pytest
 
-from partdash.collector.collect import collect
+from partdash.collector.collect import CollectRequest, collect
 from partdash.metrics.models import Partition, PartitionSample
 from partdash.metrics.store import PollStore
 from tests.recorded_mysql import RecordedSession, mysql80
@@ -17,7 +17,9 @@ def poll_with_reads(server, poll_id: str, reads: int):
     files = results["file_summary_by_instance"]
     path, _, writes, _, write_bytes = files[0]
     files[0] = (path, reads, writes, reads * 16384, write_bytes)
-    PollStore(server, collect(RecordedSession(flavor, version, results), {}), poll_id, 0).save()
+    PollStore(
+        server, collect(RecordedSession(flavor, version, results), CollectRequest()), poll_id, 0
+    ).save()
     return Partition.objects.get(table__server=server, name="p2026")
 
 
