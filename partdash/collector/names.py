@@ -16,6 +16,7 @@ and MySQL 8 lower-cases them in file names).
 
 import re
 from collections.abc import Container
+from sys import intern
 from typing import NamedTuple
 
 from partdash.collector.filename_charset import DECODE, ENCODE
@@ -26,7 +27,7 @@ def fold(name: str) -> str:
     server compares identifiers (not `str.lower`, whose final sigma makes `ΟΔΟΣ` and
     `οδοσ` differ; not `casefold`, which makes the distinct `pß` and `pss` equal)."""
     if name.isascii():
-        return name.lower()
+        return intern(name.lower())  # (one string per name: p0 is in every table)
     return "".join([char.lower()[0] for char in name])
 
 
@@ -136,7 +137,9 @@ def split_tablespace(name: str) -> PartitionName | None:
 
 def _split_encoded(schema: str, table: str) -> PartitionName | None:
     if _PLAIN.fullmatch(schema) and (plain := _PLAIN_PARTITION.fullmatch(table)):
-        return PartitionName(schema, *plain.groups(""))  # nothing to decode: most names
+        # Nothing to decode: most names. One string per name, for every partition that
+        # has it (a poll memory holds 64,000 of them).
+        return PartitionName(intern(schema), *map(intern, plain.groups("")))
     match = _ENCODED_PARTITION.fullmatch(table)
     if match is None:
         return None
@@ -192,7 +195,7 @@ def identity(name: PartitionName) -> tuple[PartitionKey, str, str]:
     """A partition's key, file path key and `partition#subpartition` slot (how the store
     names it within its table)."""
     key = name.key
-    return key, path_key(key), f"{key.partition}#{key.subpartition}"
+    return key, intern(path_key(key)), intern(f"{key.partition}#{key.subpartition}")
 
 
 def path_key(key: PartitionKey) -> str:
@@ -213,6 +216,6 @@ def file_path_key(path: str) -> str | None:
     # Read once per partition file and poll: the usual plain name takes a short cut.
     if _PLAIN.fullmatch(schema) and (plain := _PLAIN_PARTITION.fullmatch(table)):
         table, partition, sub = plain.groups("")
-        return f"{schema}\0{table}\0{partition.lower()}\0{sub.lower()}"
+        return intern(f"{schema}\0{table}\0{partition.lower()}\0{sub.lower()}")
     name = _split_encoded(schema, table)
     return path_key(name.key) if name is not None else None

@@ -31,7 +31,7 @@ import zlib
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from decimal import Decimal
-from operator import attrgetter
+from operator import attrgetter, itemgetter
 
 import msgpack
 import redis
@@ -226,8 +226,8 @@ def encode_kept(kept: Kept) -> list:
     names = list(zip(*[f.name for f in partitions], strict=True)) or [()] * 4
     folded = list(zip(*[f.key[2:] for f in partitions], strict=True)) or [()] * 2
     indexed = [int(kept.by_path.get(path_key(f.key)) is f) for f in partitions]
-    values = list(zip(*map(attrgetter(*_FIGURES), partitions), strict=True))
-    values = [list(column) for column in values] or [[] for _ in _FIGURES]
+    # A column at a time: no row of 25 figures is built per partition on the way.
+    values = [list(map(attrgetter(name), partitions)) for name in _FIGURES]
     values[_STATS_AT] = _times(values[_STATS_AT])
     signatures = list(zip(*[(*key, value) for key, value in kept.signatures.items()], strict=True))
     signatures = [list(column) for column in signatures] or [[], [], []]
@@ -275,7 +275,9 @@ class Figures:
 def encode_figures(figures: Figures, times: tuple[int, ...]) -> list:
     """`times`: the positions of the datetime figures (counting the partition id)."""
     keys = list(figures.figures)
-    columns = list(map(list, zip(*figures.figures.values(), strict=False)))
+    rows = list(figures.figures.values())
+    width = len(rows[0]) if rows else 0
+    columns = [list(map(itemgetter(at), rows)) for at in range(width)]  # one at a time
     for at in times:
         if columns:
             columns[at] = _times(columns[at])

@@ -403,6 +403,7 @@ class PollStore:
                 table_id, key, name, subpartition = row[1], row[2], row[3], row[4]
                 name = names.setdefault(name, name)
                 subpartition = names.setdefault(subpartition, subpartition)
+                key = names.setdefault(key, key)  # (p0# too is in every table)
                 figures_key = (table_id, key)
                 spec = (figures_key, name, subpartition, *row[5:first])
                 specs.setdefault(table_id, []).append(spec)
