@@ -31,7 +31,9 @@ import zlib
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from decimal import Decimal
-from operator import attrgetter, itemgetter
+from itertools import compress, groupby
+from operator import attrgetter, is_, itemgetter
+from sys import intern
 
 import msgpack
 import redis
@@ -40,14 +42,14 @@ from django.conf import settings
 from partdash.collector.catalogue import FILE_IO, TABLESPACES
 from partdash.collector.collect import Kept, PartitionFigures
 from partdash.collector.incremental import Buckets, _aggregates_of
-from partdash.collector.names import PartitionKey, PartitionName, path_key
+from partdash.collector.names import PartitionKey, PartitionName
 from partdash.collector.sources.file_io import PartitionIO
 from partdash.collector.sources.tablespaces import PartitionFile
 from partdash.collector.sources.tablestats import LastRead
 
 log = logging.getLogger(__name__)
 
-FORMAT = 1  # bumped whenever a part's layout changes: an older copy is never read
+FORMAT = 2  # bumped whenever a part's layout changes: an older copy is never read
 ZLIB_LEVEL = 1  # the parts are mostly repeated names: level 1 gets most of it, fast
 
 
@@ -68,20 +70,20 @@ _MICRO = timedelta(microseconds=1)
 
 def _when(value):
     """A datetime as msgpack can carry it, aware or naive as it was: microseconds since
-    the epoch, in a list when naive (the store's own columns come back naive from SQLite,
-    aware from PostgreSQL, and are compared as they are)."""
+    the epoch, as a string when naive (the store's own columns come back naive from
+    SQLite, aware from PostgreSQL, and are compared as they are)."""
     if value is None:
         return None
     if value.tzinfo is None:
-        return [(value - _NAIVE_EPOCH) // _MICRO]
+        return str((value - _NAIVE_EPOCH) // _MICRO)
     return (value - _EPOCH) // _MICRO
 
 
 def _datetime(value):
     if value is None:
         return None
-    if isinstance(value, list):
-        return _NAIVE_EPOCH + timedelta(microseconds=value[0])
+    if isinstance(value, str):
+        return _NAIVE_EPOCH + timedelta(microseconds=int(value))
     return _EPOCH + timedelta(microseconds=value)
 
 
@@ -119,9 +121,10 @@ def _unpack(data: bytes):
 
 def _coded(values) -> list:
     """A column of strings as [the distinct strings, each row's index among them]."""
-    index: dict = {}
-    codes = [index.setdefault(value, len(index)) for value in values]
-    return [list(index), codes]
+    values = list(values)
+    distinct = list(dict.fromkeys(values))
+    index = {value: at for at, value in enumerate(distinct)}
+    return [distinct, list(map(index.__getitem__, values))]
 
 
 def _uncoded(column: list) -> list:
@@ -130,20 +133,15 @@ def _uncoded(column: list) -> list:
 
 
 def _times(values) -> list:
-    """A column of datetimes (or None), each converted once per distinct value."""
-    seen: dict = {}
-    return [seen[v] if v in seen else seen.setdefault(v, _when(v)) for v in values]
+    """A column of datetimes (or None), each distinct one converted once."""
+    values = list(values)
+    converted = {value: _when(value) for value in dict.fromkeys(values)}
+    return list(map(converted.__getitem__, values))
 
 
 def _untimes(values: list) -> list:
-    seen: dict = {}
-    out = []
-    for value in values:
-        key = value if not isinstance(value, list) else ("naive", value[0])
-        if key not in seen:
-            seen[key] = _datetime(value)
-        out.append(seen[key])
-    return out
+    converted = {value: _datetime(value) for value in dict.fromkeys(values)}
+    return list(map(converted.__getitem__, values))
 
 
 def _encode_buckets(buckets: Buckets, columns: list) -> list:
@@ -209,10 +207,13 @@ def encode_file_io(buckets: Buckets) -> list:
 
 
 def decode_file_io(document: list) -> Buckets:
-    return _decode_buckets(document, list(map(PartitionIO, *document[-1])))
+    paths, *figures = document[-1]
+    rows = list(map(PartitionIO, map(intern, paths), *figures))  # (shared: `decode_kept`)
+    return _decode_buckets(document, rows)
 
 
 _FIGURES = PartitionFigures.__slots__[3:]  # after name, key and slot
+JOIN = "\0".join  # a key's `names.path_key`
 _STATS_AT = _FIGURES.index("stats_updated_at")
 
 
@@ -221,11 +222,13 @@ def encode_kept(kept: Kept) -> list:
     whether the partition's file key names it (`by_path`: always, but for a hostile
     server's clipped names, which are not shared), every figure, and the signatures."""
     partitions = list(kept.partitions.values())
-    if sum(kept.by_path.get(path_key(f.key)) is f for f in partitions) != len(kept.by_path):
+    keys = list(map(attrgetter("key"), partitions))
+    paths = map(JOIN, keys)  # (`names.path_key`, in C)
+    indexed = list(map(is_, map(kept.by_path.get, paths), partitions))
+    if sum(indexed) != len(kept.by_path):
         raise ValueError("a file key the partitions' keys do not give")
-    names = list(zip(*[f.name for f in partitions], strict=True)) or [()] * 4
-    folded = list(zip(*[f.key[2:] for f in partitions], strict=True)) or [()] * 2
-    indexed = [int(kept.by_path.get(path_key(f.key)) is f) for f in partitions]
+    names = list(zip(*map(attrgetter("name"), partitions), strict=True)) or [()] * 4
+    folded = [list(map(itemgetter(2), keys)), list(map(itemgetter(3), keys))]
     # A column at a time: no row of 25 figures is built per partition on the way.
     values = [list(map(attrgetter(name), partitions)) for name in _FIGURES]
     values[_STATS_AT] = _times(values[_STATS_AT])
@@ -250,10 +253,12 @@ def decode_kept(document: list) -> Kept:
     partitions = dict(zip(keys, figures, strict=True))
     if len(partitions) != len(figures):
         raise ValueError("two partitions share a key")
-    by_path = {path_key(key): f for key, f, i in zip(keys, figures, indexed, strict=True) if i}
+    paths = map(intern, map(JOIN, keys))  # (one string with file I/O's: `names.identity`)
+    by_path = dict(compress(zip(paths, figures, strict=True), indexed))
     grouped: dict = {}
-    for key, f in zip(keys, figures, strict=True):
-        grouped.setdefault(key[:2], []).append(f)
+    table_keys = zip(schemas, tables, strict=True)
+    for table, members in groupby(zip(table_keys, figures, strict=True), itemgetter(0)):
+        grouped.setdefault(table, []).extend(map(itemgetter(1), members))
     schemas, tables = map(_uncoded, signature_columns[:2])
     signatures = dict(zip(zip(schemas, tables, strict=True), signature_columns[2], strict=True))
     # (Unknown what the next poll changes in place: `dirty` is its own.)
@@ -508,6 +513,8 @@ def load(server_pk: int, poll_id: str, address: tuple[str, int], times: tuple) -
         return None
     if any(data is None for data in found):
         return None  # a part expired or was evicted: the whole memory is cold
+    for name in wanted:  # replaced: not held beside what replaces it
+        held.pop(name, None)
     decoders = {
         TABLESPACES_PART: decode_tablespaces,
         FILE_IO_PART: decode_file_io,

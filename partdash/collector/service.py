@@ -257,7 +257,7 @@ _FIGURE_TIMES = (1 + store.STORED.index("stats_updated_at"), 1 + store.STORED.in
 def restore_memory(server: Server, last_poll: str | None) -> PollMemory:
     """The memory this poll continues: this process's, when it stored the server's last
     poll `last_poll` itself; else the shared one (`pollmemory`), when Redis holds it; else
-    what this process holds (the poll then reads what it cannot trust in full)."""
+    none (a cold poll: every row read)."""
     memory = memory_of(server)
     if (
         last_poll is None
@@ -266,15 +266,20 @@ def restore_memory(server: Server, last_poll: str | None) -> PollMemory:
         or not settings.PARTDASH_SHARE_POLL_MEMORY
     ):
         return memory
-    shared = pollmemory.load(server.pk, last_poll, memory.address, _FIGURE_TIMES)
+    # What this process held of the server is stale: let it go before reading the
+    # shared memory rather than hold both at once (the parts still current are kept by
+    # `pollmemory`, which reuses them). Should there be none, the poll is cold.
+    address = memory.address
+    del _MEMORY[server.pk], memory
+    shared = pollmemory.load(server.pk, last_poll, address, _FIGURE_TIMES)
     if shared is None:
-        return memory
+        return memory_of(server)
     sources = SourceMemory()  # (a read beside still under way keeps the old one)
     sources.sources, sources.basis = shared.sources, last_poll
     sources.started, sources.tablestats = shared.started, shared.tablestats
     sources.counted_at, sources.beside_failed_at = shared.counted_at, shared.beside_failed_at
     sources.kept = shared.kept
-    memory = _MEMORY[server.pk] = PollMemory(memory.address, sources)
+    memory = _MEMORY[server.pk] = PollMemory(address, sources)
     if (figures := shared.figures) is not None and shared.snapshot_id is not None:
         stored = store.StoredFigures(figures.figures, figures.specs, {})
         memory.figures = store.Remembered(shared.snapshot_id, stored, figures.moving)
