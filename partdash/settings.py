@@ -321,7 +321,7 @@ PARTDASH_FULL_READ_SECONDS = env.int("PARTDASH_FULL_READ_SECONDS", default=3600)
 # What a poll leaves for the next poll of its server (the wide sources' rows by bucket,
 # the stored figures, the rules version) is also written to Redis after each stored
 # poll, so whichever worker child or host polls the server next continues from it
-# (`partdash.collector.pollmemory`): about 0.7 MB per 32,000 partitions, kept for
+# (`partdash.collector.pollmemory`): 0.75-1 MB per 32,000 partitions, kept for
 # PARTDASH_POLL_MEMORY_SECONDS after the last poll.
 PARTDASH_SHARE_POLL_MEMORY = env.bool("PARTDASH_SHARE_POLL_MEMORY", default=True)
 PARTDASH_POLL_MEMORY_SECONDS = env.int("PARTDASH_POLL_MEMORY_SECONDS", default=6 * 3600)
