@@ -475,7 +475,11 @@ def _poll(server: Server, poll_id: str | None) -> PollReport:
             memory.sources.stored(poll_id)  # the next poll continues this one
         bound_memory(server.pk, result.partitions_seen)
         set_stage("sharing the poll memory")
-        share_memory(memory, server, poll_id, result)
+        try:
+            share_memory(memory, server, poll_id, result)
+        except Exception:  # the poll is stored: a bug here costs the next one its memory
+            log.exception("the poll memory of %s was not shared", server.name)
+            pollmemory.unheld(server.pk)
     else:
         pollmemory.unheld(server.pk)
     report = PollReport(

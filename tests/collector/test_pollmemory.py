@@ -187,3 +187,28 @@ def test_the_partitions_a_poll_built_come_back_exactly(
         t: [f.key for f in m] for t, m in kept.grouped[1].items()
     }
     assert back.grouped[0] == kept.grouped[0] and back.signatures == kept.signatures
+
+
+def test_a_memory_that_cannot_be_shared_leaves_the_poll_stored(
+    transactional_db, mariadb_ps, new_schema, settings, monkeypatch
+):
+    """Sharing fails after the poll was stored (here Redis' address cannot even be read):
+    the poll is reported and recorded as the success it was, and the next poll on another
+    child is cold, never wrong."""
+    schema, server = tables_and_server(mariadb_ps, new_schema, "unshared")
+    assert poll_server(server).ok
+
+    def unreadable():
+        raise ValueError("Redis URL must specify one of the following schemes")
+
+    monkeypatch.setattr(pollmemory, "_client", unreadable)
+    report = poll_server(server)
+    assert report.ok, report.error
+    server.refresh_from_db()
+    assert server.last_error == "" or "poll failed" not in server.last_error
+    assert server.last_success_at == server.last_poll_at
+    become(tuple({} for _ in HELD))
+    write(mariadb_ps, schema, "(8001, 'a')")
+    assert poll_server(server).ok
+    assert service.source_memory(server).touched[FILE_IO.key] is None  # cold: every row
+    assert_stored_is_the_truth(server, schema, settings, "after a memory not shared")
