@@ -41,7 +41,7 @@ from django.conf import settings
 
 from partdash.collector.catalogue import FILE_IO, TABLESPACES
 from partdash.collector.collect import Kept, PartitionFigures
-from partdash.collector.incremental import Buckets, _aggregates_of
+from partdash.collector.incremental import Buckets, _aggregates_of, _every_row
 from partdash.collector.names import PartitionKey, PartitionName
 from partdash.collector.sources.file_io import PartitionIO
 from partdash.collector.sources.tablespaces import PartitionFile
@@ -181,12 +181,8 @@ def _decode_buckets(document: list, rows: list) -> Buckets:
     return Buckets(modulus, aggregates, by_bucket, _monotonic(read_all_at), digest, witness)
 
 
-def _every(buckets: Buckets) -> list:
-    return [row for members in buckets.rows.values() for row in members]
-
-
 def encode_tablespaces(buckets: Buckets) -> list:
-    rows = _every(buckets)
+    rows = _every_row(buckets.rows)
     names = list(zip(*[row.name for row in rows], strict=False)) or [(), (), (), ()]
     figures = list(zip(*[row[1:] for row in rows], strict=False)) or [(), (), (), (), ()]
     columns = [*map(_coded, names), *map(list, figures[:4]), _coded(figures[4])]
@@ -201,7 +197,7 @@ def decode_tablespaces(document: list) -> Buckets:
 
 
 def encode_file_io(buckets: Buckets) -> list:
-    rows = _every(buckets)
+    rows = _every_row(buckets.rows)
     columns = list(map(list, zip(*rows, strict=False))) or [[], [], [], [], []]
     return _encode_buckets(buckets, columns)
 
