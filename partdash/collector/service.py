@@ -281,7 +281,7 @@ def restore_memory(server: Server, last_poll: str | None) -> PollMemory:
     sources.kept = shared.kept
     memory = _MEMORY[server.pk] = PollMemory(address, sources)
     if (figures := shared.figures) is not None and shared.snapshot_id is not None:
-        stored = store.StoredFigures(figures.figures, figures.specs, {})
+        stored = store.StoredFigures(figures.figures, figures.specs, {}, changed_keys=set())
         memory.figures = store.Remembered(shared.snapshot_id, stored, figures.moving)
     memory.evaluated_under = shared.evaluated_under
     return memory
@@ -291,11 +291,14 @@ def share_memory(memory: PollMemory, server: Server, poll_id: str, result: Store
     """Write what this stored poll leaves for the next, for any process to continue."""
     sources = memory.sources
     if sources is None or not settings.PARTDASH_SHARE_POLL_MEMORY:
+        pollmemory.unheld(server.pk)  # (what it holds misses this poll's changes)
         return None
-    remembered, figures = memory.figures, None
+    remembered, figures, stored = memory.figures, None, None
     if remembered is not None and remembered.snapshot_id == result.snapshot.pk:
         stored = remembered.stored
-        figures = pollmemory.Figures(stored.figures, stored.specs, remembered.moving)
+        figures = pollmemory.Figures(
+            stored.figures, stored.specs, remembered.moving, stored.changed_keys
+        )
     shared = pollmemory.Memory(
         poll_id=poll_id,
         snapshot_id=result.snapshot.pk,
@@ -309,7 +312,10 @@ def share_memory(memory: PollMemory, server: Server, poll_id: str, result: Store
         figures=figures,
         evaluated_under=memory.evaluated_under,
     )
-    return pollmemory.save(server.pk, shared, result.changed > 0, _FIGURE_TIMES)
+    written = pollmemory.save(server.pk, shared, _FIGURE_TIMES)
+    if written is not None and stored is not None:
+        stored.changed_keys = set()  # (the next delta counts from here)
+    return written
 
 
 _stage = threading.local()

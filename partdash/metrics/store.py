@@ -235,6 +235,9 @@ class StoredFigures:
     built: dict[int, tuple[list[tuple], list[tuple]]]
     # Each table's partitions' window sums as last analysed (`analysis._windows`).
     windows: dict[int, dict] = field(default_factory=dict)
+    # The keys of `figures` replaced in place since the shared poll memory last wrote
+    # them (`collector.pollmemory`, which then writes only those); None: not known.
+    changed_keys: set | None = None
 
     def partitions_of(self, table_ids: list[int]) -> dict[int, list] | None:
         """As `analysis._partitions_of`: each table's live partitions in definition order
@@ -441,6 +444,8 @@ class PollStore:
             self._replaced = None
         self._write_updates(updates)
         replaced = self._replaced
+        if (changed := self.stored_figures.changed_keys) is not None:
+            changed.update(keys)
         for key, update in zip(keys, updates, strict=True):
             if replaced is not None:
                 replaced.setdefault(key, previous[key])

@@ -21,6 +21,9 @@ from tests.collector.test_ground_truth import flush_to_disk
 from tests.collector.test_incremental import assert_stored_is_the_truth, tables_and_server
 from tests.sql import run
 
+FILE_IO_PART, KEPT_PART = pollmemory.FILE_IO_PART, pollmemory.KEPT_PART
+FIGURES_PART = pollmemory.FIGURES_PART
+
 # What one worker child holds in process between polls.
 HELD = (service._MEMORY, pollmemory._HELD)
 
@@ -98,7 +101,7 @@ def test_a_memory_lost_from_redis_costs_one_cold_poll(
     become(tuple({} for _ in HELD))
     client = redis_server.client()
     header = msgpack.unpackb(client.get(pollmemory.header_key(server.pk)))
-    named = pollmemory.part_key(server.pk, header["parts"][pollmemory.FILE_IO_PART])
+    named = pollmemory.part_key(server.pk, header["parts"][pollmemory.FILE_IO_PART][-1])
     assert client.delete(named) == 1  # one part evicted: the whole memory is cold
     write(mariadb_ps, schema, "(7001, 'a')")
     assert poll_server(server).ok
@@ -127,6 +130,97 @@ def test_a_memory_of_another_poll_or_address_is_never_used(
     assert pollmemory.load(server.pk, last, ("elsewhere", 3306), times) is None
     shared = pollmemory.load(server.pk, last, address, times)
     assert shared is not None and shared.poll_id == last
+
+
+def test_written_polls_share_deltas_that_any_child_continues(
+    transactional_db, mariadb_ps, new_schema, settings, redis_server, monkeypatch
+):
+    """A written poll shares what changed as deltas on top of the last whole parts: a
+    new child reads the whole parts and every delta, a child holding some of the deltas
+    reads only the rest, each continues the last poll (reads by bucket) and stores the
+    truth; past MAX_DELTAS a part is written whole again."""
+    monkeypatch.setattr(pollmemory, "DELTAS_SHARE", 100.0)  # (small parts: deltas always)
+    monkeypatch.setattr(pollmemory, "CHANGED_SHARE", 1.0)
+    read = []
+    unpack = pollmemory._unpack
+    monkeypatch.setattr(pollmemory, "_unpack", lambda data: read.append(data) or unpack(data))
+    schema, server = tables_and_server(mariadb_ps, new_schema, "deltas")
+    client = redis_server.client()
+
+    def chains() -> dict[str, list]:
+        return msgpack.unpackb(client.get(pollmemory.header_key(server.pk)))["parts"]
+
+    assert poll_server(server).ok and poll_server(server).ok
+    before = {name: len(ids) for name, ids in chains().items()}
+    write(mariadb_ps, schema, "(9001, 'a')")
+    assert poll_server(server).ok  # child A: deltas on the whole parts
+    grown = {name for name, ids in chains().items() if len(ids) == before[name] + 1}
+    assert {FILE_IO_PART, KEPT_PART, FIGURES_PART} <= grown, chains()
+    monkeypatch.setattr(pollmemory, "MAX_DELTAS", max(map(len, chains().values())) + 1)
+    a = child()
+    become(tuple({} for _ in HELD))  # child B, new: every part whole, and every delta
+    write(mariadb_ps, schema, "(9002, 'b'), (9003, 'c')")
+    read.clear()
+    shared = chains()
+    assert poll_server(server).ok
+    assert len(read) == sum(map(len, shared.values()))  # every whole part, every delta
+    assert service.source_memory(server).touched[FILE_IO.key] is not None
+    assert_stored_is_the_truth(server, schema, settings, "a new child, through deltas")
+    assert len(chains()[FILE_IO_PART]) == before[FILE_IO_PART] + 2
+    become(a)  # A holds the whole parts and its deltas: reads only B's
+    write(mariadb_ps, schema, "(9004, 'd')")
+    read.clear()
+    held, shared = pollmemory._HELD[server.pk], chains()
+    assert poll_server(server).ok
+    on_top = {n: ids[: len(held[n].chain)] == list(held[n].chain) for n, ids in shared.items()}
+    assert on_top[FILE_IO_PART] and on_top[KEPT_PART] and on_top[FIGURES_PART]
+    assert len(read) == sum(
+        len(ids) - len(held[name].chain) if on_top[name] else len(ids)
+        for name, ids in shared.items()
+    )
+    assert len(read) < sum(map(len, shared.values()))
+    assert service.source_memory(server).touched[FILE_IO.key] is not None
+    assert_stored_is_the_truth(server, schema, settings, "a child holding some deltas")
+    monkeypatch.setattr(pollmemory, "MAX_DELTAS", len(chains()[FILE_IO_PART]) - 1)
+    write(mariadb_ps, schema, "(9005, 'e')")
+    assert poll_server(server).ok
+    assert len(chains()[FILE_IO_PART]) == 1  # written whole again
+    assert_stored_is_the_truth(server, schema, settings, "after the part was whole again")
+
+
+def test_bucket_deltas_come_back_exactly(monkeypatch):
+    """A delta of bucketed rows, applied to the held rows, gives the rows and aggregates
+    the poll read: rows replaced, added and gone, a bucket emptied, the digest patched
+    item by item, or whole when its buckets moved; and without a digest."""
+    monkeypatch.setattr(pollmemory, "CHANGED_SHARE", 1.0)  # (a few rows: deltas always)
+    name = PartitionName("s", "t", "p0", "")
+    one, two, three = (PartitionIO(f"s\x00t\x00p{n}\x00", n, 2, 3, 4) for n in (1, 2, 3))
+    changed = PartitionIO("s\x00t\x00p1\x00", 1, 2, 3, 99)
+    held = Buckets(4, {0: (2, 5), 1: (1, 6), 2: (0, 0)}, {0: [one, two], 1: [three], 2: []},
+                   7.0, "0 2 5,1 1 6,2 0 0", (1, 2))  # fmt: skip
+    now = Buckets(4, {0: (2, 8), 1: (0, 0), 2: (0, 0)}, {0: [two, changed], 1: [], 2: []},
+                  7.0, "0 2 8,1 0 0,2 0 0", (1, 3))  # fmt: skip
+    now.rows[2] = held.rows[2]  # (not read again)
+    io = pollmemory.FILE_IO_PART
+    kind = pollmemory._kinds((2, 3))[io]
+    document = kind.delta(held, now)
+    assert document is not None and document[3] == [False, [[0, "0 2 8"], [1, "1 0 0"]]]
+    back = kind.apply(held, pollmemory._unpack(pollmemory._pack(document)))
+    assert back == now and list(back.rows) == [0, 1, 2] and back.rows[0][0] is two
+    moved = Buckets(4, {0: (2, 8), 3: (1, 1), 2: (0, 0)}, {0: [two, changed], 3: [one], 2: []},
+                    7.0, "0 2 8,3 1 1,2 0 0", (1, 3))  # fmt: skip
+    document = kind.delta(held, moved)
+    assert document[3] == [True, moved.digest]
+    assert kind.apply(held, pollmemory._unpack(pollmemory._pack(document))) == moved
+    spaces = pollmemory._kinds((2, 3))[pollmemory.TABLESPACES_PART]
+    file = PartitionFile(name, 5, 65536, 4096, 16384, "Dynamic")
+    grown = PartitionFile(name, 5, 131072, 4096, 16384, "Dynamic")
+    held = Buckets(0, {3: (1, 11), 1: (0, 0)}, {3: [file], 1: []}, 123.0, None, None)
+    now = Buckets(0, {3: (1, 12), 1: (0, 0)}, {3: [grown], 1: held.rows[1]}, 123.0, None, None)
+    back = spaces.apply(held, pollmemory._unpack(pollmemory._pack(spaces.delta(held, now))))
+    assert back == now and list(back.rows) == [3, 1]
+    every = Buckets(0, now.aggregates, now.rows, 124.0, None, None)  # every row read again
+    assert spaces.delta(held, every) is None
 
 
 def test_the_parts_come_back_exactly():
