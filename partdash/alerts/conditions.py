@@ -1,6 +1,6 @@
 """What each rule judges, read from the stored rows the pages show: a table's stored
 health and findings (`PartitionedTable.health`, written by the analysis), its stored
-totals, its partitions' stored sizes and samples, the snapshot's server health, the
+totals, its partitions' stored sizes and samples, the snapshot's server pressure, the
 server's poll status. Nothing here computes a health figure of its own, apart from a
 table's growth over a day, which only the alerts use.
 
@@ -142,12 +142,12 @@ def table_conditions(table: PartitionedTable) -> dict[Key, Condition]:
 
 def pressure_condition(snapshot: ServerSnapshot) -> Condition:
     """The worst of the server's limits and its written working set (the snapshot's
-    stored health); holds while a pressure finding exists."""
-    health = snapshot.health or {}
-    ratios = [limit.get("ratio") for limit in health.get("limits") or []]
-    ratios.append((health.get("working_set") or {}).get("ratio"))
+    stored pressure); holds while a pressure finding exists."""
+    pressure = snapshot.pressure or {}
+    ratios = [limit.get("ratio") for limit in pressure.get("limits") or []]
+    ratios.append((pressure.get("working_set") or {}).get("ratio"))
     worst = max((r for r in ratios if r is not None), default=None)
-    found = [f for f in health.get("findings") or [] if f.get("kind") == "pressure"]
+    found = [f for f in pressure.get("findings") or [] if f.get("kind") == "pressure"]
     critical = any(f.get("severity") == "critical" for f in found)
     return Condition(
         worst,

@@ -203,10 +203,10 @@ def fleet_findings(servers: list[Server], limit: int = 3) -> dict[int, list[dict
         .annotate(latest=Subquery(latest.values("pk")[:1]))
         .values_list("latest", flat=True)
     )
-    healths = ServerSnapshot.objects.filter(pk__in=[i for i in snapshot_ids if i])
+    latest_polls = ServerSnapshot.objects.filter(pk__in=[i for i in snapshot_ids if i])
     by_server = {server.pk: server for server in servers}
-    for server_id, health in healths.values_list("server_id", "health"):
-        for finding in (health or {}).get("findings", []):
+    for server_id, pressure in latest_polls.values_list("server_id", "pressure"):
+        for finding in (pressure or {}).get("findings", []):
             found.setdefault(server_id, []).append(
                 {
                     **with_fix(finding),
@@ -231,7 +231,7 @@ def server_findings(servers) -> list[dict]:
     found = []
     for server in servers:
         snapshot = latest_snapshot(server.pk)
-        for finding in ((snapshot.health or {}) if snapshot else {}).get("findings", []):
+        for finding in ((snapshot.pressure or {}) if snapshot else {}).get("findings", []):
             found.append(
                 {
                     **with_fix(finding),

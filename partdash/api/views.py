@@ -230,7 +230,7 @@ class ServerViewSet(viewsets.ModelViewSet):
         tables of engines partdash does not monitor (MyISAM, Aria, MEMORY...)."""
         server = self.get_object()
         snapshot = latest_snapshot(server.pk)
-        health = (snapshot.health if snapshot else None) or {}
+        pressure = (snapshot.pressure if snapshot else None) or {}
         cmp_rows = [
             {
                 **row,
@@ -243,7 +243,7 @@ class ServerViewSet(viewsets.ModelViewSet):
             {
                 "snapshot_at": snapshot.taken_at if snapshot else None,
                 "capabilities": capabilities(snapshot),
-                "pressure": health or None,
+                "pressure": pressure or None,
                 "innodb_cmp": cmp_rows,
                 "partitioned_tables": _partitioned_tables(server, snapshot),
                 "hidden_tables": sum(w.count for w in warnings if w.cause == HIDDEN),

@@ -496,8 +496,8 @@ def analyse_server(
     signals = signals_of(snapshot)
     for start in range(0, len(tables), TABLES_PER_BATCH):
         _analyse(tables[start : start + TABLES_PER_BATCH], now, variables, stored, signals)
-    snapshot.health = server_pressure(server, snapshot)
-    ServerSnapshot.objects.filter(pk=snapshot.pk).update(health=snapshot.health)
+    snapshot.pressure = server_pressure(server, snapshot)
+    ServerSnapshot.objects.filter(pk=snapshot.pk).update(pressure=snapshot.pressure)
     return len(tables)
 
 
