@@ -18,6 +18,7 @@ from prometheus_client.core import GaugeMetricFamily
 
 from partdash.alerts.listing import alerts_as_shown
 from partdash.alerts.models import Alert, RuleName, Severity
+from partdash.health.shapes import stored_pressure
 from partdash.metrics.models import Partition, PartitionedTable, ServerSnapshot
 from partdash.metrics.readings import health_fields
 from partdash.servers.choices import ServerStatus
@@ -92,7 +93,7 @@ def server_families(servers: list[Server]) -> Iterator[GaugeMetricFamily]:
         if snapshot is None:
             continue
         add(duration, name, snapshot.seconds)
-        pressure = snapshot.pressure or {}
+        pressure = stored_pressure(snapshot.pressure)
         for setting in pressure.get("limits") or []:
             add(limit, [server.name, setting["setting"]], setting.get("limit"))
             add(ratio, [server.name, setting["setting"]], setting.get("ratio"))
