@@ -12,6 +12,7 @@ bench:
 
 lint:
 	.venv/bin/ruff check . && .venv/bin/ruff format --check .
+	.venv/bin/mypy
 	cd frontend && npm run --silent lint
 
 format:

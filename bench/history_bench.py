@@ -83,7 +83,7 @@ def fill(db_path: Path) -> tuple[int, int]:
     connection.executemany(
         "INSERT INTO metrics_serversnapshot (server_id, taken_at, poll_id, resolution, flavor,"
         " version, variables, status_counters, innodb_cmp, sources, changed,"
-        " definitions_read, files_cover_partitions, warnings, seconds, health)"
+        " definitions_read, files_cover_partitions, warnings, seconds, pressure)"
         " VALUES (?, ?, ?, 'raw', 'mariadb', '10.11', '{}', '{}', '[]', '{}', 0, 0, 1, '[]',"
         " 0.1, '{}')",
         (

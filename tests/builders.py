@@ -130,7 +130,7 @@ def partition(of: PartitionedTable, name: str, ordinal: int, **fields) -> Partit
 
 def snapshot(on: Server, ago: timedelta = timedelta(0), **fields) -> ServerSnapshot:
     """One stored poll of `on`, `ago` ago, with what a poll of a private MariaDB
-    (performance_schema OFF) reads; `health` is empty unless given (`poll` has it
+    (performance_schema OFF) reads; `pressure` is empty unless given (`poll` has it
     analysed)."""
     made = snapshot_row(on, ago, **fields)
     made.save()

@@ -1,6 +1,6 @@
 """What each rule judges, read from the stored rows the pages show: a table's stored
 health and findings (`PartitionedTable.health`, written by the analysis), its stored
-totals, its partitions' stored sizes and samples, the snapshot's server health, the
+totals, its partitions' stored sizes and samples, the snapshot's server pressure, the
 server's poll status. Nothing here computes a health figure of its own, apart from a
 table's growth over a day, which only the alerts use.
 
@@ -18,6 +18,13 @@ from partdash.health.alerting import Condition, Key
 from partdash.health.compression import FAILURE_RATE_LIMIT, PAGE_RATIO_LIMIT
 from partdash.health.findings import RUNWAY_WARNING_DAYS
 from partdash.health.pressure import WARN_RATIO
+from partdash.health.shapes import (
+    FindingShape,
+    FixShape,
+    TableHealth,
+    stored_health,
+    stored_pressure,
+)
 from partdash.metrics.models import Partition, PartitionedTable, PartitionSample, ServerSnapshot
 from partdash.servers.choices import ServerStatus
 
@@ -37,14 +44,16 @@ ADVICE = {
 }
 
 
-def advice(rule: str) -> dict:
+def advice(rule: str) -> FixShape:
     return {"advice": ADVICE[rule], "sql": None, "safety": None, "rows": None, "bytes": None}
 
 
 # -- a table's stored health -----------------------------------------------------------
 
 
-def _finding_condition(finding: dict | None, value, limit, otherwise: str, **fields):
+def _finding_condition(
+    finding: FindingShape | None, value, limit, otherwise: str, **fields
+) -> Condition:
     """A finding rule's condition: it holds while the stored finding exists."""
     return Condition(
         value=value,
@@ -57,7 +66,7 @@ def _finding_condition(finding: dict | None, value, limit, otherwise: str, **fie
     )
 
 
-def _skew(health: dict, finding: dict | None) -> Condition:
+def _skew(health: TableHealth, finding: FindingShape | None) -> Condition:
     skew = health.get("skew") or {}
     limit = skew.get("threshold")
     # Unjudged (too few rows, one partition): unknown, not even; it clears an alert.
@@ -66,12 +75,12 @@ def _skew(health: dict, finding: dict | None) -> Condition:
     return _finding_condition(finding, value, limit, skew.get("reason") or "not judged")
 
 
-def _hotspot(health: dict, finding: dict | None) -> Condition:
+def _hotspot(health: TableHealth, finding: FindingShape | None) -> Condition:
     hot = len(health.get("hotspots") or []) if finding else 0
     return _finding_condition(finding, hot, 1, "no hot partition")
 
 
-def _runway(health: dict, finding: dict | None) -> Condition:
+def _runway(health: TableHealth, finding: FindingShape | None) -> Condition:
     runway = health.get("runway") or {}
     days = runway.get("days_left")
     unknown = f"runway unknown: {runway['reason']}" if runway.get("reason") else "runway unknown"
@@ -79,7 +88,7 @@ def _runway(health: dict, finding: dict | None) -> Condition:
     return _finding_condition(finding, days, RUNWAY_WARNING_DAYS, otherwise)
 
 
-def _compression(health: dict, finding: dict | None) -> Condition:
+def _compression(health: TableHealth, finding: FindingShape | None) -> Condition:
     compression = health.get("compression") or {}
     verdict = compression.get("verdict") or "not compressed"
     if compression.get("kind") == "page":
@@ -92,12 +101,12 @@ def _compression(health: dict, finding: dict | None) -> Condition:
     return _finding_condition(finding, rate, FAILURE_RATE_LIMIT, verdict)
 
 
-def _fragmentation(health: dict, finding: dict | None) -> Condition:
+def _fragmentation(health: TableHealth, finding: FindingShape | None) -> Condition:
     count = health.get("fragmented") or 0
     return _finding_condition(finding, count, 1, f"{count} fragmented partition(s)")
 
 
-def _staleness(health: dict, finding: dict | None) -> Condition:
+def _staleness(health: TableHealth, finding: FindingShape | None) -> Condition:
     count = health.get("stale") or 0
     return _finding_condition(finding, count, 1, f"{count} partition(s) with stale statistics")
 
@@ -120,8 +129,8 @@ def _size(data_bytes: int | None, index_bytes: int | None) -> int | None:
 
 def table_conditions(table: PartitionedTable) -> dict[Key, Condition]:
     """The finding rules and `table_size` of one table, from its stored health."""
-    health = table.health or {}
-    findings: dict[str, dict] = {}
+    health = stored_health(table.health)
+    findings: dict[str, FindingShape] = {}
     for finding in health.get("findings") or []:  # stored worst first
         findings.setdefault(finding.get("kind"), finding)
     conditions = {
@@ -142,12 +151,12 @@ def table_conditions(table: PartitionedTable) -> dict[Key, Condition]:
 
 def pressure_condition(snapshot: ServerSnapshot) -> Condition:
     """The worst of the server's limits and its written working set (the snapshot's
-    stored health); holds while a pressure finding exists."""
-    health = snapshot.health or {}
-    ratios = [limit.get("ratio") for limit in health.get("limits") or []]
-    ratios.append((health.get("working_set") or {}).get("ratio"))
+    stored pressure); holds while a pressure finding exists."""
+    pressure = stored_pressure(snapshot.pressure)
+    ratios = [limit.get("ratio") for limit in pressure.get("limits") or []]
+    ratios.append((pressure.get("working_set") or {}).get("ratio"))
     worst = max((r for r in ratios if r is not None), default=None)
-    found = [f for f in health.get("findings") or [] if f.get("kind") == "pressure"]
+    found = [f for f in pressure.get("findings") or [] if f.get("kind") == "pressure"]
     critical = any(f.get("severity") == "critical" for f in found)
     return Condition(
         worst,

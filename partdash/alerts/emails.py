@@ -25,6 +25,7 @@ from django.template.loader import render_to_string
 
 from partdash.alerts.models import Alert, Notification, Severity, Transition
 from partdash.health.fixes import safety_words, stored_fix
+from partdash.health.shapes import stored_health
 from partdash.lib.shown import shown
 
 SUBJECT_MAX = 500  # Notification.subject's length
@@ -97,7 +98,7 @@ def partitions_involved(alert: Alert) -> list[str]:
     rule (hot ones, the largest of a skewed table)."""
     if alert.partition:
         return [alert.partition]
-    health = (alert.partitioned_table.health if alert.partitioned_table else None) or {}
+    health = stored_health(alert.partitioned_table.health if alert.partitioned_table else None)
     if alert.rule == "hotspot":
         return list(health.get("hotspots") or [])
     if alert.rule == "skew":

@@ -16,6 +16,7 @@ from rest_framework import serializers
 from partdash.api.schema import NULLABLE_OBJECT
 from partdash.health.bounds import bound_to_date, is_catchall
 from partdash.health.partitions import PartitionState
+from partdash.health.shapes import stored_health, stored_pressure
 from partdash.health.sizes import estimated_data_free, row_share
 from partdash.metrics.history import METRICS
 from partdash.metrics.models import Partition, PartitionedTable, ServerSnapshot
@@ -164,7 +165,7 @@ def worst_findings(tables, limit: int) -> list[dict]:
     )
     found: list[dict] = []
     for table in worst[:limit]:
-        for finding in (table.health or {}).get("findings", []):
+        for finding in stored_health(table.health).get("findings", []):
             found.append(
                 {
                     **with_fix(finding),
@@ -203,10 +204,10 @@ def fleet_findings(servers: list[Server], limit: int = 3) -> dict[int, list[dict
         .annotate(latest=Subquery(latest.values("pk")[:1]))
         .values_list("latest", flat=True)
     )
-    healths = ServerSnapshot.objects.filter(pk__in=[i for i in snapshot_ids if i])
+    latest_polls = ServerSnapshot.objects.filter(pk__in=[i for i in snapshot_ids if i])
     by_server = {server.pk: server for server in servers}
-    for server_id, health in healths.values_list("server_id", "health"):
-        for finding in (health or {}).get("findings", []):
+    for server_id, pressure in latest_polls.values_list("server_id", "pressure"):
+        for finding in stored_pressure(pressure).get("findings", []):
             found.setdefault(server_id, []).append(
                 {
                     **with_fix(finding),
@@ -231,7 +232,8 @@ def server_findings(servers) -> list[dict]:
     found = []
     for server in servers:
         snapshot = latest_snapshot(server.pk)
-        for finding in ((snapshot.health or {}) if snapshot else {}).get("findings", []):
+        pressure = stored_pressure(snapshot.pressure if snapshot else None)
+        for finding in pressure.get("findings", []):
             found.append(
                 {
                     **with_fix(finding),

@@ -38,6 +38,7 @@ from partdash.collector.scheduling import PollRequest, poll_now
 from partdash.health.compression import failure_rate
 from partdash.health.fixes import stored_fix
 from partdash.health.pressure import as_number
+from partdash.health.shapes import stored_pressure
 from partdash.metrics.history import METRICS, table_history
 from partdash.metrics.models import PartitionedTable, ServerSnapshot
 from partdash.metrics.readings import capabilities, latest_snapshot
@@ -230,7 +231,7 @@ class ServerViewSet(viewsets.ModelViewSet):
         tables of engines partdash does not monitor (MyISAM, Aria, MEMORY...)."""
         server = self.get_object()
         snapshot = latest_snapshot(server.pk)
-        health = (snapshot.health if snapshot else None) or {}
+        pressure = stored_pressure(snapshot.pressure if snapshot else None)
         cmp_rows = [
             {
                 **row,
@@ -243,7 +244,7 @@ class ServerViewSet(viewsets.ModelViewSet):
             {
                 "snapshot_at": snapshot.taken_at if snapshot else None,
                 "capabilities": capabilities(snapshot),
-                "pressure": health or None,
+                "pressure": pressure or None,
                 "innodb_cmp": cmp_rows,
                 "partitioned_tables": _partitioned_tables(server, snapshot),
                 "hidden_tables": sum(w.count for w in warnings if w.cause == HIDDEN),

@@ -40,7 +40,7 @@ STATUS = (
 
 def _count(status: dict, name: str) -> int | None:
     value = status.get(name)
-    return int(value) if str(value).isdigit() else None
+    return int(str(value)) if str(value).isdigit() else None
 
 
 def altered_since(before: dict | None, now: dict) -> bool:
@@ -63,12 +63,13 @@ def definitions_may_have_moved(before: dict | None, now: dict, changed: int) -> 
         deltas[name] = None if old is None or new is None else new - old
     if any(delta is not None and delta < 0 for delta in deltas.values()):
         return True  # a restart or FLUSH STATUS: the ALTERs in between are unknown
-    if not deltas[ALTERS]:
+    alters = deltas[ALTERS]
+    if not alters:
         return False
     if any(deltas[name] for name in ANY_NUMBER):
         return True
     explained = changed - sum(deltas[name] or 0 for name in ONE_TABLE_EACH)
-    return deltas[ALTERS] > explained
+    return alters > explained
 
 
 def tables_may_have_changed(before: dict | None, now: dict) -> bool:

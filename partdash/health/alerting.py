@@ -25,7 +25,10 @@ clear threshold for hysteresis):
 from collections.abc import Container, Mapping
 from dataclasses import dataclass, replace
 from datetime import datetime
-from typing import Literal, NamedTuple
+from typing import TYPE_CHECKING, Literal, NamedTuple
+
+if TYPE_CHECKING:
+    from partdash.health.shapes import FixShape
 
 Level = Literal["breach", "band", "clear"]
 Worse = Literal["above", "below"]
@@ -58,7 +61,7 @@ class Condition:
     holds: bool = True
     severity: str = "warning"
     message: str = ""
-    fix: dict | None = None
+    fix: "FixShape | None" = None
     worse: Worse | None = None
     overridable: bool = True  # False: the rule's threshold does not apply to this figure
 
@@ -109,7 +112,7 @@ class AlertState:
     threshold: float | None = None
     severity: str = "warning"
     message: str = ""
-    fix: dict | None = None
+    fix: "FixShape | None" = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -36,9 +36,12 @@ import re
 from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass
 from operator import attrgetter
-from typing import Literal
+from typing import TYPE_CHECKING, Any, Literal, cast
 
 from partdash.health.partitions import PartitionState
+
+if TYPE_CHECKING:
+    from partdash.health.shapes import CompressionShape
 
 # InnoDB's own alarm: innodb_compression_failure_threshold_pct defaults to 5, the failure
 # rate at which it starts padding pages; the manuals advise reconsidering KEY_BLOCK_SIZE
@@ -218,10 +221,10 @@ def achieved_ratio(
     """The statistics' pages at innodb_page_size over the files' bytes, over the
     partitions that know both; None when none does."""
     known = [p for p in partitions if p.total_bytes is not None and p.file_bytes]
-    file_bytes = sum(p.file_bytes for p in known)  # type: ignore[misc]
+    file_bytes = sum(p.file_bytes or 0 for p in known)
     if not known or not file_bytes:
         return None
-    pages = sum(p.total_bytes // (p.page_size or zip_size) for p in known)  # type: ignore[operator]
+    pages = sum(p.total_bytes // (p.page_size or zip_size) for p in known)  # type: ignore[operator, misc]
     return pages * page_size / file_bytes
 
 
@@ -332,14 +335,14 @@ def partition_compression(
     return table_compression([partition], create_options, page_size)
 
 
-def api_fields(compression: Compression) -> dict:
+def api_fields(compression: Compression) -> "CompressionShape":
     """A compression as the API shows and the analysis stores it, the table's and each
     partition's alike: CONTRACT's `ratio` and `failure_rate`, `nominal` and `ratio_label`
     saying what the ratio is, and the measured figures (null where not measured)."""
-    return {**asdict(compression), "nominal": compression.nominal}
+    return cast("CompressionShape", {**asdict(compression), "nominal": compression.nominal})
 
 
-def stored_api_fields(stored: dict | None) -> dict | None:
+def stored_api_fields(stored: "CompressionShape | None") -> "CompressionShape | None":
     """A table's stored compression as the API shows it. Health stored before the
     measured figures, the label or the achieved ratio existed gets what can be said from
     what it has (`nominal`, `ratio_label`; page compression's ratio is its achieved one),
@@ -352,7 +355,7 @@ def stored_api_fields(stored: dict | None) -> dict | None:
     if nominal:
         label = nominal_label(DEFAULT_PAGE_SIZE, zip_size) if zip_size else "nominal page ratio"
     missing = ("compress_ops", "splits", "file_bytes", "allocated_bytes", "saved_ratio")
-    return {
+    shown: dict[str, Any] = {
         **dict.fromkeys(missing),
         "nominal": nominal,
         "ratio_label": label,
@@ -361,6 +364,7 @@ def stored_api_fields(stored: dict | None) -> dict | None:
         "achieved_label": "achieved ratio unknown until the next analysis" if nominal else label,
         "does_not_compress": False,
     }
+    return cast("CompressionShape", shown)
 
 
 def server_failure_rates(innodb_cmp: Iterable[dict]) -> dict[int, float | None]:

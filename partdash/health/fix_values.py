@@ -18,6 +18,7 @@ by partdash; what does not parse raises `Unsafe`, and the fix is advice without 
 """
 
 import re
+from typing import cast
 
 from partdash.lib.quoting import identifier
 
@@ -192,8 +193,8 @@ def _tokens(expression: str) -> list[tuple[str, str]]:
             if expression[i:].strip() == "":
                 break
             raise Unsafe("the partitioning expression is not one partdash re-writes")
-        kind = match.lastgroup
-        tokens.append((kind, match[kind]))  # type: ignore[index]
+        kind = cast(str, match.lastgroup)  # every alternative is a named group
+        tokens.append((kind, match[kind]))
         i = match.end()
     return tokens
 

@@ -21,10 +21,10 @@ MariaDB mishandles gets no statement at all (`fix_values.table_problem`).
 
 import math
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from datetime import datetime
-from typing import Literal
+from datetime import date, datetime
+from typing import TYPE_CHECKING, Any, Literal
 
 from partdash.health.bounds import is_catchall, parse_expression
 from partdash.health.compression import Compression
@@ -45,6 +45,9 @@ from partdash.health.runway_fix import (
 )
 from partdash.health.skew_fix import skew_plan
 from partdash.lib.quoting import identifier
+
+if TYPE_CHECKING:
+    from partdash.health.shapes import FixShape
 
 # A limit raised to clear a pressure finding leaves the partitions at this share of it,
 # so the finding stays away while the partitions grow by half again.
@@ -213,6 +216,7 @@ def runway_fix(table: TableFacts, horizon_days: int) -> Fix:
     if runway is None or runway.last_bound is None:
         return _runway_advice(table, catchall, "the last bound cannot be read")
     note = ""
+    target: int | date
     if runway.bound_kind == "id":
         target, note = _id_target(runway, table.partitions, horizon_days)
     else:
@@ -501,17 +505,17 @@ def working_set_fix(working: WorkingSet) -> Fix:
     )
 
 
-def stored_fix(fix: dict | None) -> dict | None:
+def stored_fix(fix: Mapping[str, Any] | None) -> "FixShape | None":
     """A fix as stored (a finding's or an alert's JSON) in the contract's shape. One
     stored before fixes had a safety class was written by a partdash that copied what the
     server sent into its statement: its `sql` is withheld until the table's next analysis
     (at most a day later) writes it again."""
     if fix is None:
         return None
-    shown = {"advice": fix.get("advice") or "", "sql": fix.get("sql"), "safety": None}
+    advice, sql = fix.get("advice") or "", fix.get("sql")
     if "safety" in fix:
-        shown.update(safety=fix["safety"], rows=fix.get("rows"), bytes=fix.get("bytes"))
-        return shown
-    if shown["sql"] is not None:
-        shown["advice"] += " (The statement returns with the table's next analysis.)"
-    return {**shown, "sql": None, "rows": None, "bytes": None}
+        rows, size = fix.get("rows"), fix.get("bytes")
+        return {"advice": advice, "sql": sql, "safety": fix["safety"], "rows": rows, "bytes": size}
+    if sql is not None:
+        advice += " (The statement returns with the table's next analysis.)"
+    return {"advice": advice, "sql": None, "safety": None, "rows": None, "bytes": None}

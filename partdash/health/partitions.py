@@ -104,7 +104,7 @@ def _merge(group: list[PartitionState]) -> PartitionState:
         subpartition="",
         stats_updated_at=oldest(p.stats_updated_at for p in group),
         autoinc=max(autoincs) if autoincs else None,
-        **totals,
+        **totals,  # type: ignore[arg-type]  # the summed figures, each an int or None
     )
 
 

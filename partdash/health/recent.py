@@ -66,7 +66,8 @@ def changed_rows(new: Reading, old: Reading) -> int | None:
     a change (ANALYZE TABLE, a reload into the dictionary cache, or a recalculation of
     rows inserted long ago moves it, leaving the counter at 0)."""
     counted = rows_changed(new.modified_counter, old.modified_counter, old.rows)
-    if counted is None or not new.modified_counter < old.modified_counter:
+    new_count, old_count = new.modified_counter, old.modified_counter
+    if counted is None or new_count is None or old_count is None or new_count >= old_count:
         return counted
     if not new.modified_counter:  # ANALYZE, or reloaded into the cache: nothing changed
         return counted

@@ -335,9 +335,9 @@ def fallback_naming(step: Step, is_date: bool) -> Naming:
         return Naming(("p", ""), ("lower",), "", ("0",))
     kind, size = step
     if kind == "months":
-        layout = "Y" if size % 12 == 0 else "Ym"
+        layout = "Y" if size % 12 == 0 else "Ym"  # type: ignore[operator]  # months: an int
     else:
-        layout = "Ymd" if size % timedelta(days=1) == timedelta(0) else "YmdHM"
+        layout = "Ymd" if size % timedelta(days=1) == timedelta(0) else "YmdHM"  # type: ignore[operator]
     return Naming(("p", ""), (layout,), "first", ("0",))
 
 
@@ -593,7 +593,8 @@ def runway_plan(
         head = "ADD PARTITION"
     body = ",\n  ".join(lines)
     sql = f"ALTER TABLE {_name(schema)}.{_name(table)} {head} (\n  {body}\n)"
-    return RunwayPlan(sql, new, catchall.name if catchall else None, step, last, encoding)
+    catchall_name = catchall.name if catchall else None
+    return RunwayPlan(sql, new, catchall_name, step, last, encoding)  # type: ignore[arg-type]
 
 
 def horizon_date(now: datetime, days: int) -> date:
@@ -609,7 +610,7 @@ def partitions_words(count: int, step: Step) -> str:
     if kind == "ids":
         return f"{count} {noun} of {size:,} ids"
     if kind == "months":
-        named = {1: "monthly", 3: "quarterly", 12: "yearly"}.get(size)  # type: ignore[call-overload]
+        named = {1: "monthly", 3: "quarterly", 12: "yearly"}.get(size)  # type: ignore[arg-type]
         return f"{count} {named} {noun}" if named else f"{count} {noun} of {size} months"
     hours = size / timedelta(hours=1)  # type: ignore[operator]
     named = {1: "hourly", 24: "daily", 168: "weekly"}.get(hours)  # type: ignore[call-overload]

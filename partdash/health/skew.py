@@ -14,7 +14,7 @@ from datetime import datetime
 from math import sqrt
 from operator import mul
 from statistics import fmean
-from typing import Literal
+from typing import Literal, cast
 
 from partdash.health.bounds import is_catchall
 from partdash.health.estimates import oldest
@@ -164,9 +164,10 @@ def judge_skew(
             " (closed RANGE partitions only)" if method in RANGE_METHODS else ""
         )
         return SkewFinding(figure, [p.name for p in judged], False, reason, measure, as_of=as_of)
-    mean = fmean(values)
+    known = cast(list[int], values)  # the unknown left out above
+    mean = fmean(known)
     is_finding, reason = _verdict(method, figure, mean, limit, measure)
-    largest = judged[values.index(max(values))].name
+    largest = judged[known.index(max(known))].name
     compared = limit is not None and mean >= MIN_MEAN[measure]
     return SkewFinding(
         figure,

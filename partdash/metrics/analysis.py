@@ -11,10 +11,11 @@ calendar; a quiet server's poll analyses nothing. What the API and the pages der
 the stored results on each request is in `partdash.metrics.readings`.
 """
 
+from collections.abc import Mapping
 from dataclasses import asdict, fields, is_dataclass, replace
 from datetime import date, datetime, timedelta
 from operator import attrgetter
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from django.conf import settings
 from django.db import connection
@@ -30,6 +31,7 @@ from partdash.health.hotspots import (
     UNKNOWN_SIGNALS,
     PartitionActivity,
     Signals,
+    Source,
     choose_source,
     find_hotspots,
     written_partitions,
@@ -47,7 +49,8 @@ from partdash.health.pressure import (
     written_against_pool,
 )
 from partdash.health.runway import table_runway
-from partdash.health.skew import judge_skew
+from partdash.health.shapes import ActivitySignal, ServerPressure, SkewShape, TableHealth
+from partdash.health.skew import SkewFinding, judge_skew
 from partdash.lib.bulk import update_each
 from partdash.metrics.models import (
     Partition,
@@ -62,7 +65,8 @@ if TYPE_CHECKING:
 
 STATE_FIELDS = tuple(f.name for f in fields(PartitionState))  # its constructor's order
 _STATS_UPDATED = STATE_FIELDS.index("stats_updated_at")
-# What an analysis writes on each table, in this order.
+# What an analysis writes on each table, in this order: `health` a `TableHealth`,
+# `activity` an `ActivitySignal`.
 RESULT_FIELDS = (
     "health",
     "activity",
@@ -132,8 +136,8 @@ _STANDS_IN = {
 
 
 def activity_signal(
-    source: str | None, signals: Signals, seconds: float, why: str | None = None
-) -> dict | None:
+    source: Source | None, signals: Signals, seconds: float, why: str | None = None
+) -> ActivitySignal | None:
     """What a table's write hotspots were judged on, for the API and the pages: the
     signal, its typical lag, and where rows changed were not, why (`why`, from
     `signals_of`) and which signal stands in."""
@@ -152,9 +156,9 @@ def activity_signal(
     }
 
 
-def plain(value):
+def plain(value: Any) -> Any:
     """Dataclasses, dates and tuples as JSON-ready values."""
-    if is_dataclass(value):
+    if is_dataclass(value) and not isinstance(value, type):
         return {k: plain(v) for k, v in asdict(value).items()}
     if isinstance(value, dict):
         return {k: plain(v) for k, v in value.items()}
@@ -175,7 +179,7 @@ def window_sums(text: str | None, now: datetime) -> dict[str, int | None]:
     return recent.window_sums(recent.loads(text), now.timestamp(), window().total_seconds())
 
 
-def activity_of(label: str, sums: dict[str, int | None]) -> PartitionActivity:
+def activity_of(label: str, sums: Mapping[str, int | None]) -> PartitionActivity:
     return PartitionActivity(
         name=label,
         write_bytes=sums["write_bytes"],
@@ -213,12 +217,14 @@ def with_window_compression(state: PartitionState, sums: dict) -> PartitionState
 # -- one table -------------------------------------------------------------------------
 
 
-def _skew(finding) -> dict | None:
+def _skew(finding: SkewFinding) -> SkewShape | None:
     if finding.skew is None:
         return None
     figure = finding.skew  # field by field: `plain`'s `asdict` copies, costing more
     return {
-        **{f.name: plain(getattr(figure, f.name)) for f in fields(figure)},
+        "max_mean_ratio": plain(figure.max_mean_ratio),
+        "cv": plain(figure.cv),
+        "gini": plain(figure.gini),
         "is_finding": finding.is_finding,
         "judged": finding.judged,
         "reason": finding.reason,
@@ -286,7 +292,7 @@ def table_health(
     windows: dict[str, Window] | None = None,
     signals: Signals = UNKNOWN_SIGNALS,
     why: str | None = None,
-) -> dict:
+) -> TableHealth:
     """Every health figure of one table, as stored in `PartitionedTable.health`.
     `states` in definition order, `recents` their stored recent activity; `windows`: a
     memo of their window sums (see `_windows`), updated in place when given; `signals`:
@@ -333,7 +339,7 @@ def table_health(
     written = working_set(states, written_labels, buffer_pool)
     fragments = [f for f in map(fragmentation, may_be_fragmented(states)) if f.is_finding]
     stale = stale_partitions(states, now)
-    found = [
+    candidates = [
         rules.skew_finding(skew_rows),
         rules.hotspot_finding(hotspots, table.method),
         rules.runway_finding(runway),
@@ -356,7 +362,7 @@ def table_health(
         fragmented_bytes=sum(f.data_free or 0 for f in fragments),
         stale=_partition_names(states, {s.name for s in stale}),
     )
-    found = sorted((rules.with_fix(f, facts) for f in found if f), key=lambda f: -f.score)
+    found = sorted((rules.with_fix(f, facts) for f in candidates if f), key=lambda f: -f.score)
     return {
         "skew": _skew(skew_rows),
         "skew_bytes": _skew(skew_bytes),
@@ -364,9 +370,7 @@ def table_health(
         # Why each is hot: kind (write or read), window share, slots hot of active ones.
         "hotspot_detail": [plain(d) for d in hotspots.detail] if hotspots else [],
         "active": hotspots is not None,
-        # Where the shares come from; the shares themselves are derived when asked for
-        # (`activity_shares`), which keeps a busy table's stored row from growing.
-        "activity": activity_signal(source, signals, seconds, why),
+        # What the activity came from (its detail is `activity_signal`'s, stored apart).
         "activity_source": source,
         "compression": None if compression is None else plain(api_fields(compression)),
         # How old the totals' statistics are, and whose: the oldest partition's.
@@ -456,9 +460,14 @@ def _write_results(tables: list[PartitionedTable]) -> None:
 
 
 def _analyse(
-    tables: list[PartitionedTable], now: datetime, variables: dict, stored, signals: tuple
+    tables: list[PartitionedTable],
+    now: datetime,
+    variables: dict,
+    stored,
+    signals: tuple[Signals, str | None],
 ) -> None:
     page_size = as_number(variables.get("innodb_page_size")) or 16384
+    seconds = window().total_seconds()
     buffer_pool = variables.get("innodb_buffer_pool_size")
     table_ids = [t.pk for t in tables]
     by_table = stored and stored.partitions_of(table_ids) or _partitions_of(table_ids)
@@ -467,11 +476,14 @@ def _analyse(
         states = [state for state, _ in members]
         recents = [text for _, text in members]
         windows = stored.windows.setdefault(table.pk, {}) if stored else None
-        table.health = table_health(
+        health = table_health(
             table, states, recents, now, page_size, buffer_pool, windows, *signals
         )
-        table.activity = table.health.pop("activity")
-        table.score = table.health["score"]
+        table.health = health
+        # Where the shares come from; the shares themselves are derived when asked for
+        # (`activity_shares`), which keeps a busy table's stored row from growing.
+        table.activity = activity_signal(health["activity_source"], signals[0], seconds, signals[1])
+        table.score = health["score"]
         table.total_rows = _total(states, "rows")
         table.total_data_bytes = _total(states, "data_bytes")
         table.total_index_bytes = _total(states, "index_bytes")
@@ -496,12 +508,12 @@ def analyse_server(
     signals = signals_of(snapshot)
     for start in range(0, len(tables), TABLES_PER_BATCH):
         _analyse(tables[start : start + TABLES_PER_BATCH], now, variables, stored, signals)
-    snapshot.health = server_pressure(server, snapshot)
-    ServerSnapshot.objects.filter(pk=snapshot.pk).update(health=snapshot.health)
+    snapshot.pressure = server_pressure(server, snapshot)
+    ServerSnapshot.objects.filter(pk=snapshot.pk).update(pressure=snapshot.pressure)
     return len(tables)
 
 
-def server_pressure(server, snapshot: ServerSnapshot) -> dict:
+def server_pressure(server, snapshot: ServerSnapshot) -> ServerPressure:
     """Partitions against the server's limits, the written partitions against the buffer
     pool, and counts of fragmented and stale partitions (from the tables' health)."""
     variables = snapshot.variables or {}

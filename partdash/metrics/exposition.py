@@ -18,6 +18,7 @@ from prometheus_client.core import GaugeMetricFamily
 
 from partdash.alerts.listing import alerts_as_shown
 from partdash.alerts.models import Alert, RuleName, Severity
+from partdash.health.shapes import stored_pressure
 from partdash.metrics.models import Partition, PartitionedTable, ServerSnapshot
 from partdash.metrics.readings import health_fields
 from partdash.servers.choices import ServerStatus
@@ -50,7 +51,7 @@ def latest_snapshots(server_ids: list[int]) -> dict[int, ServerSnapshot]:
     snapshots = (
         ServerSnapshot.objects.filter(server_id__in=server_ids)
         .filter(pk=Subquery(latest.values("pk")[:1]))
-        .only("id", "server_id", "seconds", "health")
+        .only("id", "server_id", "seconds", "pressure")
     )
     return {snapshot.server_id: snapshot for snapshot in snapshots}
 
@@ -92,7 +93,7 @@ def server_families(servers: list[Server]) -> Iterator[GaugeMetricFamily]:
         if snapshot is None:
             continue
         add(duration, name, snapshot.seconds)
-        pressure = snapshot.health or {}
+        pressure = stored_pressure(snapshot.pressure)
         for setting in pressure.get("limits") or []:
             add(limit, [server.name, setting["setting"]], setting.get("limit"))
             add(ratio, [server.name, setting["setting"]], setting.get("ratio"))

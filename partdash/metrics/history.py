@@ -161,7 +161,8 @@ def rate_history(
     last = {pk: values[counter] for pk, values in before.items() if counter in values}
     last_rows = {pk: values["rows"] for pk, values in before.items() if "rows" in values}
     read = {p.pk for p in partitions if p.pk not in sampled and getattr(p, counter) is not None}
-    points, previous_time = [], None
+    points: list[list] = []
+    previous_time = None
     for position, (_, taken_at) in enumerate(polls):
         values = [0.0 if p.pk in last or p.pk in read else None for p in partitions]
         seconds = (taken_at - previous_time).total_seconds() if previous_time else None
@@ -171,15 +172,15 @@ def rate_history(
                 last_rows[partition_id] = rows
             if value is None:
                 continue
-            position_of, before = index[partition_id], last.get(partition_id)
+            position_of, previous = index[partition_id], last.get(partition_id)
             if rows_changed:
                 changed = recent.changed_rows(
                     recent.Reading(modified_counter=value, rows=last_rows.get(partition_id)),
-                    recent.Reading(modified_counter=before, rows=before_rows),
+                    recent.Reading(modified_counter=previous, rows=before_rows),
                 )
                 values[position_of] = per_second(changed, seconds)
             else:
-                values[position_of] = counter_rate(value, before, seconds)
+                values[position_of] = counter_rate(value, previous, seconds)
             last[partition_id] = value
         if previous_time is not None:
             points.append([taken_at.isoformat(), *values])

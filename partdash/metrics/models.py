@@ -73,7 +73,9 @@ class ServerSnapshot(models.Model):
     files_cover_partitions = models.BooleanField(default=False)
     warnings = models.JSONField(default=list)
     seconds = models.FloatField(default=0)
-    health = models.JSONField(default=dict)  # server pressure, by partdash.metrics.analysis
+    # Partitions against the server's limits, the written working set against the buffer
+    # pool, server-wide findings: written by `partdash.metrics.analysis` after each poll.
+    pressure = models.JSONField(default=dict)
 
     objects = SnapshotQuerySet.as_manager()
 

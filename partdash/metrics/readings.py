@@ -5,6 +5,7 @@ activity and its compression. The window and its sums are the analysis's own
 """
 
 from datetime import datetime
+from typing import Any
 
 from django.utils import timezone
 
@@ -14,6 +15,7 @@ from partdash.health.compression import api_fields, partition_compression, store
 from partdash.health.fixes import stored_fix
 from partdash.health.hotspots import UNKNOWN_SIGNALS, Signals, find_hotspots
 from partdash.health.partitions import PartitionState
+from partdash.health.shapes import ActivitySignal, FindingShape, stored_health
 from partdash.metrics.analysis import activity_of, window_sums, with_window_compression
 from partdash.metrics.models import PartitionedTable, ServerSnapshot
 
@@ -32,7 +34,7 @@ def capabilities(snapshot: ServerSnapshot | None) -> list[dict]:
     return [state.as_dict() for state in states]
 
 
-def stored_signals(activity: dict | None) -> Signals:
+def stored_signals(activity: ActivitySignal | None) -> Signals:
     """The signals a table's analysis judged on (its stored `activity`), so shares read
     on each request are of the same signal as its hotspots."""
     if not activity:
@@ -87,7 +89,7 @@ def partition_figures(
         with_window_compression(state, sums), table.create_options, page_size
     )
     return {
-        "is_hotspot": label in ((table.health or {}).get("hotspots") or []),
+        "is_hotspot": label in (stored_health(table.health).get("hotspots") or []),
         "write_share": shares["shares"].get(label, 0.0) if shares else None,
         "read_share": shares["read_shares"].get(label, 0.0) if shares else None,
         "compression": None if compression is None else api_fields(compression),
@@ -98,10 +100,10 @@ def latest_snapshot(server_id: int) -> ServerSnapshot | None:
     return ServerSnapshot.objects.latest_for(server_id).first()
 
 
-def health_fields(health: dict | None) -> dict:
+def health_fields(stored: Any) -> dict[str, Any]:
     """A table's stored health as the API shows it (lists default to empty): one place
     for the serializer, the fast tables list and /metrics."""
-    health = health or {}
+    health = stored_health(stored)
     return {
         "skew": health.get("skew"),
         "hotspots": health.get("hotspots") or [],
@@ -115,7 +117,7 @@ def health_fields(health: dict | None) -> dict:
     }
 
 
-def with_fix(finding: dict) -> dict:
+def with_fix(finding: FindingShape) -> FindingShape:
     """A stored finding with its `fix` in the contract's shape (`stored_fix`; null in
     health stored before findings had one, until the table's next analysis)."""
     return {**finding, "fix": stored_fix(finding.get("fix"))}

@@ -20,6 +20,7 @@ import time
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
+from typing import cast
 
 from django.conf import settings
 from django.db.models import OuterRef, Subquery
@@ -38,12 +39,17 @@ from partdash.metrics.models import (
 )
 
 Width = PollBucket.Width
-WIDTHS = {
-    Width.MINUTES_5: timedelta(minutes=5),
-    Width.HOUR: timedelta(hours=1),
-    Width.DAY: timedelta(days=1),
-}
-LADDER = [Width.MINUTES_5, Width.HOUR, Width.DAY]  # finest first
+# The casts: mypy without the Django plugin takes a TextChoices member for its
+# (value, label) tuple; each is a str.
+WIDTHS = cast(
+    dict[str, timedelta],
+    {
+        Width.MINUTES_5: timedelta(minutes=5),
+        Width.HOUR: timedelta(hours=1),
+        Width.DAY: timedelta(days=1),
+    },
+)
+LADDER = cast(list[str], [Width.MINUTES_5, Width.HOUR, Width.DAY])  # finest first
 SETTLE = timedelta(minutes=5)
 CHUNK_POLLS = 2000  # polls whose samples one query reads when rolling up, at most
 CHUNK_SAMPLES = 256_000  # and about this many samples (polls times partitions)
@@ -62,11 +68,12 @@ DELTA_OF = {
 def keep_days(width: str) -> int:
     """How long buckets of `width` are kept: as long as the polls they summarise are
     kept at a finer resolution (retention thins polls to hourly, then daily)."""
-    return {
+    days = {
         Width.MINUTES_5: settings.PARTDASH_RETENTION_RAW_DAYS,
         Width.HOUR: settings.PARTDASH_RETENTION_HOURLY_DAYS,
         Width.DAY: settings.PARTDASH_RETENTION_DAILY_DAYS,
-    }[width]
+    }
+    return cast(dict[str, int], days)[width]  # as WIDTHS
 
 
 def floor_to(moment: datetime, width: timedelta) -> datetime:
@@ -186,8 +193,9 @@ class Fold:
                 name = DELTA_OF[counter]
                 rolled[name] = (rolled.get(name) or 0) + delta
         for name in SAMPLED:
-            if sample[name] is not None:
-                before[name] = rolled[name] = sample[name]
+            figure = sample[name]
+            if figure is not None:
+                before[name] = rolled[name] = figure
 
 
 def _live_tables() -> Iterator[PartitionedTable]:

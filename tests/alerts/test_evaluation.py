@@ -66,7 +66,7 @@ class Fleet:
     def set_health(self, table: PartitionedTable, health: dict) -> None:
         PartitionedTable.objects.filter(pk=table.pk).update(health=health)
 
-    def poll(self, *analysed: PartitionedTable, health: dict | None = None) -> str | None:
+    def poll(self, *analysed: PartitionedTable, pressure: dict | None = None) -> str | None:
         self.at += timedelta(minutes=1)
         snapshot = ServerSnapshot.objects.create(
             server=self.server,
@@ -74,7 +74,7 @@ class Fleet:
             poll_id=uuid.uuid4().hex,
             flavor="mariadb",
             version="10.11.6",
-            health=health or {},
+            pressure=pressure or {},
         )
         ids = [t.pk for t in analysed]
         PartitionedTable.objects.filter(pk__in=ids).update(analysed_at=self.at)

@@ -26,7 +26,7 @@ def fleet():
                 score=10 * i + j,
                 health={"findings": [finding(f"skew{j}", 10 * i + j)]},
             )
-        builders.snapshot(server, health={"findings": [finding("limits", 10 * i + 1.5)]})
+        builders.snapshot(server, pressure={"findings": [finding("limits", 10 * i + 1.5)]})
     return servers
 
 

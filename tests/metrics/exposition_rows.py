@@ -32,7 +32,7 @@ def polled_server(name: str, partitions: int = 512, seconds: float = 1.25, **fie
             variables={"table_open_cache": "400", "performance_schema": "ON"},
             partitions=partitions,
             seconds=took,
-            health={
+            pressure={
                 "limits": [
                     {
                         "setting": "table_open_cache",

@@ -26,7 +26,7 @@ class PartitionStats(NamedTuple):
     rows: int
     clustered_pages: int
     other_pages: int
-    updated_at: datetime
+    updated_at: datetime | None
 
 
 def parse(rows, known: Container[PartitionKey] = ()) -> list[PartitionStats]:

@@ -1,6 +1,7 @@
 """Server-level facts: the settings and status counters the health checks need."""
 
 from dataclasses import dataclass, field
+from typing import cast
 
 from partdash.collector import ddl
 from partdash.collector.catalogue import CLOCK_AND_ACCOUNT_SQL, SERVER_FACTS
@@ -61,7 +62,7 @@ class ServerFacts:
         """The server's counts of rows written, updated and deleted (None: not shown)."""
         names = ("handler_write", "handler_update", "handler_delete")
         counts = tuple(self.status.get(name) for name in names)
-        return None if None in counts else counts
+        return None if None in counts else cast(tuple[str, ...], counts)
 
 
 def _show(session: Session, what: str, names: tuple[str, ...]) -> dict[str, str]:

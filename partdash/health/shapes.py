@@ -1,0 +1,214 @@
+"""The JSON partdash stores and reads back by key, one `TypedDict` per shape: a table's
+health (`PartitionedTable.health`), its findings and their fixes, what its write
+hotspots were judged on (`PartitionedTable.activity`) and a server's pressure
+(`ServerSnapshot.pressure`). `partdash.metrics.analysis` writes them from this package's
+dataclasses (times as ISO 8601 text, floats to 6 places); the API, the pages, the alerts
+and /metrics read them.
+
+Each shape is what the current analysis writes. A stored row can hold less: `{}` before
+a table's first analysis or a server's first poll, and none of the keys added since it
+was last analysed (at most a day ago). Readers use `.get` for those.
+"""
+
+from typing import Any, Literal, TypedDict, cast
+
+from partdash.health.bounds import BoundKind
+from partdash.health.compression import Kind as CompressionKind
+from partdash.health.findings import Kind as FindingKind
+from partdash.health.findings import Severity
+from partdash.health.fixes import Safety
+from partdash.health.hotspots import Kind as HotKind
+from partdash.health.hotspots import Source
+from partdash.health.pressure import Level
+from partdash.health.skew import Measure
+
+
+class FixShape(TypedDict):
+    """What to do about a finding (`fixes.Fix`), as stored and as the API shows it:
+    `safety` says what running `sql` does (null exactly when `sql` is)."""
+
+    advice: str
+    sql: str | None
+    safety: Safety | None
+    rows: int | None
+    bytes: int | None
+
+
+class FindingShape(TypedDict):
+    """One finding (`findings.Finding`): a table's, or a server's pressure."""
+
+    kind: FindingKind
+    severity: Severity
+    score: float
+    message: str
+    fix: FixShape | None
+
+
+class SkewShape(TypedDict):
+    """`skew.Skew`'s figures and `skew.SkewFinding`'s verdict; `judged_on` counts the
+    partitions judged."""
+
+    max_mean_ratio: float
+    cv: float
+    gini: float
+    is_finding: bool
+    judged: bool
+    reason: str
+    threshold: float | None
+    largest: str | None
+    judged_on: int
+    measure: Measure
+    estimated: bool
+    as_of: str | None
+
+
+class HotPartitionShape(TypedDict):
+    """Why a partition is hot (`hotspots.HotPartition`)."""
+
+    partition: str
+    kind: HotKind
+    share: float
+    slots_hot: int
+    slots_active: int
+
+
+class CompressionShape(TypedDict):
+    """`compression.Compression` (`compression.api_fields`), a table's or a partition's."""
+
+    kind: CompressionKind
+    ratio: float | None
+    failure_rate: float | None
+    verdict: str
+    ratio_is_nominal: bool
+    is_finding: bool
+    zip_page_size: int | None
+    estimated: bool
+    compress_ops: int | None
+    splits: int | None
+    file_bytes: int | None
+    allocated_bytes: int | None
+    saved_ratio: float | None
+    ratio_label: str
+    achieved_ratio: float | None
+    achieved_label: str
+    does_not_compress: bool
+    nominal: bool
+
+
+class StatisticsShape(TypedDict):
+    """How old a table's statistics are (`estimates.StatisticsAge`)."""
+
+    as_of: str
+    partition: str
+    newest_at: str
+    partitions: int
+
+
+class RunwayShape(TypedDict):
+    """`runway.Runway`; `last_bound` is ISO 8601 text for dates, an int for ids."""
+
+    days_left: float | None
+    catchall_rows: int | None
+    empty_future_partitions: int
+    last_bound: str | int | None
+    fill_rate_per_day: float | None
+    oldest_partition_age_days: int | None
+    bound_kind: BoundKind | None
+    estimated: bool
+    as_of: str | None
+    reason: str | None
+    has_catchall: bool
+    current_id: int | None
+    current_id_from: str | None
+    cyclic: str | None
+
+
+class WrittenShape(TypedDict):
+    """The table's partitions written in the window (`pressure.working_set`)."""
+
+    partitions: int
+    bytes: int
+
+
+class TableHealth(TypedDict):
+    """`PartitionedTable.health`: every health figure of one table, its findings (worst
+    first) and their score; `window_ends` is when the window's sums change with nothing
+    written (the next analysis is due then)."""
+
+    skew: SkewShape | None
+    skew_bytes: SkewShape | None
+    hotspots: list[str]
+    hotspot_detail: list[HotPartitionShape]
+    active: bool
+    activity_source: Source | None
+    compression: CompressionShape | None
+    statistics: StatisticsShape | None
+    runway: RunwayShape | None
+    findings: list[FindingShape]
+    score: float
+    written: WrittenShape
+    fragmented: int
+    stale: int
+    window_ends: int | None
+
+
+class ActivitySignal(TypedDict):
+    """`PartitionedTable.activity`: what a table's write hotspots were judged on, its
+    typical lag, and why rows changed were not (`stands_in`); `reads` is `disk` where
+    disk reads are known."""
+
+    source: Source
+    window_seconds: float
+    estimated: bool
+    lag_seconds: int | None
+    stands_in: str | None
+    reads: Literal["disk"] | None
+
+
+class LimitShape(TypedDict):
+    """Partitions against one server setting (`pressure.LimitPressure`)."""
+
+    setting: str
+    partitions: int
+    limit: int | None
+    ratio: float | None
+    level: Level
+
+
+class WorkingSetShape(TypedDict):
+    """The partitions written in the window across the server, against the buffer pool."""
+
+    bytes: int
+    buffer_pool_bytes: int | None
+    ratio: float | None
+    level: Level
+    partitions: int
+    is_finding: bool
+    reason: str
+    estimated: bool
+
+
+class ServerPressure(TypedDict):
+    """`ServerSnapshot.pressure`: the server's limits, written working set, fragmented
+    and stale partitions (summed over its tables' health) and its own findings."""
+
+    limits: list[LimitShape]
+    working_set: WorkingSetShape
+    fragmented_partitions: int
+    stale_partitions: int
+    findings: list[FindingShape]
+
+
+# -- reading them back -----------------------------------------------------------------
+
+
+def stored_health(stored: Any) -> TableHealth:
+    """`PartitionedTable.health` as read from the store (see the module's docstring:
+    `{}` before a table's first analysis; read keys added since with `.get`)."""
+    return cast(TableHealth, stored or {})
+
+
+def stored_pressure(stored: Any) -> ServerPressure:
+    """`ServerSnapshot.pressure` as read from the store (`{}` before the first poll's
+    analysis; read keys added since with `.get`)."""
+    return cast(ServerPressure, stored or {})
