@@ -421,8 +421,23 @@ class Figures:
     changed: set | None = None
 
 
-def encode_figures(figures: Figures, times: tuple[int, ...]) -> list:
-    """`times`: the positions of the datetime figures (counting the partition id)."""
+def _values(*values):
+    return values
+
+
+@dataclass(frozen=True)
+class FigureRows:
+    """How the figures' rows are built again: where the row's datetimes are (counting
+    the partition id), and the types of a row and a definition (`metrics.store.StoredRow`
+    and `Spec`; plain tuples by default)."""
+
+    times: tuple[int, ...] = ()
+    row: Callable[..., tuple] = _values
+    spec: Callable[..., tuple] = _values
+
+
+def encode_figures(figures: Figures, rows: FigureRows) -> list:
+    times = rows.times
     keys = list(figures.figures)
     rows = list(figures.figures.values())
     width = len(rows[0]) if rows else 0
@@ -447,30 +462,32 @@ def encode_figures(figures: Figures, times: tuple[int, ...]) -> list:
     ]
 
 
-def decode_figures(document: list, times: tuple[int, ...]) -> Figures:
+def decode_figures(document: list, rows: FigureRows) -> Figures:
     table_ids, slots, columns, spec_tables, spec_slots, spec_columns, moving = document
     slots = _uncoded(slots)
-    for at in times:
+    for at in rows.times:
         if columns:
             columns[at] = _untimes(columns[at])
-    figures = dict(
-        zip(zip(table_ids, slots, strict=False), zip(*columns, strict=False), strict=False)
-    )
+    values = map(rows.row, *columns) if columns else ()
+    figures = dict(zip(zip(table_ids, slots, strict=False), values, strict=False))
     if len(figures) != len(table_ids):
         raise ValueError("figures and keys differ in number")
     specs, at = {}, 0
     if spec_columns:
         spec_keys = _uncoded(spec_slots)
         spec_columns = [_uncoded(spec_columns[0]), _uncoded(spec_columns[1]), *spec_columns[2:]]
-        rows = list(zip(*spec_columns, strict=False))
+        defined = list(zip(*spec_columns, strict=False))
+        spec = rows.spec
         for table_id, count in spec_tables:
-            specs[table_id] = [((table_id, spec_keys[i]), *rows[i]) for i in range(at, at + count)]
+            specs[table_id] = [
+                spec((table_id, spec_keys[i]), *defined[i]) for i in range(at, at + count)
+            ]
             at += count
     moving = None if moving is None else set(map(PartitionKey, *moving)) if moving else set()
     return Figures(figures, specs, moving)
 
 
-def figures_delta(held: Figures, now: Figures, times: tuple[int, ...]) -> list | None:
+def figures_delta(held: Figures, now: Figures, rows: FigureRows) -> list | None:
     """The figures replaced since the held ones were written, when they were replaced
     in place; None otherwise (then they are written whole)."""
     figures = now.figures
@@ -483,12 +500,12 @@ def figures_delta(held: Figures, now: Figures, times: tuple[int, ...]) -> list |
     ):
         return None
     changed = {key: figures[key] for key in now.changed}
-    return encode_figures(Figures(changed, {}, now.moving), times)
+    return encode_figures(Figures(changed, {}, now.moving), rows)
 
 
-def apply_figures(held: Figures, document: list, times: tuple[int, ...]) -> Figures:
+def apply_figures(held: Figures, document: list, rows: FigureRows) -> Figures:
     """`held` with a `figures_delta` applied, in place."""
-    delta = decode_figures(document, times)
+    delta = decode_figures(document, rows)
     held.figures.update(delta.figures)
     return Figures(held.figures, held.specs, delta.moving)
 
@@ -561,7 +578,7 @@ class Kind:
     apply: Callable[[object, list], object] | None = None
 
 
-def _kinds(times: tuple[int, ...]) -> dict[str, Kind]:
+def _kinds(rows: FigureRows) -> dict[str, Kind]:
     return {
         TABLESPACES_PART: Kind(
             encode_tablespaces,
@@ -578,10 +595,10 @@ def _kinds(times: tuple[int, ...]) -> dict[str, Kind]:
         TABLESTATS_PART: Kind(encode_tablestats, decode_tablestats),
         KEPT_PART: Kind(encode_kept, decode_kept, kept_delta, apply_kept),
         FIGURES_PART: Kind(
-            partial(encode_figures, times=times),
-            partial(decode_figures, times=times),
-            partial(figures_delta, times=times),
-            partial(apply_figures, times=times),
+            partial(encode_figures, rows=rows),
+            partial(decode_figures, rows=rows),
+            partial(figures_delta, rows=rows),
+            partial(apply_figures, rows=rows),
         ),
     }
 
@@ -652,7 +669,7 @@ def _written(
     return Part((part_id,), (len(data),), piece), data
 
 
-def save(server_pk: int, memory: Memory, times: tuple) -> Written | None:
+def save(server_pk: int, memory: Memory, rows: FigureRows) -> Written | None:
     """Write the memory a stored poll left, as the server's current one: the parts that
     changed since this process last wrote or read them (whole, or as a delta on top of
     what it holds), and a header naming every part. Returns what was written; None when
@@ -660,7 +677,7 @@ def save(server_pk: int, memory: Memory, times: tuple) -> Written | None:
     forgets what it holds: it no longer matches)."""
     started = time.monotonic()
     held = _HELD.get(server_pk, {})
-    kinds = _kinds(times)
+    kinds = _kinds(rows)
     writes, now_held, sizes, deltas = {}, {}, {}, set()
     try:
         for name, piece in _pieces(memory).items():
@@ -740,7 +757,7 @@ def _reading(held: dict[str, Part], parts: dict[str, list]) -> dict[str, tuple]:
     return plan
 
 
-def load(server_pk: int, poll_id: str, address: tuple[str, int], times: tuple) -> Memory | None:
+def load(server_pk: int, poll_id: str, address: tuple[str, int], rows: FigureRows) -> Memory | None:
     """The shared memory of the server's stored poll `poll_id`, reading only the parts (or
     deltas) this process does not hold; None when there is none that continues that poll
     at that address (never stored, expired, evicted, flushed, an older format,
@@ -768,7 +785,7 @@ def load(server_pk: int, poll_id: str, address: tuple[str, int], times: tuple) -
         return None  # a part expired or was evicted: the whole memory is cold
     # What is read whole again is not held beside what replaces it.
     _HELD[server_pk] = {name: have for name, (have, _) in plan.items() if have is not None}
-    kinds, found, pieces = _kinds(times), iter(found), {}
+    kinds, found, pieces = _kinds(rows), iter(found), {}
     try:
         for name, (have, ids) in plan.items():
             piece = None if have is None else have.piece

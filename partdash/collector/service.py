@@ -38,7 +38,7 @@ from partdash.lib.secrets import SecretError
 from partdash.metrics import store
 from partdash.metrics.analysis import analyse_server
 from partdash.metrics.models import PartitionedTable, ServerSnapshot, UnmonitoredTable
-from partdash.metrics.store import PollStore, StoreResult
+from partdash.metrics.store import PollStore, StoreResult, UndoLog
 from partdash.servers.choices import ServerStatus
 from partdash.servers.connection import ConnectionFailure, open_session, target_for
 from partdash.servers.models import Server
@@ -250,8 +250,12 @@ def forget_figures(server_pk: int) -> None:
         memory.figures = None
 
 
-# The positions of the datetimes among a remembered partition's figures (after its id).
-_FIGURE_TIMES = (1 + store.STORED.index("stats_updated_at"), 1 + store.STORED.index("changed_at"))
+# How the shared poll memory builds the remembered figures' rows again.
+_FIGURE_ROWS = pollmemory.FigureRows(
+    tuple(store.StoredRow._fields.index(name) for name in ("stats_updated_at", "changed_at")),
+    store.StoredRow,
+    store.Spec,
+)
 
 
 def restore_memory(server: Server, last_poll: str | None) -> PollMemory:
@@ -271,7 +275,7 @@ def restore_memory(server: Server, last_poll: str | None) -> PollMemory:
     # `pollmemory`, which reuses them). Should there be none, the poll is cold.
     address = memory.address
     del _MEMORY[server.pk], memory
-    shared = pollmemory.load(server.pk, last_poll, address, _FIGURE_TIMES)
+    shared = pollmemory.load(server.pk, last_poll, address, _FIGURE_ROWS)
     if shared is None:
         return memory_of(server)
     sources = SourceMemory()  # (a read beside still under way keeps the old one)
@@ -312,7 +316,7 @@ def share_memory(memory: PollMemory, server: Server, poll_id: str, result: Store
         figures=figures,
         evaluated_under=memory.evaluated_under,
     )
-    written = pollmemory.save(server.pk, shared, _FIGURE_TIMES)
+    written = pollmemory.save(server.pk, shared, _FIGURE_ROWS)
     if written is not None and stored is not None:
         stored.changed_keys = set()  # (the next delta counts from here)
     return written
@@ -397,7 +401,9 @@ def _store_analyse_evaluate(
     speculation = collection.speculation
     confirm = speculation.confirm if speculation is not None else lambda wait=True: None
     memory = memory if memory is not None else memory_of(server)
-    store = PollStore(server, collection, poll_id, seconds, memory)
+    # A collection resting on the speculation is undone should it be refuted.
+    undo = UndoLog(speculation.confirm) if speculation is not None else None
+    store = PollStore(server, collection, poll_id, seconds, memory, undo)
     try:
         with transaction.atomic():
             result = store.save()

@@ -2,6 +2,8 @@
 partition, and a sample row only where a partition's figures changed. The poll service
 (`partdash.collector.service`) then analyses what changed, in the same transaction."""
 
+from collections import namedtuple
+from collections.abc import Callable
 from dataclasses import dataclass, field, fields
 from datetime import datetime
 from operator import attrgetter, itemgetter
@@ -37,9 +39,40 @@ _N_RATES = len(RATES)
 FIGURES = SAMPLED + OTHER
 STORED = (*FIGURES, *RATES, "changed_at", "recent")
 _N = len(FIGURES)
-# Positions in a remembered (partition id, *STORED) row.
-_CHANGED_AT, _RECENT = 1 + STORED.index("changed_at"), 1 + STORED.index("recent")
 _N_SAMPLED = len(SAMPLED)
+
+
+class StoredRow(namedtuple("StoredRow", ("partition_id", *STORED))):
+    """A partition's figures as stored (its `Partition` columns STORED) with its id: what
+    a poll remembers of each partition for the next."""
+
+    __slots__ = ()
+
+    def figures(self) -> tuple:
+        """The FIGURES, in order, as a poll collects them (`figure_values`)."""
+        return self[1 : _N + 1]
+
+    def rates(self) -> tuple:
+        return self[_N + 1 : _N + 1 + _N_RATES]
+
+
+class Update(namedtuple("Update", (*STORED, "partition_id"))):
+    """One partition's new figures, in the order of `_write_updates`' UPDATE."""
+
+    __slots__ = ()
+
+    def figures(self) -> tuple:
+        return self[:_N]
+
+    def rates(self) -> tuple:
+        return self[_N : _N + _N_RATES]
+
+    def stored(self) -> StoredRow:
+        return StoredRow(self[-1], *self[:-1])
+
+
+# The datetimes among an Update's values, which the database adapts.
+_UPDATE_TIMES = (Update._fields.index("stats_updated_at"), Update._fields.index("changed_at"))
 _READ_BYTES, _WRITE_BYTES = FIGURES.index("read_bytes"), FIGURES.index("write_bytes")
 _STATS_UPDATED = FIGURES.index("stats_updated_at")
 _READ_OPS = FIGURES.index("read_ops")
@@ -71,10 +104,38 @@ SPEC_FIELDS = (
     "dropped_at",
 )
 SAMPLE_BATCH = 5000
-# The figures a speculative store keeps to put back (see `PollStore._apply`): past this,
-# it confirms first. A first or second poll replaces all 64,000, which kept would hold
-# about 22 MB more at once (measured); a poll after 1% were written replaces 1,000-4,000.
+# The figures a speculative store keeps to put back (`UndoLog`): past this, it confirms
+# first. A first or second poll replaces all 64,000, which kept would hold about 22 MB
+# more at once (measured); a poll after 1% were written replaces 1,000-4,000.
 UNDO_LIMIT = 10_000
+
+
+class UndoLog:
+    """The remembered figures a store replaced, to put back should its transaction roll
+    back: the poll service (the conductor) gives a store one when the collection it
+    stores rests on a guess that may yet prove wrong (`collector.collect.Speculation`).
+    Past `limit` figures it does not keep more: it asks `confirm` first, which raises
+    (`Refuted`) before any of them is replaced should the guess be wrong; confirmed,
+    nothing needs undoing."""
+
+    def __init__(self, confirm: Callable[[], None], limit: int | None = None) -> None:
+        self.confirm, self.limit = confirm, UNDO_LIMIT if limit is None else limit
+        self.replaced: dict[tuple[int, str], StoredRow] | None = {}
+
+    def before_replacing(self, figures: dict, keys: list) -> None:
+        if self.replaced is None:
+            return
+        if len(self.replaced) + len(keys) > self.limit:
+            self.confirm()
+            self.replaced = None
+            return
+        for key in keys:
+            self.replaced.setdefault(key, figures[key])
+
+    def undo(self, figures: dict) -> None:
+        for key, before in (self.replaced or {}).items():
+            figures[key] = before
+        self.replaced = {}
 
 
 @dataclass
@@ -200,26 +261,36 @@ def _insert_samples(samples: list[tuple]) -> int:
     return count
 
 
-# Each live partition's definition, by table id, in definition order: (figures key,
-# name, subpartition, ordinal, subpartition ordinal, description).
-Specs = dict[int, list[tuple]]
 _SPEC_COLUMNS = ("name", "subpartition", "ordinal", "subpartition_ordinal", "description")
-# Where a PartitionState's figures sit in a remembered (partition id, *STORED) row.
-_STATE_FIGURES = itemgetter(*(1 + STORED.index(f.name) for f in fields(PartitionState)[4:]))
+
+
+class Spec(namedtuple("Spec", ("key", *_SPEC_COLUMNS))):
+    """A live partition's definition, under its figures' key (table id, partition key)."""
+
+    __slots__ = ()
+
+
+# Each live partition's definition, by table id, in definition order.
+Specs = dict[int, list[Spec]]
+# Where a PartitionState's figures sit in a StoredRow.
+_STATE_FIGURES = itemgetter(*(StoredRow._fields.index(f.name) for f in fields(PartitionState)[4:]))
 
 
 def _in_definition_order(specs: Specs) -> Specs:
     """As the analysis reads partitions (ORDER BY ordinal, subpartition_ordinal,
     subpartition; a NULL subpartition ordinal only where a table has no subpartitions)."""
     for members in specs.values():
-        members.sort(key=lambda spec: (spec[3], spec[4] or 0, spec[2]))
+        members.sort(
+            key=lambda spec: (spec.ordinal, spec.subpartition_ordinal or 0, spec.subpartition)
+        )
     return specs
 
 
-def _member(spec: tuple, row: tuple) -> tuple[PartitionState, str | None]:
-    _, name, subpartition, ordinal, _, description = spec
-    state = PartitionState(name, subpartition, ordinal, description, *_STATE_FIGURES(row))
-    return state, row[_RECENT]
+def _member(spec: Spec, row: StoredRow) -> tuple[PartitionState, str | None]:
+    state = PartitionState(
+        spec.name, spec.subpartition, spec.ordinal, spec.description, *_STATE_FIGURES(row)
+    )
+    return state, row.recent
 
 
 @dataclass
@@ -227,7 +298,7 @@ class StoredFigures:
     """The figures one poll stored (the database's, as of this transaction) with the
     partitions' definitions, so the analysis need not read them back."""
 
-    figures: dict[tuple[int, str], tuple]
+    figures: dict[tuple[int, str], StoredRow]
     specs: Specs
     # Each table's partitions as last handed to the analysis, with the rows they were
     # built from: a poll replaces the rows it updates, and only those are built again
@@ -248,7 +319,7 @@ class StoredFigures:
         by_table = {}
         for table_id in table_ids:
             specs = self.specs[table_id]
-            rows = [figures[spec[0]] for spec in specs]
+            rows = [figures[spec.key] for spec in specs]
             if (held := self.built.get(table_id)) is None:
                 members = list(map(_member, specs, rows))
             else:
@@ -266,7 +337,15 @@ class PollStore:
     """Writes one collection for one server inside one transaction (the poll's, when
     called inside one: the poll service stores and analyses all or nothing)."""
 
-    def __init__(self, server, collection: Collection, poll_id: str, seconds: float, memory=None):
+    def __init__(
+        self,
+        server,
+        collection: Collection,
+        poll_id: str,
+        seconds: float,
+        memory=None,
+        undo: UndoLog | None = None,
+    ):
         self.server = server
         # The previous poll's figures, taken (`_figures_before`) and given back (`restore`,
         # or this poll's own once committed): anything with a `figures` attribute.
@@ -283,12 +362,10 @@ class PollStore:
         # Partitions were added or dropped this poll: what is remembered is stale.
         self.reshaped = bool(collection.definitions)
         # What this store took from the process's memory of the server, and the figures
-        # it replaced there: `restore` puts them back should its transaction roll back
-        # for the tablespace list's sake (a speculative collection's; at most UNDO_LIMIT).
+        # it replaced there (`undo`, when the conductor asks for it): `restore` puts them
+        # back should its transaction roll back.
         self._taken: Remembered | None = None
-        self._replaced: dict[tuple[int, str], tuple] | None = (
-            {} if collection.speculation is not None else None
-        )
+        self.undo = undo
 
     # -- tables and definitions --------------------------------------------------------
 
@@ -387,8 +464,8 @@ class PollStore:
     # -- figures -----------------------------------------------------------------------
 
     def _previous_figures(self) -> StoredFigures:
-        """(table id, key) -> (partition id, *STORED) for live partitions, and their
-        definitions (`Specs`), in one query."""
+        """(table id, key) -> StoredRow for live partitions, and their definitions
+        (`Specs`), in one query."""
         quote = connection.ops.quote_name  # `rows` and `key` are reserved words in MySQL
         selected = ("id", "table_id", "key", *_SPEC_COLUMNS, *STORED)
         columns = ", ".join(f"p.{quote(c)}" for c in selected)
@@ -408,11 +485,11 @@ class PollStore:
                 subpartition = names.setdefault(subpartition, subpartition)
                 key = names.setdefault(key, key)  # (p0# too is in every table)
                 figures_key = (table_id, key)
-                spec = (figures_key, name, subpartition, *row[5:first])
+                spec = Spec(figures_key, name, subpartition, *row[5:first])
                 specs.setdefault(table_id, []).append(spec)
                 values = list(row[first:])
                 values[_STATS_UPDATED] = aware(values[_STATS_UPDATED])
-                previous[figures_key] = (row[0], *values)
+                previous[figures_key] = StoredRow(row[0], *values)
         return StoredFigures(previous, _in_definition_order(specs), {})
 
     def _figures_before(self, last: ServerSnapshot | None) -> tuple[StoredFigures, set | None]:
@@ -435,21 +512,15 @@ class PollStore:
 
     def _apply(self, previous: dict, keys: list, updates: list) -> int:
         """Write the queued updates and make them the figures remembered for the next
-        poll; empties both lists, returns how many there were. A speculative store about
-        to replace more than UNDO_LIMIT figures waits for its tablespace list first
-        (`Speculation.confirm`, which raises `Refuted` before any of these is applied):
-        confirmed, it needs no undo."""
-        if self._replaced is not None and len(self._replaced) + len(keys) > UNDO_LIMIT:
-            self.collection.speculation.confirm()
-            self._replaced = None
+        poll (logging what they replace, `UndoLog`); empties both lists, returns how many
+        there were."""
+        if self.undo is not None:
+            self.undo.before_replacing(previous, keys)
         self._write_updates(updates)
-        replaced = self._replaced
         if (changed := self.stored_figures.changed_keys) is not None:
             changed.update(keys)
         for key, update in zip(keys, updates, strict=True):
-            if replaced is not None:
-                replaced.setdefault(key, previous[key])
-            previous[key] = (update[-1], *update[:-1])
+            previous[key] = update.stored()
         count = len(updates)
         keys.clear(), updates.clear()
         return count
@@ -461,10 +532,8 @@ class PollStore:
         taken, self._taken = self._taken, None
         if taken is None:
             return
-        figures = taken.stored.figures
-        for key, before in (self._replaced or {}).items():
-            figures[key] = before
-        self._replaced = {}
+        if self.undo is not None:
+            self.undo.undo(taken.stored.figures)
         if self.memory.figures is None:
             self.memory.figures = taken
 
@@ -514,9 +583,9 @@ class PollStore:
                 ):
                     updated_keys.append(key)
                     update = updates[-1]
-                    if update[_N : _N + _N_RATES] != _zero_rates:
+                    if update.rates() != _zero_rates:
                         moving.add(figures.key)
-                    if update[:_N] != old[1 : _N + 1]:
+                    if update.figures() != old.figures():
                         self.changed_tables.add(table.pk)
             if len(samples) >= SAMPLE_BATCH:
                 stored += _insert_samples(samples)
@@ -530,16 +599,12 @@ class PollStore:
         return changed, stored
 
     def _compare(
-        self, old: tuple, values: tuple, seconds, snapshot, samples, updates, unstated=False
+        self, old: StoredRow, values: tuple, seconds, snapshot, samples, updates, unstated=False
     ) -> bool:
         """Sample the figures that changed and queue the partition's update. A new
         partition's previous figures are all None, so its first figures are a change.
         `unstated`: the statistics have no row for it (its rows and sizes are unknown)."""
-        partition_id, before, before_rates = (
-            old[0],
-            old[1 : _N + 1],
-            old[_N + 1 : _N + 1 + _N_RATES],
-        )
+        partition_id, before, before_rates = old.partition_id, old.figures(), old.rates()
         if _few_reads(values[_READ_OPS], before[_READ_OPS]):
             values = _keep_reads(values, before)
         if values == before and before_rates == (_zero_rates if seconds else _no_rates):
@@ -561,13 +626,13 @@ class PollStore:
         sampled = any(v is not None for v in delta)
         if sampled:
             samples.append((partition_id, snapshot.pk, *delta))
-        changed_at = self.now if sampled else old[_CHANGED_AT]
+        changed_at = self.now if sampled else old.changed_at
         activity = recent.poll_deltas(now_read, then_read)
-        recorded = _recorded(old[_RECENT], activity, self.now.timestamp())
-        updates.append((*values, *rates, changed_at, recorded, partition_id))
+        recorded = _recorded(old.recent, activity, self.now.timestamp())
+        updates.append(Update(*values, *rates, changed_at, recorded, partition_id))
         return True
 
-    def _write_updates(self, updates: list[tuple]) -> None:
+    def _write_updates(self, updates: list[Update]) -> None:
         if not updates:
             return
         adapt = connection.ops.adapt_datetimefield_value
@@ -577,8 +642,8 @@ class PollStore:
         rows = []
         for update in updates:
             row = list(update)
-            row[_STATS_UPDATED] = adapt(aware(row[_STATS_UPDATED]))
-            row[_CHANGED_AT - 1] = adapt(aware(row[_CHANGED_AT - 1]))
+            for at in _UPDATE_TIMES:
+                row[at] = adapt(aware(row[at]))
             rows.append(row)
         with connection.cursor() as cursor:
             cursor.executemany(sql, rows)

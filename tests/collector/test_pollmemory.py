@@ -23,6 +23,7 @@ from tests.sql import run
 
 FILE_IO_PART, KEPT_PART = pollmemory.FILE_IO_PART, pollmemory.KEPT_PART
 FIGURES_PART = pollmemory.FIGURES_PART
+ROWS = pollmemory.FigureRows((2, 3))  # (plain tuples, datetimes at 2 and 3)
 
 # What one worker child holds in process between polls.
 HELD = (service._MEMORY, pollmemory._HELD)
@@ -124,11 +125,11 @@ def test_a_memory_of_another_poll_or_address_is_never_used(
     assert poll_server(server).ok and poll_server(server).ok
     last = service.previous_poll(server).poll_id
     address = (server.host, server.port)
-    times = service._FIGURE_TIMES
+    rows = service._FIGURE_ROWS
     become(tuple({} for _ in HELD))
-    assert pollmemory.load(server.pk, "another poll", address, times) is None
-    assert pollmemory.load(server.pk, last, ("elsewhere", 3306), times) is None
-    shared = pollmemory.load(server.pk, last, address, times)
+    assert pollmemory.load(server.pk, "another poll", address, rows) is None
+    assert pollmemory.load(server.pk, last, ("elsewhere", 3306), rows) is None
+    shared = pollmemory.load(server.pk, last, address, rows)
     assert shared is not None and shared.poll_id == last
 
 
@@ -202,7 +203,7 @@ def test_bucket_deltas_come_back_exactly(monkeypatch):
                   7.0, "0 2 8,1 0 0,2 0 0", (1, 3))  # fmt: skip
     now.rows[2] = held.rows[2]  # (not read again)
     io = pollmemory.FILE_IO_PART
-    kind = pollmemory._kinds((2, 3))[io]
+    kind = pollmemory._kinds(ROWS)[io]
     document = kind.delta(held, now)
     assert document is not None and document[3] == [False, [[0, "0 2 8"], [1, "1 0 0"]]]
     back = kind.apply(held, pollmemory._unpack(pollmemory._pack(document)))
@@ -212,7 +213,7 @@ def test_bucket_deltas_come_back_exactly(monkeypatch):
     document = kind.delta(held, moved)
     assert document[3] == [True, moved.digest]
     assert kind.apply(held, pollmemory._unpack(pollmemory._pack(document))) == moved
-    spaces = pollmemory._kinds((2, 3))[pollmemory.TABLESPACES_PART]
+    spaces = pollmemory._kinds(ROWS)[pollmemory.TABLESPACES_PART]
     file = PartitionFile(name, 5, 65536, 4096, 16384, "Dynamic")
     grown = PartitionFile(name, 5, 131072, 4096, 16384, "Dynamic")
     held = Buckets(0, {3: (1, 11), 1: (0, 0)}, {3: [file], 1: []}, 123.0, None, None)
@@ -253,7 +254,7 @@ def test_the_parts_come_back_exactly():
         {PartitionKey("s", "t", "p0", "")},
     )
     back = pollmemory.decode_figures(pollmemory._unpack(pollmemory._pack(
-        pollmemory.encode_figures(figures, (2, 3)))), (2, 3))  # fmt: skip
+        pollmemory.encode_figures(figures, ROWS))), ROWS)  # fmt: skip
     assert back == figures
     assert back.figures[(7, "p0#")][2].tzinfo is not None
     assert back.figures[(7, "p0#")][3].tzinfo is None
