@@ -8,14 +8,14 @@ from datetime import datetime
 
 from django.utils import timezone
 
-from partdash.collector.catalogue import Shortfall, source_states
-from partdash.collector.dialects import dialect_for
 from partdash.health.compression import api_fields, partition_compression, stored_api_fields
 from partdash.health.fixes import stored_fix
 from partdash.health.hotspots import UNKNOWN_SIGNALS, Signals, find_hotspots
 from partdash.health.partitions import PartitionState
 from partdash.metrics.analysis import activity_of, window_sums, with_window_compression
 from partdash.metrics.models import PartitionedTable, ServerSnapshot
+from partdash.mysql.catalogue import Shortfall, source_states
+from partdash.mysql.dialects import dialect_for
 
 # -- capabilities ----------------------------------------------------------------------
 

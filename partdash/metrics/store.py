@@ -11,9 +11,6 @@ from django.db import connection, transaction
 from django.utils import timezone
 
 from partdash.collector.collect import RECHECK, Collection, TableKey, table_key
-from partdash.collector.names import fold
-from partdash.collector.sources import other_engines
-from partdash.collector.sources.definitions import TableDefinition
 from partdash.health import recent
 from partdash.health.counters import counter_delta
 from partdash.health.partitions import PartitionState
@@ -28,6 +25,9 @@ from partdash.metrics.models import (
     UnmonitoredTable,
     aware,
 )
+from partdash.mysql.names import fold
+from partdash.mysql.sources import other_engines
+from partdash.mysql.sources.definitions import TableDefinition
 
 OTHER = ("stats_updated_at", "autoinc", "space_id", "row_format", "page_size")
 # Disk bytes (physical) and rows changed (logical) per second since the previous poll.
