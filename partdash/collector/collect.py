@@ -567,7 +567,7 @@ class CollectRequest:
     - `hidden`: the tables the previous poll found hidden from the account (see
       `_still_hidden`).
     - `memory`: what the poll memory holds of the wide sources
-      (`partdash.collector.incremental`): with it, the tablespace list and file I/O are
+      (`partdash.mysql.incremental`): with it, the tablespace list and file I/O are
       read where they changed, `last_poll` being the server's last stored poll.
     - `open_beside`: opens a second session to the server (a context manager), on which
       the tablespace list is read beside file I/O when a data file was certainly touched

@@ -1,6 +1,6 @@
 """Storing a `Collection`: definitions for new or changed tables, the latest figures per
 partition, and a sample row only where a partition's figures changed. The poll service
-(`partdash.collector.service`) then analyses what changed, in the same transaction."""
+(`partdash.polling.service`) then analyses what changed, in the same transaction."""
 
 from dataclasses import dataclass, field, fields
 from datetime import datetime
@@ -80,7 +80,7 @@ UNDO_LIMIT = 10_000
 @dataclass
 class Remembered:
     """A server's partition figures as of its latest stored poll, kept between polls (in
-    the poll's memory, `collector.service.PollMemory`) so the next poll need not read
+    the poll's memory, `polling.service.PollMemory`) so the next poll need not read
     them back (the longest step of a quiet poll)."""
 
     snapshot_id: int
@@ -160,7 +160,7 @@ def _few_reads(new: int | None, old: int | None) -> bool:
     in the counter until it reaches the next multiple of PARTDASH_MIN_SAMPLED_READS (the
     quantum), so they need no sample; any growth by a quantum or more is sampled. (The
     quantum, rather than a distance from the stored value, is what the server can hash:
-    `collector.incremental` reads a file again only when its quantum moved.)"""
+    `mysql.incremental` reads a file again only when its quantum moved.)"""
     if new is None or old is None or new <= old:
         return False
     quantum = settings.PARTDASH_MIN_SAMPLED_READS

@@ -1,5 +1,5 @@
 """The poll memory, shared: what a poll needs from the previous poll of its server
-(`collector.service.PollMemory`), kept in Redis so that whichever worker child, on
+(`polling.service.PollMemory`), kept in Redis so that whichever worker child, on
 whichever worker host, polls the server next continues where the last poll left off.
 
 A poll needs of the previous one: the wide sources' rows by bucket

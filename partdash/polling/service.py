@@ -98,7 +98,7 @@ class PreviousPoll:
     stats_since: int | None = None  # its statistics watermark, where incremental is safe
     hidden: set[tuple[str, str]] = field(default_factory=set)  # tables hidden from the account
     poll_id: str | None = None
-    status: dict | None = None  # the server status it read (see `collector.ddl`)
+    status: dict | None = None  # the server status it read (see `mysql.ddl`)
 
 
 def previous_poll(server: Server) -> PreviousPoll:
