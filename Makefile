@@ -10,9 +10,11 @@ test:
 bench:
 	@scripts/bench.sh
 
+# lint-imports: the layers of partdash/ (pyproject.toml, docs/development.md "Layout").
 lint:
 	.venv/bin/ruff check . && .venv/bin/ruff format --check .
 	.venv/bin/mypy
+	.venv/bin/lint-imports --no-cache --no-logo
 	cd frontend && npm run --silent lint
 
 format:

@@ -83,7 +83,7 @@ def exposition_figures(repeats: int = 20) -> dict:
     from django.db import connection
     from django.test.utils import CaptureQueriesContext
 
-    from partdash.metrics.exposition import exposition
+    from partdash.prometheus.exposition import exposition
 
     times = []
     for _ in range(repeats):

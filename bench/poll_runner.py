@@ -39,9 +39,9 @@ def setup_django(var_dir: Path) -> None:
 
 def floor_seconds(target) -> float:
     """The cheap sources, every row, with the collector's own column lists."""
-    from partdash.collector.dialects import dialect_for
-    from partdash.collector.sources import file_io, innodb_stats, tablespaces
-    from partdash.servers.connection import open_session
+    from partdash.mysql.connection import open_session
+    from partdash.mysql.dialects import dialect_for
+    from partdash.mysql.sources import file_io, innodb_stats, tablespaces
 
     started = time.monotonic()
     with open_session(target) as session:
@@ -88,7 +88,7 @@ def store_bytes() -> int:
 def time_alert_evaluation() -> list[float]:
     """Times each poll's alert evaluation (the poll service's last stage) into the list
     returned."""
-    from partdash.collector import service
+    from partdash.polling import service
 
     seconds: list[float] = []
     evaluate = service.evaluate_after_poll
@@ -124,9 +124,9 @@ def run(port: int, var_dir: Path, tables: int, partitions: int) -> None:
     setup_django(var_dir)
     from fleet import write_to_some_partitions
 
-    from partdash.collector import service
-    from partdash.collector.service import poll_server
-    from partdash.servers.connection import target_for
+    from partdash.mysql.connection import target_for
+    from partdash.polling import service
+    from partdash.polling.service import poll_server
     from partdash.servers.models import Server
 
     monitored = Server.objects.create(name="bench", host="127.0.0.1", port=port, user="root")
@@ -172,7 +172,7 @@ def run(port: int, var_dir: Path, tables: int, partitions: int) -> None:
 
     from django.conf import settings
 
-    from partdash.collector import pollmemory
+    from partdash.polling import pollmemory
 
     cold, cold_fetched = [], []
     memory = None  # (a cold process holds no memory of the server)
@@ -188,7 +188,7 @@ def run(port: int, var_dir: Path, tables: int, partitions: int) -> None:
     settings.PARTDASH_SHARE_POLL_MEMORY = True
     assert poll_server(monitored).ok  # (shared again)
     # A quiet poll on a new worker child, which holds nothing of the server: it reads the
-    # shared poll memory from Redis (`partdash.collector.pollmemory`).
+    # shared poll memory from Redis (`partdash.polling.pollmemory`).
     shared, shared_fetched = [], []
     for _ in range(3):
         service._MEMORY.clear(), pollmemory._HELD.clear()

@@ -6,7 +6,7 @@ poll at a time, by two workers (`w1@`, `w2@`, concurrency 4 each: 8 children) sh
 Redis (the broker and the shared poll memory) and a SQLite store, behind gunicorn. Which
 child runs a poll is the broker's choice, so most polls land on a child that did not poll
 that server last: what each poll costs then is what the shared poll memory is for
-(`partdash.collector.pollmemory`).
+(`partdash.polling.pollmemory`).
 
 Side by side, in one run, each ratio to the floor read right before that poll (the cheap
 sources, every row, PyMySQL):
@@ -160,7 +160,7 @@ class Fleet:
     def floor(self, server_id: int) -> float:
         from poll_runner import floor_seconds
 
-        from partdash.servers.connection import target_for
+        from partdash.mysql.connection import target_for
         from partdash.servers.models import Server
 
         return floor_seconds(target_for(Server.objects.get(pk=server_id)))

@@ -103,7 +103,7 @@ def prepare_django(env: dict) -> None:
 
 def register(port: int) -> int:
     """The monitored server (root, no password), saved disabled and then enabled with an
-    UPDATE: saving it enabled would queue a poll (partdash.servers.signals) not ours; its
+    UPDATE: saving it enabled would queue a poll (partdash.polling.signals) not ours; its
     next scheduled poll a day away (each poll now moves it an interval ahead of now)."""
     from datetime import timedelta
 
@@ -218,7 +218,7 @@ class Bench:
     def floor(self) -> float:
         from poll_runner import floor_seconds
 
-        from partdash.servers.connection import target_for
+        from partdash.mysql.connection import target_for
         from partdash.servers.models import Server
 
         return floor_seconds(target_for(Server.objects.get(pk=self.server_id)))

@@ -10,7 +10,9 @@ os.environ.setdefault("DJANGO_SETTINGS_MODULE", "partdash.settings")
 
 app = Celery("partdash")
 app.config_from_object("django.conf:settings", namespace="CELERY")
-app.autodiscover_tasks(["partdash.collector", "partdash.metrics", "partdash.alerts"])
+# The tasks keep the names they had before polling/ was split out of collector/ (queued
+# messages name them): `partdash.collector.tasks.*` lives in partdash.polling.tasks.
+app.autodiscover_tasks(["partdash.polling", "partdash.metrics", "partdash.alerts"])
 
 
 @app.on_after_finalize.connect

@@ -82,6 +82,7 @@ INSTALLED_APPS = [
     "partdash.dashboard",
     "partdash.alerts",
     "partdash.accounts",
+    "partdash.polling",
 ]
 
 MIDDLEWARE = [
@@ -229,7 +230,7 @@ REST_FRAMEWORK = {
         "partdash.accounts.authentication.ApiTokenAuthentication",
         "rest_framework.authentication.SessionAuthentication",
     ],
-    "DEFAULT_PERMISSION_CLASSES": ["partdash.api.permissions.RolePermission"],
+    "DEFAULT_PERMISSION_CLASSES": ["partdash.accounts.permissions.RolePermission"],
     # Per user (whatever the credential), per token, and per address for anonymous
     # requests; over the rate: 429 with Retry-After. The pages' auto-refresh asks a
     # handful of requests a minute per open tab.
@@ -276,7 +277,7 @@ SPECTACULAR_SETTINGS = {
     "VERSION": "1",
     "SERVE_INCLUDE_SCHEMA": False,
     # /api/schema/ like the rest of the API: a login or a token.
-    "SERVE_PERMISSIONS": ["partdash.api.permissions.RolePermission"],
+    "SERVE_PERMISSIONS": ["partdash.accounts.permissions.RolePermission"],
     # Swagger UI from drf-spectacular-sidecar's static files: no CDN.
     "SWAGGER_UI_DIST": "SIDECAR",
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
@@ -313,7 +314,7 @@ PARTDASH_FAILING_POLL_SLOTS = env.int("PARTDASH_FAILING_POLL_SLOTS", default=0)
 # queued is queued or running; 0 turns that off (every request queues a poll).
 PARTDASH_POLL_NOW_DEBOUNCE_SECONDS = env.int("PARTDASH_POLL_NOW_DEBOUNCE_SECONDS", default=5)
 # The tablespace list and file I/O are read by buckets, only where a bucket's aggregate
-# changed (partdash.collector.incremental); every row is read again once what a process
+# changed (partdash.mysql.incremental); every row is read again once what a process
 # remembers is older than PARTDASH_FULL_READ_SECONDS, which bounds how long a change
 # that leaves its bucket's aggregate equal (a SHA-1 collision, about 2^-64) can go unseen.
 PARTDASH_INCREMENTAL_READS = env.bool("PARTDASH_INCREMENTAL_READS", default=True)
@@ -321,7 +322,7 @@ PARTDASH_FULL_READ_SECONDS = env.int("PARTDASH_FULL_READ_SECONDS", default=3600)
 # What a poll leaves for the next poll of its server (the wide sources' rows by bucket,
 # the stored figures, the rules version) is also written to Redis after each stored
 # poll, so whichever worker child or host polls the server next continues from it
-# (`partdash.collector.pollmemory`): 0.75-1 MB per 32,000 partitions, kept for
+# (`partdash.polling.pollmemory`): 0.75-1 MB per 32,000 partitions, kept for
 # PARTDASH_POLL_MEMORY_SECONDS after the last poll.
 PARTDASH_SHARE_POLL_MEMORY = env.bool("PARTDASH_SHARE_POLL_MEMORY", default=True)
 PARTDASH_POLL_MEMORY_SECONDS = env.int("PARTDASH_POLL_MEMORY_SECONDS", default=6 * 3600)

@@ -7,7 +7,7 @@ from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitVie
 
 from partdash.api.errors import unknown_route
 from partdash.dashboard.views import favicon
-from partdash.metrics.views import MetricsView
+from partdash.prometheus.views import MetricsView
 
 urlpatterns = [
     path("favicon.ico", favicon),

@@ -16,10 +16,11 @@ ensure_postgres_packages  # the PostgreSQL pass, and the tests that start a Post
 ensure_venv requirements-dev.txt
 ensure_frontend
 
-say "ruff lint and format check; mypy; front-end lint (ESLint, Prettier); bash -n scripts/*.sh"
+say "ruff lint and format check; mypy; import layers (lint-imports); front-end lint (ESLint, Prettier); bash -n scripts/*.sh"
 "$VENV/bin/ruff" check .
 "$VENV/bin/ruff" format --check .
 "$VENV/bin/mypy"  # the packages and the cache (var/) are in pyproject.toml
+"$VENV/bin/lint-imports" --no-cache --no-logo
 (cd frontend && npm run --silent lint)
 for script in scripts/*.sh; do bash -n "$script"; done
 

@@ -20,22 +20,7 @@ from django.conf import settings
 from django.utils import timezone
 
 from partdash.alerts.models import Alert, Notification, Silence
-from partdash.collector import service
-from partdash.collector.catalogue import (
-    CMP_PER_INDEX,
-    FILE_IO,
-    INNODB_CMP,
-    INNODB_TABLE_STATS,
-    TABLESPACES,
-    Shortfall,
-    privilege_shortfall,
-    setting_shortfall,
-)
 from partdash.collector.collect import Collection, PartitionFigures, table_key
-from partdash.collector.dialects import MARIADB
-from partdash.collector.names import PartitionName, identity
-from partdash.collector.sources.definitions import PartitionDefinition, TableDefinition
-from partdash.collector.sources.server_facts import ServerFacts
 from partdash.lib.quoting import account
 from partdash.metrics.models import (
     SAMPLED_FIGURES,
@@ -45,7 +30,22 @@ from partdash.metrics.models import (
     ServerSnapshot,
 )
 from partdash.metrics.store import partition_key
-from partdash.servers.choices import Flavor
+from partdash.mysql.catalogue import (
+    CMP_PER_INDEX,
+    FILE_IO,
+    INNODB_CMP,
+    INNODB_TABLE_STATS,
+    TABLESPACES,
+    Shortfall,
+    privilege_shortfall,
+    setting_shortfall,
+)
+from partdash.mysql.choices import Flavor
+from partdash.mysql.dialects import MARIADB
+from partdash.mysql.names import PartitionName, identity
+from partdash.mysql.sources.definitions import PartitionDefinition, TableDefinition
+from partdash.mysql.sources.server_facts import ServerFacts
+from partdash.polling import service
 from partdash.servers.models import Server
 from tests.health.builders import to_days
 

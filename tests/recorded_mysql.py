@@ -3,7 +3,7 @@ dialect tests. MySQL cannot be installed on the machines partdash is tested on, 
 stand in for a server: column order and spellings follow the MySQL reference manual's
 descriptions of each table (MySQL 8 spells partitions `#p#`, 5.7 `#P#`)."""
 
-from partdash.servers.connection import Session
+from partdash.mysql.connection import Session
 
 
 class RecordedSession(Session):

@@ -2,7 +2,7 @@
 import { code, el } from "./dom.js";
 import { bytes, count, percent } from "./format.js";
 
-// The catalogue key of performance_schema's file I/O (partdash/collector/catalogue.py).
+// The catalogue key of performance_schema's file I/O (partdash/mysql/catalogue.py).
 export const FILE_IO = "file_io";
 
 const MARKS = { ok: "✓", unused: "–", partial: "✗", missing: "✗" };

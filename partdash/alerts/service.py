@@ -2,7 +2,7 @@
 the alerts' new states and the transitions to announce (the outbox), and queue their
 delivery once the poll's transaction commits.
 
-The poll service (`partdash.collector.service`) calls these inside the poll's
+The poll service (`partdash.polling.service`) calls these inside the poll's
 transaction, after the analysis, so a poll's figures, findings and alert transitions
 are stored all or nothing. The decisions are `partdash.health.alerting`'s (pure); this
 module reads and writes.

@@ -2,7 +2,7 @@
 
 from drf_spectacular.openapi import AutoSchema
 
-from partdash.api.permissions import who_may
+from partdash.accounts.permissions import who_may
 
 # A JSON object, or null where there is nothing to say (a table's `compression` when it
 # is not compressed, its `runway` unless RANGE-partitioned, ...).

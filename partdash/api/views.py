@@ -33,8 +33,6 @@ from partdash.api.serializers import (
     table_rows,
     worst_findings,
 )
-from partdash.collector.catalogue import HIDDEN, Shortfall
-from partdash.collector.scheduling import PollRequest, poll_now
 from partdash.health.compression import failure_rate
 from partdash.health.fixes import stored_fix
 from partdash.health.pressure import as_number
@@ -42,6 +40,8 @@ from partdash.health.shapes import stored_pressure
 from partdash.metrics.history import METRICS, table_history
 from partdash.metrics.models import PartitionedTable, ServerSnapshot
 from partdash.metrics.readings import capabilities, latest_snapshot
+from partdash.mysql.catalogue import HIDDEN, Shortfall
+from partdash.polling.scheduling import PollRequest, poll_now
 from partdash.servers.models import Server
 
 QUEUED = inline_serializer(

@@ -12,8 +12,8 @@ from datetime import datetime
 
 from django.conf import settings
 
-from partdash.collector import catalogue, ddl
-from partdash.collector.catalogue import (
+from partdash.mysql import catalogue, ddl
+from partdash.mysql.catalogue import (
     DEFERRED,
     DROPPED,
     ERROR,
@@ -28,9 +28,10 @@ from partdash.collector.catalogue import (
     setting_shortfall,
     tables_shortfall,
 )
-from partdash.collector.dialects import Dialect, dialect_for
-from partdash.collector.incremental import SourceMemory
-from partdash.collector.names import (
+from partdash.mysql.connection import ConnectionFailure, Session
+from partdash.mysql.dialects import Dialect, dialect_for
+from partdash.mysql.incremental import SourceMemory
+from partdash.mysql.names import (
     NAME_CHARS,
     PartitionKey,
     PartitionName,
@@ -38,7 +39,7 @@ from partdash.collector.names import (
     fold,
     identity,
 )
-from partdash.collector.sources import (
+from partdash.mysql.sources import (
     SourceUnavailable,
     compression,
     definitions,
@@ -49,8 +50,7 @@ from partdash.collector.sources import (
     tablespaces,
     tablestats,
 )
-from partdash.collector.sources.definitions import TableDefinition, TableGone
-from partdash.servers.connection import ConnectionFailure, Session
+from partdash.mysql.sources.definitions import TableDefinition, TableGone
 
 log = logging.getLogger(__name__)
 TableKey = tuple[str, str]
@@ -567,7 +567,7 @@ class CollectRequest:
     - `hidden`: the tables the previous poll found hidden from the account (see
       `_still_hidden`).
     - `memory`: what the poll memory holds of the wide sources
-      (`partdash.collector.incremental`): with it, the tablespace list and file I/O are
+      (`partdash.mysql.incremental`): with it, the tablespace list and file I/O are
       read where they changed, `last_poll` being the server's last stored poll.
     - `open_beside`: opens a second session to the server (a context manager), on which
       the tablespace list is read beside file I/O when a data file was certainly touched

@@ -13,12 +13,12 @@ from django.urls import reverse
 from django.utils import timezone
 from django.views.decorators.http import require_POST
 
+from partdash.accounts.permissions import ADD_SILENCE, SEND_TEST_ALERT, can
 from partdash.alerts.delivery import one_line
 from partdash.alerts.listing import OPEN, alerts_as_shown
 from partdash.alerts.models import RuleName, Silence
 from partdash.alerts.silences import DURATIONS, alerts_matched_by
 from partdash.alerts.testalert import TestAlertRefused, send_test_alert
-from partdash.api.permissions import ADD_SILENCE, SEND_TEST_ALERT, can
 from partdash.metrics.models import PartitionedTable
 from partdash.servers.models import Server
 

@@ -9,8 +9,6 @@ from typing import Any
 
 from django.utils import timezone
 
-from partdash.collector.catalogue import Shortfall, source_states
-from partdash.collector.dialects import dialect_for
 from partdash.health.compression import api_fields, partition_compression, stored_api_fields
 from partdash.health.fixes import stored_fix
 from partdash.health.hotspots import UNKNOWN_SIGNALS, Signals, find_hotspots
@@ -18,6 +16,8 @@ from partdash.health.partitions import PartitionState
 from partdash.health.shapes import ActivitySignal, FindingShape, stored_health
 from partdash.metrics.analysis import activity_of, window_sums, with_window_compression
 from partdash.metrics.models import PartitionedTable, ServerSnapshot
+from partdash.mysql.catalogue import Shortfall, source_states
+from partdash.mysql.dialects import dialect_for
 
 # -- capabilities ----------------------------------------------------------------------
 

@@ -1,6 +1,6 @@
 """Storing a `Collection`: definitions for new or changed tables, the latest figures per
 partition, and a sample row only where a partition's figures changed. The poll service
-(`partdash.collector.service`) then analyses what changed, in the same transaction."""
+(`partdash.polling.service`) then analyses what changed, in the same transaction."""
 
 from collections import namedtuple
 from collections.abc import Callable
@@ -13,9 +13,6 @@ from django.db import connection, transaction
 from django.utils import timezone
 
 from partdash.collector.collect import RECHECK, Collection, TableKey, table_key
-from partdash.collector.names import fold
-from partdash.collector.sources import other_engines
-from partdash.collector.sources.definitions import TableDefinition
 from partdash.health import recent
 from partdash.health.counters import counter_delta
 from partdash.health.partitions import PartitionState
@@ -30,6 +27,9 @@ from partdash.metrics.models import (
     UnmonitoredTable,
     aware,
 )
+from partdash.mysql.names import fold
+from partdash.mysql.sources import other_engines
+from partdash.mysql.sources.definitions import TableDefinition
 
 OTHER = ("stats_updated_at", "autoinc", "space_id", "row_format", "page_size")
 # Disk bytes (physical) and rows changed (logical) per second since the previous poll.
@@ -141,7 +141,7 @@ class UndoLog:
 @dataclass
 class Remembered:
     """A server's partition figures as of its latest stored poll, kept between polls (in
-    the poll's memory, `collector.service.PollMemory`) so the next poll need not read
+    the poll's memory, `polling.service.PollMemory`) so the next poll need not read
     them back (the longest step of a quiet poll)."""
 
     snapshot_id: int
@@ -221,7 +221,7 @@ def _few_reads(new: int | None, old: int | None) -> bool:
     in the counter until it reaches the next multiple of PARTDASH_MIN_SAMPLED_READS (the
     quantum), so they need no sample; any growth by a quantum or more is sampled. (The
     quantum, rather than a distance from the stored value, is what the server can hash:
-    `collector.incremental` reads a file again only when its quantum moved.)"""
+    `mysql.incremental` reads a file again only when its quantum moved.)"""
     if new is None or old is None or new <= old:
         return False
     quantum = settings.PARTDASH_MIN_SAMPLED_READS

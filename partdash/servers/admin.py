@@ -1,4 +1,5 @@
-"""Registering servers in the Django admin, with `Test connection` and `Poll now`."""
+"""Registering servers in the Django admin, with `Test connection` (`Poll now` is added by
+`partdash.polling.admin`: polling sits above servers)."""
 
 from concurrent.futures import ThreadPoolExecutor
 
@@ -10,14 +11,13 @@ from django.template.response import TemplateResponse
 from django.urls import path
 from django.utils.html import format_html
 
-from partdash.api.permissions import POLL, can
-from partdash.collector.scheduling import request_poll
+from partdash.accounts.permissions import POLL, can
 from partdash.lib.admin_lookups import SecretLookupsRefused
 from partdash.lib.secrets import SecretError
-from partdash.servers.connection import target_for
+from partdash.mysql.connection import target_for
+from partdash.mysql.probe import ProbeResult, probe
 from partdash.servers.forms import ServerForm
 from partdash.servers.models import LATEST_POLL_FIELDS, Server
-from partdash.servers.probe import ProbeResult, probe
 from partdash.servers.probe_limits import TooManyTests, probe_slot
 
 MAX_SERVERS_PER_TEST = 10
@@ -70,7 +70,7 @@ class ServerAdmin(SecretLookupsRefused):
     list_filter = ["status", "enabled", "flavor"]
     search_fields = ["name", "host", "tags"]
     readonly_fields = [*LATEST_POLL_FIELDS, "has_password"]
-    actions = ["test_connection", "poll_now"]
+    actions = ["test_connection"]
     fieldsets = [
         (None, {"fields": ["name", "host", "port", "user", "password", "clear_password"]}),
         ("TLS", {"fields": ["tls_mode", "ssl_ca", "tls_approved_fingerprint"]}),
@@ -154,11 +154,3 @@ class ServerAdmin(SecretLookupsRefused):
             )
             return None
         return self._tested(request, servers)
-
-    @admin.action(description="Poll now", permissions=["poll"])
-    def poll_now(self, request, queryset):
-        queued = [server.name for server in queryset if request_poll(server.pk, force=True)]
-        level = messages.SUCCESS if len(queued) == queryset.count() else messages.WARNING
-        self.message_user(
-            request, f"Poll queued for {len(queued)} of {queryset.count()} servers.", level
-        )

@@ -7,4 +7,4 @@ class ServersConfig(AppConfig):
     verbose_name = "Monitored servers"
 
     def ready(self) -> None:
-        from partdash.servers import checks, signals  # noqa: F401
+        from partdash.servers import checks  # noqa: F401

@@ -10,8 +10,9 @@ from django.utils import timezone
 
 from partdash.lib import secrets
 from partdash.lib.fields import ClippedCharField
-from partdash.servers.choices import Flavor, ServerStatus, TlsMode
-from partdash.servers.connection import FINGERPRINT_LENGTH, ca_file_problem, parse_fingerprint
+from partdash.mysql.choices import Flavor, TlsMode
+from partdash.mysql.connection import FINGERPRINT_LENGTH, ca_file_problem, parse_fingerprint
+from partdash.servers.choices import ServerStatus
 
 MIN_POLL_INTERVAL = 10
 # What the latest poll wrote: read-only everywhere a server is shown.
@@ -120,7 +121,7 @@ class Server(models.Model):
     last_error = models.TextField(blank=True, editable=False)
     next_poll_at = models.DateTimeField(null=True, blank=True, editable=False, db_index=True)
     # Polls failed in a row (0 after a success): from the second on, the server is polled
-    # less often (collector.scheduling.backoff_delay) and only in its share of slots.
+    # less often (backoff_delay, applied by polling.scheduling) and only in its share of slots.
     consecutive_failures = models.PositiveIntegerField(default=0, editable=False)
     partitioned_tables = models.PositiveIntegerField(null=True, blank=True, editable=False)
     partitions = models.PositiveIntegerField(null=True, blank=True, editable=False)

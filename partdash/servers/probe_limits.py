@@ -15,7 +15,7 @@ from contextlib import contextmanager
 import redis
 from django.conf import settings
 
-from partdash.collector.scheduling import redis_client
+from partdash.lib.shared_redis import redis_client
 
 log = logging.getLogger(__name__)
 

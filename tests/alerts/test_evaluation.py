@@ -14,8 +14,8 @@ from partdash.alerts.service import (
     evaluate_after_poll,
     evaluate_stale_polls,
 )
-from partdash.collector import service as collector_service
 from partdash.metrics.models import Partition, PartitionedTable, PartitionSample, ServerSnapshot
+from partdash.polling import service as polling_service
 from partdash.servers.choices import ServerStatus
 from tests import builders
 
@@ -57,7 +57,7 @@ class Fleet:
         self.capture = django_capture_on_commit_callbacks
         self.queued: list[tuple[int, str]] = []
         monkeypatch.setattr(service, "queue_delivery", lambda *args: self.queued.append(args))
-        collector_service._MEMORY.clear()
+        polling_service._MEMORY.clear()
 
     def table(self, name: str = "orders", health: dict | None = None, **fields):
         fields = {"method": "HASH", "first_seen_at": self.at, "health": health or {}, **fields}
@@ -79,7 +79,7 @@ class Fleet:
         ids = [t.pk for t in analysed]
         PartitionedTable.objects.filter(pk__in=ids).update(analysed_at=self.at)
         with self.capture(execute=True):
-            memory = collector_service.memory_of(self.server)  # as a poll passes it
+            memory = polling_service.memory_of(self.server)  # as a poll passes it
             return evaluate_after_poll(self.server, snapshot, memory)
 
     def fail(self) -> str | None:

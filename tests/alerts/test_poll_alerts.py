@@ -6,8 +6,8 @@ from django.core.management import call_command
 
 from partdash.alerts import service
 from partdash.alerts.models import Alert, Transition
-from partdash.collector import service as collector_service
-from partdash.collector.service import poll_server
+from partdash.polling import service as polling_service
+from partdash.polling.service import poll_server
 from tests.sql import run
 
 pytestmark = pytest.mark.django_db
@@ -17,7 +17,7 @@ pytestmark = pytest.mark.django_db
 def queued(monkeypatch) -> list[tuple[int, str]]:
     made: list[tuple[int, str]] = []
     monkeypatch.setattr(service, "queue_delivery", lambda *args: made.append(args))
-    collector_service._MEMORY.clear()
+    polling_service._MEMORY.clear()
     return made
 
 

@@ -16,7 +16,6 @@ from statistics import fmean, pstdev
 import pytest
 from django.utils import timezone
 
-from partdash.collector.service import poll_server
 from partdash.health.compression import FAILURE_RATE_LIMIT, MIN_COMPRESS_OPS
 from partdash.health.findings import (
     RUNWAY_CRITICAL_DAYS,
@@ -25,6 +24,7 @@ from partdash.health.findings import (
 )
 from partdash.health.skew import HASH_SKEW_RATIO
 from partdash.metrics.models import PartitionedTable
+from partdash.polling.service import poll_server
 from tests.services import MariaDB
 from tests.sql import new_schema_on, run
 

@@ -9,8 +9,8 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 from django.db import connection
 
-from partdash.collector import scheduling
-from partdash.collector.tasks import poll_server_task
+from partdash.polling import scheduling
+from partdash.polling.tasks import poll_server_task
 from tests import builders
 from tests.conftest import token_client
 

@@ -10,7 +10,7 @@ from datetime import datetime
 import pytest
 from rest_framework.test import APIClient
 
-from partdash.collector.service import poll_server
+from partdash.polling.service import poll_server
 from partdash.servers.models import Server
 from tests import builders
 

@@ -9,8 +9,8 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
-from partdash.collector.service import poll_server
 from partdash.metrics.models import ServerSnapshot
+from partdash.polling.service import poll_server
 from tests.api.test_health_ground_truth import (
     api_partitions,
     api_tables,

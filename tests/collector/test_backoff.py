@@ -11,8 +11,9 @@ import pytest
 import redis
 from django.utils import timezone
 
-from partdash.collector import scheduling
+from partdash.lib import shared_redis
 from partdash.metrics.models import ServerSnapshot
+from partdash.polling import scheduling
 from partdash.servers.models import Server, backoff_delay
 from tests.conftest import CeleryProcesses, wait_until
 
@@ -58,7 +59,7 @@ def test_the_api_says_why_a_server_is_polled_less_often(staff_api):
 
 def test_failing_servers_get_at_most_their_slots(redis_server, settings):
     settings.PARTDASH_REDIS_URL = redis_server.url
-    scheduling._redis.cache_clear()
+    shared_redis._redis.cache_clear()
     with scheduling.failing_server_slot("w@h", 2, 30, "a") as first:
         with scheduling.failing_server_slot("w@h", 2, 30, "b") as second:
             with scheduling.failing_server_slot("w@h", 2, 30, "c") as third:

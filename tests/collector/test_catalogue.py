@@ -11,13 +11,13 @@ import pymysql
 import pytest
 from django.core.management import call_command
 
-from partdash.collector.catalogue import STATE_CAUSES, Shortfall, grouped, hidden_shortfall
-from partdash.collector.service import poll_server
-from partdash.collector.sources import definitions
 from partdash.lib.quoting import account, identifier, string_literal
 from partdash.metrics.models import PartitionedTable, ServerSnapshot
-from partdash.servers.connection import target_for
-from partdash.servers.probe import probe
+from partdash.mysql.catalogue import STATE_CAUSES, Shortfall, grouped, hidden_shortfall
+from partdash.mysql.connection import target_for
+from partdash.mysql.probe import probe
+from partdash.mysql.sources import definitions
+from partdash.polling.service import poll_server
 from tests.services import MariaDB
 
 pytestmark = pytest.mark.django_db

@@ -1,13 +1,13 @@
 """A definition change that moves no file is still seen: after an ALTER TABLE the server
 counted but no changed signature explains, every table's definitions are read again
-(`partdash.collector.ddl`); partition DDL that moves files re-reads its own table only."""
+(`partdash.mysql.ddl`); partition DDL that moves files re-reads its own table only."""
 
 import pytest
 
 from partdash.collector.collect import RECHECK
-from partdash.collector.ddl import definitions_may_have_moved
-from partdash.collector.service import poll_server
 from partdash.metrics.models import PartitionedTable
+from partdash.mysql.ddl import definitions_may_have_moved
+from partdash.polling.service import poll_server
 from tests.sql import run
 
 pytestmark = pytest.mark.django_db

@@ -25,8 +25,8 @@ from django.conf import settings
 from django.utils import timezone
 
 from partdash.collector import collect as collect_module
-from partdash.collector.service import poll_server
 from partdash.metrics.models import Partition, PartitionedTable, ServerSnapshot
+from partdash.polling.service import poll_server
 from partdash.servers.models import Server
 from tests.alerts import conftest as alert_fixtures
 from tests.alerts.test_alerts_end_to_end import polled_on_request, skewed_hash_table
@@ -531,7 +531,7 @@ def kill_pool(worker_pid: int) -> None:
 def test_a_poll_whose_worker_is_killed_before_it_stores_is_skipped_never_stored_twice(
     victim, new_schema, redis_server, tmp_path
 ):
-    from partdash.collector.tasks import WORKER_LOST
+    from partdash.polling.tasks import WORKER_LOST
 
     database = settings.DATABASES["default"]["NAME"]
     if settings.DATABASES["default"]["ENGINE"] != "django.db.backends.sqlite3":
@@ -590,7 +590,7 @@ def test_a_poll_whose_worker_is_killed_before_it_stores_is_skipped_never_stored_
 def test_ddl_racing_polls_run_by_a_real_worker_never_breaks_them(
     victim, new_schema, celery_processes, redis_server
 ):
-    from partdash.collector.scheduling import request_poll
+    from partdash.polling.scheduling import request_poll
 
     schema = new_schema(victim)
     racer = DdlRacer(victim, schema, seed=31)

@@ -14,14 +14,14 @@ from uuid import uuid4
 import pytest
 
 from partdash.collector.collect import CollectRequest, collect
-from partdash.collector.service import known_signatures, poll_server
-from partdash.collector.sources import definitions
-from partdash.collector.sources.definitions import TableGone
 from partdash.metrics.history import table_history
 from partdash.metrics.models import Partition, PartitionedTable, PartitionSample, ServerSnapshot
 from partdash.metrics.retention import apply_retention
 from partdash.metrics.store import PollStore, counter_rate
-from partdash.servers.connection import Session, open_session, target_for
+from partdash.mysql.connection import Session, open_session, target_for
+from partdash.mysql.sources import definitions
+from partdash.mysql.sources.definitions import TableGone
+from partdash.polling.service import known_signatures, poll_server
 from tests.services import MariaDB
 from tests.sql import run
 
@@ -812,7 +812,7 @@ def test_steady_polls_read_only_statistics_rows_refreshed_since_the_last_poll(
     ServerSnapshot.objects.filter(pk=snapshot.pk).update(stats_watermark=now)
     run(mariadb, schema, "INSERT INTO a SELECT seq FROM seq_1_to_40", "ANALYZE TABLE a")
 
-    monkeypatch.setattr("partdash.collector.service.open_session", counting_session)
+    monkeypatch.setattr("partdash.polling.service.open_session", counting_session)
     CountingSession.fetched = []
     assert poll_server(server).ok
     fetched_after_refresh = CountingSession.fetched[-1]
@@ -837,7 +837,7 @@ def test_steady_polls_read_only_statistics_rows_refreshed_since_the_last_poll(
 def counting_session(target):
     from contextlib import contextmanager
 
-    from partdash.servers import connection
+    from partdash.mysql import connection
 
     @contextmanager
     def wrapped():

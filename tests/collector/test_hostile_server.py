@@ -6,7 +6,7 @@ import time
 
 import pytest
 
-from partdash.collector.service import poll_server
+from partdash.polling.service import poll_server
 from tests import builders
 from tests.fake_mysql import FakePartitionServer
 from tests.servers.test_admin import follow_test_connection

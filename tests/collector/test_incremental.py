@@ -9,20 +9,20 @@ import pymysql
 import pytest
 
 from partdash.collector import collect as collect_module
-from partdash.collector.catalogue import FILE_IO, TABLESPACES
 from partdash.collector.collect import CollectRequest, collect
-from partdash.collector.dialects import dialect_for
-from partdash.collector.incremental import (
+from partdash.metrics.models import Partition
+from partdash.metrics.store import PollStore
+from partdash.mysql.catalogue import FILE_IO, TABLESPACES
+from partdash.mysql.connection import open_session, target_for
+from partdash.mysql.dialects import dialect_for
+from partdash.mysql.incremental import (
     FILE_IO_COLUMNS,
     FILE_IO_COUNTED_SQL,
     SHAPES,
     SourceMemory,
 )
-from partdash.collector.service import known_signatures, poll_server
-from partdash.collector.sources import file_io, tablespaces
-from partdash.metrics.models import Partition
-from partdash.metrics.store import PollStore
-from partdash.servers.connection import open_session, target_for
+from partdash.mysql.sources import file_io, tablespaces
+from partdash.polling.service import known_signatures, poll_server
 from tests.collector.test_ground_truth import flush_to_disk
 from tests.sql import run
 
@@ -108,7 +108,7 @@ def test_a_bucketed_read_equals_a_read_of_every_row_after_each_change(
 
 
 def target_for_instance(instance):
-    from partdash.servers.connection import Target
+    from partdash.mysql.connection import Target
 
     return Target(instance.host, instance.port, "root", "", "disabled", "")
 
@@ -183,8 +183,8 @@ def stored_space_ids(server, schema: str) -> dict:
 
 def server_space_ids(instance, schema: str) -> dict:
     """The same, as the server's tablespace list says now."""
-    from partdash.collector.dialects import MARIADB
     from partdash.metrics.store import partition_key
+    from partdash.mysql.dialects import MARIADB
 
     with open_session(target_for_instance(instance)) as session:
         rows = [r for r in tablespaces.read(session, MARIADB) if r.name.schema == schema]
@@ -386,7 +386,7 @@ def test_a_process_polling_after_another_one_did_stores_the_truth(
     remembered file reads may lag what the other stored by a few reads within their
     quantum, so it reads file I/O in full (the tablespace list only where it changed),
     rebuilds the partitions and compares every one; what it stores is the truth."""
-    from partdash.collector import service
+    from partdash.polling import service
 
     settings.PARTDASH_SHARE_POLL_MEMORY = False
     schema, server = tables_and_server(mariadb_ps, new_schema, "two-children")
@@ -439,7 +439,7 @@ def test_a_restarted_server_has_its_file_io_read_in_full(
     """A restart starts every file counter again from zero, which a remembered quantum
     could hide (10 reads remembered, 3 now: the same quantum): the poll after it reads
     file I/O in full, and stores the truth."""
-    from partdash.collector import service
+    from partdash.polling import service
     from tests.services import MariaDB
 
     with MariaDB({"performance_schema": "ON"}) as instance:
@@ -460,7 +460,7 @@ def test_a_restarted_server_has_its_file_io_read_in_full(
 
 
 def test_a_start_time_that_moved_means_a_restart():
-    from partdash.collector.sources.server_facts import ServerFacts
+    from partdash.mysql.sources.server_facts import ServerFacts
 
     def facts(clock, uptime):
         return ServerFacts(status={"uptime": str(uptime)}, clock=clock)
@@ -527,7 +527,7 @@ def test_the_tablespace_list_is_read_only_after_a_data_file_was_touched(
     query of a quiet poll. Every change to a tablespace touches a file: after each, the
     list is read again and the poll stores what a read of every row says (sizes, space
     ids, names)."""
-    from partdash.servers.connection import Session
+    from partdash.mysql.connection import Session
 
     schema, server = tables_and_server(mariadb_ps, new_schema, "still")
     asked = []
@@ -602,7 +602,7 @@ class SetupTables:
 
 
 def test_the_tablespace_list_is_trusted_unread_only_while_every_file_is_counted(settings):
-    from partdash.collector.sources.server_facts import ServerFacts
+    from partdash.mysql.sources.server_facts import ServerFacts
 
     lost = "performance_schema_file_{}_lost"
     counted = ServerFacts(status={lost.format("instances"): "0", lost.format("handles"): "0"})
@@ -641,8 +641,8 @@ def test_a_data_file_certainly_touched_is_known_before_file_io_is_read():
     every case, before the tablespace list is read beside: it is the one file I/O then
     remembers (a witness read after the list could already count a file the list does
     not have, and the next poll would find both unchanged)."""
-    from partdash.collector.incremental import Buckets
-    from partdash.collector.sources.server_facts import ServerFacts
+    from partdash.mysql.incremental import Buckets
+    from partdash.mysql.sources.server_facts import ServerFacts
 
     lost = "performance_schema_file_{}_lost"
     counted = ServerFacts(status={lost.format("instances"): "0", lost.format("handles"): "0"})
@@ -665,7 +665,7 @@ def test_a_process_forgets_the_least_recently_polled_servers_past_its_bound(sett
     """What one worker child remembers is bounded (PARTDASH_REMEMBERED_PARTITIONS): past
     it, the servers it polled longest ago are forgotten, both their wide sources and
     their figures; the one just polled is kept even alone over the bound."""
-    from partdash.collector import service
+    from partdash.polling import service
 
     settings.PARTDASH_REMEMBERED_PARTITIONS = 100
     service._REMEMBERED_SIZES.clear()
@@ -693,7 +693,7 @@ def sessions_spied(monkeypatch) -> list:
     """(connection, thread name, SQL) of every query any session runs from now on."""
     import threading
 
-    from partdash.servers.connection import Session
+    from partdash.mysql.connection import Session
 
     asked, rows = [], Session.rows
 
@@ -808,7 +808,7 @@ def test_a_second_session_refused_falls_back_but_one_lost_fails_the_poll():
     with its own session, rather than reading the list a second time."""
     from contextlib import contextmanager
 
-    from partdash.servers.connection import ConnectionFailure
+    from partdash.mysql.connection import ConnectionFailure
 
     @contextmanager
     def refused():
@@ -835,7 +835,7 @@ def test_a_second_session_refused_falls_back_but_one_lost_fails_the_poll():
 
 def speculations_spied(monkeypatch) -> list:
     """The outcome of every speculation from now on: "confirmed" or "refuted"."""
-    from partdash.collector import service
+    from partdash.polling import service
 
     outcomes, store = [], service._store_analyse_evaluate
 
@@ -896,7 +896,7 @@ def test_after_writes_a_poll_stores_while_the_tablespace_list_is_read_and_loses_
     A write that changes no tablespace row is confirmed and committed as it was stored;
     so too when the store, about to replace more figures than it keeps to put back,
     waits for the list first. After an ALTER TABLE the poll does not speculate: it waits
-    for the list, which decides whose definitions are read (`collector.ddl`)."""
+    for the list, which decides whose definitions are read (`mysql.ddl`)."""
     from partdash.metrics.models import ServerSnapshot
 
     schema, server, outcomes = speculating_server(
@@ -1000,13 +1000,13 @@ def test_file_rows_read_again_name_only_the_files_whose_hashed_figures_moved(set
     beside the one that moved: only the latter (and files added or gone) are touched,
     as the store keeps such reads unsampled; file I/O's buckets hold about 2 files, at
     most FILE_IO_MAX_BUCKETS of them."""
-    from partdash.collector.incremental import (
+    from partdash.mysql.incremental import (
         FILE_IO_MAX_BUCKETS,
         _differing,
         _path_buckets,
         file_io_same,
     )
-    from partdash.collector.sources.file_io import PartitionIO
+    from partdash.mysql.sources.file_io import PartitionIO
 
     settings.PARTDASH_MIN_SAMPLED_READS = 16
     before = {7: [PartitionIO("a", 17, 1, 100, 10), PartitionIO("b", 3, 0, 30, 0)]}

@@ -4,10 +4,10 @@
 import pytest
 
 from partdash.collector.collect import CollectRequest, collect
-from partdash.collector.dialects import MARIADB, MARIADB_OLD, MYSQL8, MYSQL57, dialect_for
 from partdash.metrics.models import Partition, PartitionedTable
 from partdash.metrics.store import PollStore
-from partdash.servers.connection import _session_settings
+from partdash.mysql.connection import _session_settings
+from partdash.mysql.dialects import MARIADB, MARIADB_OLD, MYSQL8, MYSQL57, dialect_for
 from tests.recorded_mysql import RecordedSession, mysql57, mysql80
 
 

@@ -3,8 +3,8 @@ server (tests/collector/test_unicode_names.py holds the same decoder against a r
 
 import pytest
 
-from partdash.collector.filename_charset import DECODE, ENCODE, ROWS, UNUSED
-from partdash.collector.names import (
+from partdash.mysql.filename_charset import DECODE, ENCODE, ROWS, UNUSED
+from partdash.mysql.names import (
     PartitionKey,
     PartitionName,
     decode_filename,

@@ -4,9 +4,9 @@ monitored, and read again only after DDL."""
 
 import pytest
 
-from partdash.collector.service import poll_server
-from partdash.collector.sources import other_engines
 from partdash.metrics.models import PartitionedTable, ServerSnapshot, UnmonitoredTable
+from partdash.mysql.sources import other_engines
+from partdash.polling.service import poll_server
 from tests.sql import run
 
 pytestmark = pytest.mark.django_db

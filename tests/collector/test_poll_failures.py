@@ -3,8 +3,8 @@ failure and its reason, never the previous poll's status."""
 
 import pytest
 
-from partdash.collector import service
-from partdash.collector.service import poll_server
+from partdash.polling import service
+from partdash.polling.service import poll_server
 from partdash.servers.choices import ServerStatus
 
 pytestmark = pytest.mark.django_db

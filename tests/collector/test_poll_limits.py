@@ -10,8 +10,8 @@ import pytest
 from celery.exceptions import SoftTimeLimitExceeded
 from django.conf import settings
 
-from partdash.collector import scheduling
-from partdash.collector.tasks import WORKER_LOST, poll_server_task
+from partdash.polling import scheduling
+from partdash.polling.tasks import WORKER_LOST, poll_server_task
 from partdash.servers.models import Server
 from tests.conftest import CeleryProcesses, wait_until
 from tests.fake_mysql import FakeMySQL
@@ -49,7 +49,7 @@ def test_the_message_names_the_limit_and_the_stage(settings, redis_server, monke
     def hangs(target):
         raise SoftTimeLimitExceeded()  # as if the limit fired while connecting
 
-    monkeypatch.setattr("partdash.collector.service.open_session", hangs)
+    monkeypatch.setattr("partdash.polling.service.open_session", hangs)
     message = poll_server_task.apply(args=[server.pk]).get()
     expected = "poll stopped at its soft time limit of 7 s while connecting to 127.0.0.1:3399"
     assert message == expected

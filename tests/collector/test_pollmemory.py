@@ -1,4 +1,4 @@
-"""The shared poll memory (`partdash.collector.pollmemory`): a server polled by one
+"""The shared poll memory (`partdash.polling.pollmemory`): a server polled by one
 worker child, then another, then the first again, each poll continuing the last one
 whichever child stored it, and storing the truth; Redis flushed, a cold poll and never a
 wrong one; the parts' encoding exact."""
@@ -8,15 +8,15 @@ from datetime import UTC, datetime
 import msgpack
 import pytest
 
-from partdash.collector import pollmemory, service
-from partdash.collector.catalogue import FILE_IO, TABLESPACES
-from partdash.collector.incremental import Buckets
-from partdash.collector.names import PartitionKey, PartitionName
-from partdash.collector.service import poll_server
-from partdash.collector.sources.file_io import PartitionIO
-from partdash.collector.sources.tablespaces import PartitionFile
-from partdash.collector.sources.tablestats import LastRead
 from partdash.metrics import store
+from partdash.mysql.catalogue import FILE_IO, TABLESPACES
+from partdash.mysql.incremental import Buckets
+from partdash.mysql.names import PartitionKey, PartitionName
+from partdash.mysql.sources.file_io import PartitionIO
+from partdash.mysql.sources.tablespaces import PartitionFile
+from partdash.mysql.sources.tablestats import LastRead
+from partdash.polling import pollmemory, service
+from partdash.polling.service import poll_server
 from tests.collector.test_ground_truth import flush_to_disk
 from tests.collector.test_incremental import assert_stored_is_the_truth, tables_and_server
 from tests.sql import run

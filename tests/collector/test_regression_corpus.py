@@ -7,8 +7,8 @@ this test, after the kinds of tables the suite builds.)"""
 
 import pytest
 
-from partdash.collector.service import poll_server
 from partdash.metrics.models import PartitionedTable, UnmonitoredTable
+from partdash.polling.service import poll_server
 from tests.sql import run
 
 pytestmark = pytest.mark.django_db

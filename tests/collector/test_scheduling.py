@@ -6,8 +6,9 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
-from partdash.collector import scheduling
-from partdash.collector.tasks import poll_server_task
+from partdash.lib import shared_redis
+from partdash.polling import scheduling
+from partdash.polling.tasks import poll_server_task
 from partdash.servers.models import Server
 
 pytestmark = pytest.mark.django_db
@@ -137,7 +138,7 @@ def test_a_second_poll_of_the_same_server_is_skipped_while_one_runs(redis_server
 def test_a_lock_left_by_a_crashed_worker_expires(redis_server):
     import time
 
-    crashed = scheduling._redis(redis_server.url).lock("partdash:poll:7", timeout=1)
+    crashed = shared_redis._redis(redis_server.url).lock("partdash:poll:7", timeout=1)
     assert crashed.acquire(blocking=False)  # never released, as if the worker died
     with scheduling.poll_lock(7, timeout=30) as acquired:
         assert not acquired
@@ -150,7 +151,7 @@ def test_a_kept_lock_is_renewed_while_held_and_released_after(redis_server):
     """`keep=True` (manage.py poll, which no time limit bounds): held past its expiry."""
     import time
 
-    client = scheduling._redis(redis_server.url)
+    client = shared_redis._redis(redis_server.url)
     with scheduling.poll_lock(9, timeout=1, token="cli", keep=True) as acquired:
         assert acquired
         time.sleep(2.2)
@@ -176,8 +177,8 @@ def test_the_task_skips_disabled_and_deleted_servers(mariadb, make_server):
 
 
 def test_a_retried_task_does_not_store_a_second_snapshot(mariadb, make_server):
-    from partdash.collector.service import poll_server
     from partdash.metrics.models import ServerSnapshot
+    from partdash.polling.service import poll_server
 
     server = make_server(mariadb)
     first = poll_server(server, poll_id="task-1")
@@ -190,7 +191,7 @@ def test_a_retried_task_does_not_store_a_second_snapshot(mariadb, make_server):
 def test_a_store_that_is_down_gets_one_line_a_tick_not_a_traceback(monkeypatch, caplog):
     from django.db import OperationalError
 
-    from partdash.collector import tasks
+    from partdash.polling import tasks
 
     def down(*args, **kwargs):
         raise OperationalError('connection to server at "127.0.0.1", port 5432 failed')

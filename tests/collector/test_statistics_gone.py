@@ -4,8 +4,8 @@ STATS_AUTO_RECALC=0 InnoDB never writes the emptied partition a new one."""
 
 import pytest
 
-from partdash.collector.service import poll_server
 from partdash.metrics.models import Partition
+from partdash.polling.service import poll_server
 from tests.sql import run
 
 pytestmark = pytest.mark.django_db

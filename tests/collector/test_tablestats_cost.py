@@ -9,11 +9,11 @@ from contextlib import closing
 
 import pytest
 
-from partdash.collector.catalogue import DICTIONARY_TABLES_SQL
-from partdash.collector.dialects import MARIADB
-from partdash.collector.service import poll_server
 from partdash.metrics.models import Partition, PartitionSample
-from partdash.servers.connection import Session
+from partdash.mysql.catalogue import DICTIONARY_TABLES_SQL
+from partdash.mysql.connection import Session
+from partdash.mysql.dialects import MARIADB
+from partdash.polling.service import poll_server
 from tests.sql import run
 
 COSTS = ("Opened_tables", "Innodb_pages_read")

@@ -17,11 +17,11 @@ from uuid import uuid4
 
 import pytest
 
-from partdash.collector.filename_charset import DECODE
-from partdash.collector.names import decode_filename, encode_filename, split_tablespace
-from partdash.collector.service import poll_server
 from partdash.lib.quoting import identifier, qualified, string_literal
 from partdash.metrics.models import Partition, PartitionedTable
+from partdash.mysql.filename_charset import DECODE
+from partdash.mysql.names import decode_filename, encode_filename, split_tablespace
+from partdash.polling.service import poll_server
 from partdash.servers.choices import ServerStatus
 from tests.conftest import PAGE_READY_MS, log_in
 from tests.services import MariaDB

@@ -9,7 +9,7 @@ from datetime import date, timedelta
 
 import pytest
 
-from partdash.collector.service import poll_server
+from partdash.polling.service import poll_server
 from partdash.servers.models import Server
 from tests import builders
 from tests.conftest import ARTIFACTS, log_in

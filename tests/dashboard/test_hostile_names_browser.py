@@ -4,8 +4,8 @@ name shows as `\\u202e`, never reorders what follows it."""
 
 import pytest
 
-from partdash.collector.service import poll_server
 from partdash.metrics.models import PartitionedTable
+from partdash.polling.service import poll_server
 from tests.conftest import log_in
 
 pytestmark = [

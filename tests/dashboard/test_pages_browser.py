@@ -12,8 +12,8 @@ from datetime import date, timedelta
 
 import pytest
 
-from partdash.collector.service import poll_server
 from partdash.metrics.models import PartitionedTable
+from partdash.polling.service import poll_server
 from partdash.servers.models import Server
 from tests import builders
 from tests.conftest import ARTIFACTS, PAGE_READY_MS, log_in

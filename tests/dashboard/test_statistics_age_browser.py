@@ -9,7 +9,7 @@ from datetime import datetime
 
 import pytest
 
-from partdash.collector.service import poll_server
+from partdash.polling.service import poll_server
 from tests.conftest import PAGE_READY_MS, log_in
 from tests.sql import run
 

@@ -3,7 +3,7 @@ MEMORY), beside the InnoDB ones it does, after a real poll."""
 
 import pytest
 
-from partdash.collector.service import poll_server
+from partdash.polling.service import poll_server
 from tests.conftest import PAGE_READY_MS, log_in
 from tests.sql import run
 

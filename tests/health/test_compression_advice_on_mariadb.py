@@ -11,7 +11,7 @@ import re
 
 import pytest
 
-from partdash.collector.service import poll_server
+from partdash.polling.service import poll_server
 from tests.api.test_health_ground_truth import (
     INCOMPRESSIBLE,
     api_tables,

@@ -7,7 +7,7 @@ import os
 
 import pytest
 
-from partdash.collector.service import poll_server
+from partdash.polling.service import poll_server
 from tests.api.test_health_ground_truth import (
     COMPRESSED,
     INCOMPRESSIBLE,

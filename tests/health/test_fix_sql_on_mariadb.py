@@ -10,7 +10,7 @@ from datetime import timedelta
 
 import pytest
 
-from partdash.collector.service import poll_server
+from partdash.polling.service import poll_server
 from tests.health.test_fixes_on_mariadb import api_table, count, finding, partition_names
 from tests.mysql_tokens import one_statement
 from tests.sql import run

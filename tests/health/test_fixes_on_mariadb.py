@@ -9,10 +9,10 @@ from datetime import date, datetime, timedelta
 
 import pytest
 
-from partdash.collector.service import poll_server
 from partdash.health import pressure
 from partdash.health.findings import RUNWAY_HORIZON_DAYS, RUNWAY_WARNING_DAYS
 from partdash.lib.quoting import identifier
+from partdash.polling.service import poll_server
 from tests.services import MariaDB
 from tests.sql import run
 

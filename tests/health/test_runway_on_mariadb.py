@@ -10,8 +10,8 @@ from datetime import date
 import pymysql
 import pytest
 
-from partdash.collector.service import poll_server
 from partdash.health.findings import RUNWAY_HORIZON_DAYS, RUNWAY_WARNING_DAYS
+from partdash.polling.service import poll_server
 from tests.services import MariaDB
 from tests.sql import run
 

@@ -3,7 +3,7 @@ shows them."""
 
 import pytest
 
-from partdash.collector.service import poll_server
+from partdash.polling.service import poll_server
 from tests.metrics.test_metrics_endpoint import labels, scrape
 from tests.sql import run
 

@@ -10,7 +10,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from rest_framework.test import APIClient
 
 from partdash.alerts.models import Alert
-from partdash.metrics.exposition import exposition
+from partdash.prometheus.exposition import exposition
 from tests import builders
 from tests.metrics.exposition_rows import hash_table, polled_server, range_table
 

@@ -7,7 +7,7 @@ from cryptography.fernet import Fernet
 
 from partdash.lib import secrets
 from partdash.lib.secrets import SecretError
-from partdash.servers.connection import Target
+from partdash.mysql.connection import Target
 
 PASSWORD = "Xy7-distinctive-secret-4411"
 
@@ -78,7 +78,7 @@ def test_a_target_never_shows_its_password():
 
 
 def test_a_failed_poll_logs_nothing_containing_the_password(mariadb, make_server, caplog):
-    from partdash.collector.service import poll_server
+    from partdash.polling.service import poll_server
 
     server = make_server(mariadb, name="wrong-pw", password=PASSWORD)  # root has no password
     caplog.set_level(logging.DEBUG)

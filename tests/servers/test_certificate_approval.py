@@ -15,14 +15,14 @@ import pymysql
 import pytest
 from django.core.management import CommandError, call_command
 
-from partdash.collector.service import poll_server
-from partdash.servers.connection import (
+from partdash.mysql.connection import (
     ConnectionFailure,
     Target,
     connect,
     open_session,
     target_for,
 )
+from partdash.polling.service import poll_server
 from partdash.servers.models import Server
 from tests.conftest import token_client
 from tests.fake_mysql import FakeMySQL, server_tls_context

@@ -15,7 +15,7 @@ import pytest
 from django.core.management import CommandError, call_command
 
 from partdash.lib.addresses import AddressPolicy, parse_networks
-from partdash.servers.connection import ConnectionFailure, Target, open_session
+from partdash.mysql.connection import ConnectionFailure, Target, open_session
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -10,8 +10,8 @@ import pymysql
 import pytest
 from cryptography.hazmat.primitives.asymmetric import rsa
 
-from partdash.collector.service import poll_server
-from partdash.servers.connection import ConnectionFailure, Target, open_session
+from partdash.mysql.connection import ConnectionFailure, Target, open_session
+from partdash.polling.service import poll_server
 from partdash.servers.models import Server
 from tests import builders
 from tests.fake_mysql import FakeMySQL, server_tls_context

@@ -8,8 +8,8 @@ from io import StringIO
 import pytest
 from django.core.management import call_command
 
-from partdash.collector.service import poll_server
-from partdash.servers.connection import ConnectionFailure, Target, connect
+from partdash.mysql.connection import ConnectionFailure, Target, connect
+from partdash.polling.service import poll_server
 from partdash.servers.models import Server
 from tests import builders
 from tests.fake_mysql import FakeGarbage, FakePartitionServer

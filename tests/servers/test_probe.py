@@ -8,8 +8,8 @@ from collections.abc import Iterator
 import pymysql
 import pytest
 
-from partdash.servers.connection import Target, open_session
-from partdash.servers.probe import ProbeResult, probe
+from partdash.mysql.connection import Target, open_session
+from partdash.mysql.probe import ProbeResult, probe
 from tests.services import free_port
 
 PASSWORD = "Zq9-unguessable-probe-pw"
@@ -191,7 +191,7 @@ def test_running_the_suggested_grants_leaves_nothing_missing(mariadb_ps, monitor
 def test_a_poll_through_a_granted_monitor_account_counts_partitions(
     mariadb_ps, monitor, make_server
 ):
-    from partdash.collector.service import poll_server
+    from partdash.polling.service import poll_server
 
     create_partitioned_table(mariadb_ps)
     assert grant_what_probe_suggests(mariadb_ps, monitor).missing_privileges == []
@@ -209,7 +209,7 @@ def test_a_poll_through_a_granted_monitor_account_counts_partitions(
 
 
 def test_a_poll_without_privileges_succeeds_degraded(mariadb_ps, monitor, make_server):
-    from partdash.collector.service import poll_server
+    from partdash.polling.service import poll_server
 
     server = make_server(mariadb_ps, name="bare", password=MONITOR_PASSWORD)
     server.user = "probe_mon"

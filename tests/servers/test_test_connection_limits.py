@@ -7,8 +7,8 @@ import time
 
 import pytest
 
-from partdash.collector.scheduling import redis_client
-from partdash.servers.connection import Target, TooManyBytes, open_session
+from partdash.lib.shared_redis import redis_client
+from partdash.mysql.connection import Target, TooManyBytes, open_session
 from partdash.servers.probe_limits import TooManyTests, probe_slot
 from tests import builders
 from tests.fake_mysql import FakeDrip

@@ -15,9 +15,9 @@ import pytest
 from django.core.exceptions import ValidationError
 from django.utils import timezone
 
-from partdash.collector.service import poll_server
-from partdash.servers import connection
-from partdash.servers.connection import ConnectionFailure, Target, open_session
+from partdash.mysql import connection
+from partdash.mysql.connection import ConnectionFailure, Target, open_session
+from partdash.polling.service import poll_server
 from partdash.servers.models import Server
 from tests.fake_mysql import FakeMySQL
 from tests.servers.certificates import write_certificates

@@ -13,10 +13,10 @@ from django.core.exceptions import ValidationError
 
 from partdash.lib.commands import PartdashCommand
 from partdash.lib.secrets import SecretError
-from partdash.servers.choices import TlsMode
-from partdash.servers.connection import parse_fingerprint, target_for
+from partdash.mysql.choices import TlsMode
+from partdash.mysql.connection import parse_fingerprint, target_for
+from partdash.mysql.probe import probe
 from partdash.servers.models import Server
-from partdash.servers.probe import probe
 
 
 def port_number(text: str) -> int:

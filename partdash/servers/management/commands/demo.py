@@ -3,9 +3,9 @@
 import os
 
 from partdash.lib.commands import PartdashCommand
-from partdash.lib.demo import DEMO_SCHEMA, create_demo_schema, demo_schema_exists
-from partdash.lib.dsn import DsnError, parse_dsn
-from partdash.servers.connection import ConnectionFailure, Target
+from partdash.mysql.connection import ConnectionFailure, Target
+from partdash.mysql.demo import DEMO_SCHEMA, create_demo_schema, demo_schema_exists
+from partdash.mysql.dsn import DsnError, parse_dsn
 from partdash.servers.models import DemoRegistration, Server
 
 DEFAULT_DSN = "mysql://root@127.0.0.1:3306/"

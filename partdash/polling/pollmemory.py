@@ -1,0 +1,837 @@
+"""The poll memory, shared: what a poll needs from the previous poll of its server
+(`polling.service.PollMemory`), kept in Redis so that whichever worker child, on
+whichever worker host, polls the server next continues where the last poll left off.
+
+A poll needs of the previous one: the wide sources' rows by bucket
+(`incremental.SourceMemory`), the partitions it built from them (`collect.Kept`), the
+figures it stored (`metrics.store.Remembered`), the tablestats counters it read and the
+alert rules' version it was evaluated under. A worker child holds them in process between
+polls (the fast path, when it polled the server last); after each stored poll they are
+also written here, and a child that did not poll the server last reads them back before
+collecting.
+
+Stored as parts, each a zlib-compressed msgpack document of columns (numbers and
+strings, never pickled objects: nothing read back can run code), under one header that
+names the poll they continue and which part each piece is. A part that did not change
+since the previous poll (the tablespace list of a quiet server, its figures) is not
+written again: the header keeps naming the old one, and a child holding that part
+already does not read it either. A part that changed a little (a poll after 1% of the
+partitions were written) is written as a delta on top of the last whole one: the
+buckets read again, the partitions and figures replaced. Rewriting every changed part
+whole cost 0.23-0.33 s of a 0.26 s written poll on 32,000 partitions (measured); a delta
+costs a few milliseconds. A part is written whole again once its deltas add up to half
+its size. Every key expires PARTDASH_POLL_MEMORY_SECONDS after the last poll that named
+it.
+
+Never a wrong poll: the memory is used only when its header names the server's last
+stored poll (the poll lock serializes a server's polls, so no two write it at once), at
+the server's address, in this format. Anything else (Redis flushed or restarted, a part
+evicted, an older format, a decoding error) costs one cold poll: every row read, as on a
+child that never polled the server.
+"""
+
+import logging
+import time
+import zlib
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from decimal import Decimal
+from functools import partial
+from itertools import compress, groupby
+from operator import attrgetter, is_, itemgetter
+from sys import intern
+
+import msgpack
+import redis
+from django.conf import settings
+
+from partdash.collector.collect import Kept, PartitionFigures
+from partdash.mysql.catalogue import FILE_IO, TABLESPACES
+from partdash.mysql.incremental import Buckets, _aggregates_of, _every_row
+from partdash.mysql.names import PartitionKey, PartitionName
+from partdash.mysql.sources.file_io import PartitionIO
+from partdash.mysql.sources.tablespaces import PartitionFile
+from partdash.mysql.sources.tablestats import LastRead
+
+log = logging.getLogger(__name__)
+
+FORMAT = 3  # bumped whenever a part's layout changes: an older copy is never read
+ZLIB_LEVEL = 1  # the parts are mostly repeated names: level 1 gets most of it, fast
+# Deltas on top of one whole part at most; and at most half its size in all, past which
+# the part is written whole again (a child new to the server reads the whole and every
+# delta: at most 1.5 times the part).
+MAX_DELTAS = 32
+DELTAS_SHARE = 0.5
+# Past this share of its rows (partitions, figures) changed, a delta is not tried.
+CHANGED_SHARE = 0.25
+
+
+def header_key(server_pk: int) -> str:
+    return f"partdash:memory:{server_pk}"
+
+
+def part_key(server_pk: int, part_id: str) -> str:
+    return f"partdash:memory:{server_pk}:{part_id}"
+
+
+# -- datetimes, exactly ----------------------------------------------------------------
+
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+_NAIVE_EPOCH = datetime(1970, 1, 1)
+_MICRO = timedelta(microseconds=1)
+
+
+def _when(value):
+    """A datetime as msgpack can carry it, aware or naive as it was: microseconds since
+    the epoch, as a string when naive (the store's own columns come back naive from
+    SQLite, aware from PostgreSQL, and are compared as they are)."""
+    if value is None:
+        return None
+    if value.tzinfo is None:
+        return str((value - _NAIVE_EPOCH) // _MICRO)
+    return (value - _EPOCH) // _MICRO
+
+
+def _datetime(value):
+    if value is None:
+        return None
+    if isinstance(value, str):
+        return _NAIVE_EPOCH + timedelta(microseconds=int(value))
+    return _EPOCH + timedelta(microseconds=value)
+
+
+def _wall(monotonic: float | None) -> float | None:
+    """A `time.monotonic()` reading as wall-clock time, which another host can read."""
+    return None if monotonic is None else time.time() - (time.monotonic() - monotonic)
+
+
+def _monotonic(wall: float | None) -> float | None:
+    return None if wall is None else time.monotonic() - (time.time() - wall)
+
+
+# -- the parts: columns ----------------------------------------------------------------
+#
+# Each part is a list of columns, so that decoding builds its rows in C (`map`, `zip`)
+# rather than one Python statement per partition: 32,000 partitions decode in tens of
+# milliseconds. Repeated strings (schema, table and partition names) are stored once,
+# their rows holding indices.
+
+
+def _plain(value):
+    """What msgpack does not carry itself: the server's DECIMAL sums (a witness row)."""
+    if isinstance(value, Decimal):
+        return int(value) if value == value.to_integral_value() else str(value)
+    raise TypeError(f"cannot share a {type(value).__name__}")
+
+
+def _pack(document) -> bytes:
+    return zlib.compress(msgpack.packb(document, use_bin_type=True, default=_plain), ZLIB_LEVEL)
+
+
+def _unpack(data: bytes):
+    return msgpack.unpackb(zlib.decompress(data), raw=False, strict_map_key=False)
+
+
+def _coded(values) -> list:
+    """A column of strings as [the distinct strings, each row's index among them]."""
+    values = list(values)
+    distinct = list(dict.fromkeys(values))
+    index = {value: at for at, value in enumerate(distinct)}
+    return [distinct, list(map(index.__getitem__, values))]
+
+
+def _uncoded(column: list) -> list:
+    distinct, codes = column
+    return list(map(distinct.__getitem__, codes))
+
+
+def _times(values) -> list:
+    """A column of datetimes (or None), each distinct one converted once."""
+    values = list(values)
+    converted = {value: _when(value) for value in dict.fromkeys(values)}
+    return list(map(converted.__getitem__, values))
+
+
+def _untimes(values: list) -> list:
+    converted = {value: _datetime(value) for value in dict.fromkeys(values)}
+    return list(map(converted.__getitem__, values))
+
+
+def _encode_buckets(buckets: Buckets, columns: list) -> list:
+    """The bucket aggregates (from the digest they were parsed from, when there is one),
+    the buckets in the remembered order with their row counts, and the rows' columns."""
+    aggregates = None if buckets.digest is not None else [
+        [bucket, *aggregate] for bucket, aggregate in buckets.aggregates.items()
+    ]  # fmt: skip
+    witness = list(buckets.witness) if buckets.witness is not None else None
+    order = list(buckets.rows)
+    counts = [len(members) for members in buckets.rows.values()]
+    return [
+        buckets.modulus,
+        buckets.digest,
+        aggregates,
+        _wall(buckets.read_all_at),
+        witness,
+        order,
+        counts,
+        columns,
+    ]
+
+
+def _decode_buckets(document: list, rows: list) -> Buckets:
+    modulus, digest, aggregates, read_all_at, witness, order, counts, _ = document
+    if digest is not None:
+        aggregates = _aggregates_of(digest)
+    else:
+        aggregates = {bucket: (count, xor) for bucket, count, xor in aggregates}
+    by_bucket, at = {}, 0
+    for bucket, count in zip(order, counts, strict=True):
+        by_bucket[bucket] = rows[at : at + count]
+        at += count
+    if at != len(rows):
+        raise ValueError("bucket counts do not add up")
+    witness = tuple(witness) if witness is not None else None
+    return Buckets(modulus, aggregates, by_bucket, _monotonic(read_all_at), digest, witness)
+
+
+def _tablespace_columns(rows: list) -> list:
+    names = list(zip(*[row.name for row in rows], strict=False)) or [(), (), (), ()]
+    figures = list(zip(*[row[1:] for row in rows], strict=False)) or [(), (), (), (), ()]
+    return [*map(_coded, names), *map(list, figures[:4]), _coded(figures[4])]
+
+
+def _tablespace_rows(columns: list) -> list:
+    names = map(PartitionName, *map(_uncoded, columns[:4]))
+    return list(map(PartitionFile, names, *columns[4:8], _uncoded(columns[8])))
+
+
+def _file_io_columns(rows: list) -> list:
+    return list(map(list, zip(*rows, strict=False))) or [[], [], [], [], []]
+
+
+def _file_io_rows(columns: list) -> list:
+    paths, *figures = columns
+    return list(map(PartitionIO, map(intern, paths), *figures))  # (shared: `decode_kept`)
+
+
+def encode_tablespaces(buckets: Buckets) -> list:
+    return _encode_buckets(buckets, _tablespace_columns(_every_row(buckets.rows)))
+
+
+def decode_tablespaces(document: list) -> Buckets:
+    return _decode_buckets(document, _tablespace_rows(document[-1]))
+
+
+def encode_file_io(buckets: Buckets) -> list:
+    return _encode_buckets(buckets, _file_io_columns(_every_row(buckets.rows)))
+
+
+def decode_file_io(document: list) -> Buckets:
+    return _decode_buckets(document, _file_io_rows(document[-1]))
+
+
+def buckets_delta(held: Buckets, now: Buckets, columns_of) -> list | None:
+    """The rows and aggregates that changed since the held ones, when only some buckets
+    were read again; None when every row was read again (then the rows are written
+    whole). A written poll reads a few buckets again (1% of 32,000 partitions written:
+    a few hundred file I/O buckets of 16,384), and few rows differ in them.
+
+    The delta: the buckets' order when it changed, each bucket read again with where
+    each of its rows comes from (the index of the same row among the held bucket's, or
+    -1: the next new row), the aggregates that changed (`_aggregates_delta`), the
+    witness, and the new rows by columns (`columns_of`)."""
+    if (
+        held.modulus != now.modulus
+        or held.read_all_at != now.read_all_at
+        or (held.digest is None) != (now.digest is None)
+    ):
+        return None
+    before, changed, places, new = held.rows, [], [], []
+    for bucket, rows in now.rows.items():
+        if (old := before.get(bucket)) is rows:
+            continue
+        index = {row: at for at, row in enumerate(old or ())}
+        place = [index.get(row, -1) for row in rows]
+        new.extend(compress(rows, map((-1).__eq__, place)))
+        changed.append(bucket)
+        places.append(place)
+    if len(new) > sum(map(len, now.rows.values())) * CHANGED_SHARE:
+        return None
+    order = None if list(now.rows) == list(before) else list(now.rows)
+    witness = list(now.witness) if now.witness is not None else None
+    return [order, changed, places, _aggregates_delta(held, now), witness, columns_of(new)]
+
+
+def _aggregates_delta(held: Buckets, now: Buckets) -> list:
+    """[whole, items]: the aggregates as the server sent them (the digest, which the next
+    poll compares as a string) or as (bucket, rows, XOR); only the items that changed,
+    by position (digest) or bucket, unless `whole`."""
+    if now.digest is not None:
+        old, new = held.digest.split(","), now.digest.split(",")
+        changed = [
+            [at, item] for at, (was, item) in enumerate(zip(old, new, strict=False)) if was != item
+        ]
+        # (Each item starts with its bucket: the same buckets in the same places, or whole.)
+        if len(old) != len(new) or any(
+            old[at].partition(" ")[0] != item.partition(" ")[0] for at, item in changed
+        ):
+            return [True, now.digest]
+        return [False, changed]
+    before = held.aggregates
+    if before.keys() != now.aggregates.keys():
+        return [True, [[bucket, *aggregate] for bucket, aggregate in now.aggregates.items()]]
+    changed = [(bucket, a) for bucket, a in now.aggregates.items() if before[bucket] != a]
+    return [False, [[bucket, *aggregate] for bucket, aggregate in changed]]
+
+
+def apply_buckets(held: Buckets, document: list, rows_of) -> Buckets:
+    """`held` with a `buckets_delta` applied: the buckets not read again are the held
+    ones, the rows of those read again the held rows where they are the same."""
+    order, changed, places, (whole, items), witness, columns = document
+    new, before = iter(rows_of(columns)), held.rows
+    rows = {}
+    for bucket, place in zip(changed, places, strict=True):
+        old = before.get(bucket) or []
+        rows[bucket] = [next(new) if at < 0 else old[at] for at in place]
+    if next(new, None) is not None:
+        raise ValueError("new rows left over")
+    order = list(before) if order is None else order
+    rows = {bucket: rows[bucket] if bucket in rows else before.get(bucket, []) for bucket in order}
+    digest = held.digest
+    if digest is not None:
+        if whole:
+            digest = items
+            aggregates = _aggregates_of(digest)
+        else:
+            digest_items = digest.split(",")
+            for at, item in items:
+                digest_items[at] = item
+            digest = ",".join(digest_items)
+            aggregates = {**held.aggregates, **_aggregates_of(",".join(item for _, item in items))}
+    elif whole:
+        aggregates = {bucket: (count, xor) for bucket, count, xor in items}
+    else:
+        aggregates = {**held.aggregates, **{b: (count, xor) for b, count, xor in items}}
+    witness = tuple(witness) if witness is not None else None
+    return Buckets(held.modulus, aggregates, rows, held.read_all_at, digest, witness)
+
+
+_FIGURES = PartitionFigures.__slots__[3:]  # after name, key and slot
+JOIN = "\0".join  # a key's `names.path_key`
+_STATS_AT = _FIGURES.index("stats_updated_at")
+
+
+def _kept_columns(partitions: list) -> list:
+    """Names, folded partition names (the key's) and every figure of `partitions`, by
+    columns: a column at a time, no row of 25 figures is built per partition on the way."""
+    keys = list(map(attrgetter("key"), partitions))
+    names = list(zip(*map(attrgetter("name"), partitions), strict=True)) or [()] * 4
+    folded = [list(map(itemgetter(2), keys)), list(map(itemgetter(3), keys))]
+    values = [list(map(attrgetter(name), partitions)) for name in _FIGURES]
+    values[_STATS_AT] = _times(values[_STATS_AT])
+    return [[*map(_coded, names), *map(_coded, folded)], values]
+
+
+def _kept_rows(document: list) -> tuple[list, list, list, list]:
+    """`_kept_columns` read back: names, keys, and the figures' columns."""
+    name_columns, values = document
+    schemas, tables, partitions, subs, folded, folded_subs = map(_uncoded, name_columns)
+    names = list(map(PartitionName, schemas, tables, partitions, subs))
+    keys = list(map(PartitionKey, schemas, tables, folded, folded_subs))
+    values[_STATS_AT] = _untimes(values[_STATS_AT])
+    return names, keys, [schemas, tables, folded, folded_subs], values
+
+
+def encode_kept(kept: Kept) -> list:
+    """The partitions a poll built, by columns (`_kept_columns`), whether the partition's
+    file key names it (`by_path`: always, but for a hostile server's clipped names, which
+    are not shared), and the signatures."""
+    partitions = list(kept.partitions.values())
+    paths = map(JOIN, map(attrgetter("key"), partitions))  # (`names.path_key`, in C)
+    indexed = list(map(is_, map(kept.by_path.get, paths), partitions))
+    if sum(indexed) != len(kept.by_path):
+        raise ValueError("a file key the partitions' keys do not give")
+    signatures = list(zip(*[(*key, value) for key, value in kept.signatures.items()], strict=True))
+    signatures = [list(column) for column in signatures] or [[], [], []]
+    return [
+        _kept_columns(partitions),
+        indexed,
+        [_coded(signatures[0]), _coded(signatures[1]), signatures[2]],
+    ]
+
+
+def decode_kept(document: list) -> Kept:
+    columns, indexed, signature_columns = document
+    names, keys, (schemas, tables, folded, folded_subs), values = _kept_rows(columns)
+    slots = list(map("{}#{}".format, folded, folded_subs))
+    figures = list(map(PartitionFigures, names, keys, slots, *values))
+    partitions = dict(zip(keys, figures, strict=True))
+    if len(partitions) != len(figures):
+        raise ValueError("two partitions share a key")
+    paths = map(intern, map(JOIN, keys))  # (one string with file I/O's: `names.identity`)
+    by_path = dict(compress(zip(paths, figures, strict=True), indexed))
+    grouped: dict = {}
+    table_keys = zip(schemas, tables, strict=True)
+    for table, members in groupby(zip(table_keys, figures, strict=True), itemgetter(0)):
+        grouped.setdefault(table, []).extend(map(itemgetter(1), members))
+    schemas, tables = map(_uncoded, signature_columns[:2])
+    signatures = dict(zip(zip(schemas, tables, strict=True), signature_columns[2], strict=True))
+    # (Unknown what the next poll changes in place: `dirty` is its own.)
+    return Kept(partitions, by_path, (len(partitions), grouped), signatures, None)
+
+
+def kept_delta(held: Kept, now: Kept) -> list | None:
+    """The partitions a poll changed in place (`Kept.dirty`), when it reused the held
+    ones; None when it did not (then the partitions are written whole)."""
+    if (
+        held.partitions is not now.partitions
+        or now.dirty is None
+        or len(now.dirty) > len(now.partitions) * CHANGED_SHARE
+        or held.signatures != now.signatures
+    ):
+        return None
+    partitions = now.partitions
+    return _kept_columns([partitions[key] for key in now.dirty if key in partitions])
+
+
+def apply_kept(held: Kept, document: list) -> Kept:
+    """`held` with a `kept_delta` applied, in place."""
+    _, keys, _, values = _kept_rows(document)
+    partitions = held.partitions
+    for key, row in zip(keys, zip(*values, strict=True), strict=True):
+        figures = partitions[key]  # (a KeyError: the delta is not on top of these)
+        for name, value in zip(_FIGURES, row, strict=True):
+            setattr(figures, name, value)
+    return Kept(partitions, held.by_path, held.grouped, held.signatures, None)
+
+
+@dataclass
+class Figures:
+    """A server's partition figures as its last stored poll left them
+    (`metrics.store.Remembered` without its snapshot, which the header names): by
+    (table id, partition key) the partition's id and `STORED` figures, their definitions
+    (`Specs`), and the partitions whose rates are not zero."""
+
+    figures: dict
+    specs: dict
+    moving: set | None
+    # The keys whose figures were replaced in place since they were last written here
+    # (`metrics.store.StoredFigures.changed_keys`); None: not known.
+    changed: set | None = None
+
+
+def _values(*values):
+    return values
+
+
+@dataclass(frozen=True)
+class FigureRows:
+    """How the figures' rows are built again: where the row's datetimes are (counting
+    the partition id), and the types of a row and a definition (`metrics.store.StoredRow`
+    and `Spec`; plain tuples by default)."""
+
+    times: tuple[int, ...] = ()
+    row: Callable[..., tuple] = _values
+    spec: Callable[..., tuple] = _values
+
+
+def encode_figures(figures: Figures, rows: FigureRows) -> list:
+    times = rows.times
+    keys = list(figures.figures)
+    rows = list(figures.figures.values())
+    width = len(rows[0]) if rows else 0
+    columns = [list(map(itemgetter(at), rows)) for at in range(width)]  # one at a time
+    for at in times:
+        if columns:
+            columns[at] = _times(columns[at])
+    specs = [spec for members in figures.specs.values() for spec in members]
+    spec_columns = list(map(list, zip(*[spec[1:] for spec in specs], strict=False)))
+    spec_tables = [[table_id, len(members)] for table_id, members in figures.specs.items()]
+    moving = None if figures.moving is None else list(map(list, zip(*figures.moving, strict=False)))
+    return [
+        [key[0] for key in keys],
+        _coded(key[1] for key in keys),
+        columns,
+        spec_tables,
+        _coded(spec[0][1] for spec in specs),
+        [_coded(spec_columns[0]), _coded(spec_columns[1]), *spec_columns[2:]]
+        if spec_columns
+        else [],
+        moving,
+    ]
+
+
+def decode_figures(document: list, rows: FigureRows) -> Figures:
+    table_ids, slots, columns, spec_tables, spec_slots, spec_columns, moving = document
+    slots = _uncoded(slots)
+    for at in rows.times:
+        if columns:
+            columns[at] = _untimes(columns[at])
+    values = map(rows.row, *columns) if columns else ()
+    figures = dict(zip(zip(table_ids, slots, strict=False), values, strict=False))
+    if len(figures) != len(table_ids):
+        raise ValueError("figures and keys differ in number")
+    specs, at = {}, 0
+    if spec_columns:
+        spec_keys = _uncoded(spec_slots)
+        spec_columns = [_uncoded(spec_columns[0]), _uncoded(spec_columns[1]), *spec_columns[2:]]
+        defined = list(zip(*spec_columns, strict=False))
+        spec = rows.spec
+        for table_id, count in spec_tables:
+            specs[table_id] = [
+                spec((table_id, spec_keys[i]), *defined[i]) for i in range(at, at + count)
+            ]
+            at += count
+    moving = None if moving is None else set(map(PartitionKey, *moving)) if moving else set()
+    return Figures(figures, specs, moving)
+
+
+def figures_delta(held: Figures, now: Figures, rows: FigureRows) -> list | None:
+    """The figures replaced since the held ones were written, when they were replaced
+    in place; None otherwise (then they are written whole)."""
+    figures = now.figures
+    if (
+        held.figures is not figures
+        or held.specs is not now.specs
+        or now.changed is None
+        or len(now.changed) > len(figures) * CHANGED_SHARE
+        or not now.changed.issubset(figures)
+    ):
+        return None
+    changed = {key: figures[key] for key in now.changed}
+    return encode_figures(Figures(changed, {}, now.moving), rows)
+
+
+def apply_figures(held: Figures, document: list, rows: FigureRows) -> Figures:
+    """`held` with a `figures_delta` applied, in place."""
+    delta = decode_figures(document, rows)
+    held.figures.update(delta.figures)
+    return Figures(held.figures, held.specs, delta.moving)
+
+
+def encode_tablestats(last: LastRead) -> list:
+    keys = list(zip(*last.counters, strict=False)) or [(), (), (), ()]
+    values = list(zip(*last.counters.values(), strict=False)) or [(), ()]
+    return [list(last.row_writes), [*map(_coded, keys), *map(list, values)], last.read]
+
+
+def decode_tablestats(document: list) -> LastRead:
+    row_writes, columns, read = document
+    keys = map(PartitionKey, *map(_uncoded, columns[:4]))
+    return LastRead(
+        tuple(row_writes), dict(zip(keys, zip(*columns[4:], strict=False), strict=False)), read
+    )
+
+
+# -- in Redis --------------------------------------------------------------------------
+
+
+@dataclass
+class Memory:
+    """What one stored poll left for the next poll of its server, as shared."""
+
+    poll_id: str  # the stored poll this memory continues
+    snapshot_id: int | None
+    address: tuple[str, int]  # the server's host and port when it was polled
+    sources: dict[str, Buckets]
+    started: int | None = None  # see `SourceMemory`
+    counted_at: float | None = None  # time.monotonic(), in this process
+    beside_failed_at: float | None = None
+    tablestats: LastRead | None = None
+    kept: Kept | None = None
+    figures: Figures | None = None
+    evaluated_under: tuple | None = None  # the alert rules' version (`rules_version`)
+
+
+@dataclass(frozen=True)
+class Part:
+    """One piece of a server's memory as this process holds it: the ids of the whole
+    part and of the deltas written on top of it, their sizes in bytes, and the object
+    they decode to."""
+
+    chain: tuple[str, ...]
+    sizes: tuple[int, ...]
+    piece: object
+
+
+# What this process holds of each server's shared memory: part name -> `Part`. Set when
+# a poll's memory is written or read; a part named again by a later header is then not
+# read again, and one with deltas on top is read from where this process left it.
+# Emptied when a poll fails, as it may have changed those objects without writing them.
+_HELD: dict[int, dict[str, Part]] = {}
+
+TABLESPACES_PART, FILE_IO_PART = "tablespaces", "file_io"
+TABLESPACES_KEY, FILE_IO_KEY = TABLESPACES.key, FILE_IO.key
+TABLESTATS_PART, FIGURES_PART, KEPT_PART = "tablestats", "figures", "kept"
+
+
+@dataclass(frozen=True)
+class Kind:
+    """How one part is written and read: whole (`encode`, `decode`) and, where a poll
+    changes it a little, as a delta on the held piece (`delta`: None when it changed too
+    much or not in place; `apply`)."""
+
+    encode: Callable[[object], list]
+    decode: Callable[[list], object]
+    delta: Callable[[object, object], list | None] | None = None
+    apply: Callable[[object, list], object] | None = None
+
+
+def _kinds(rows: FigureRows) -> dict[str, Kind]:
+    return {
+        TABLESPACES_PART: Kind(
+            encode_tablespaces,
+            decode_tablespaces,
+            partial(buckets_delta, columns_of=_tablespace_columns),
+            partial(apply_buckets, rows_of=_tablespace_rows),
+        ),
+        FILE_IO_PART: Kind(
+            encode_file_io,
+            decode_file_io,
+            partial(buckets_delta, columns_of=_file_io_columns),
+            partial(apply_buckets, rows_of=_file_io_rows),
+        ),
+        TABLESTATS_PART: Kind(encode_tablestats, decode_tablestats),
+        KEPT_PART: Kind(encode_kept, decode_kept, kept_delta, apply_kept),
+        FIGURES_PART: Kind(
+            partial(encode_figures, rows=rows),
+            partial(decode_figures, rows=rows),
+            partial(figures_delta, rows=rows),
+            partial(apply_figures, rows=rows),
+        ),
+    }
+
+
+def unheld(server_pk: int) -> None:
+    _HELD.pop(server_pk, None)
+
+
+def _client() -> redis.Redis:
+    # A short timeout: an unanswering Redis costs a poll one second, then a cold read.
+    return redis.Redis.from_url(
+        settings.PARTDASH_REDIS_URL, socket_timeout=1, socket_connect_timeout=1
+    )
+
+
+def _same_buckets(held: Buckets, now: Buckets) -> bool:
+    return (
+        held.rows is now.rows
+        and held.digest == now.digest
+        and held.aggregates is now.aggregates
+        and held.witness == now.witness
+        and held.modulus == now.modulus
+        and held.read_all_at == now.read_all_at
+    )
+
+
+@dataclass
+class Written:
+    """What `save` wrote: bytes sent (the parts that changed), the sizes of the parts
+    written, and which of them were deltas."""
+
+    sent: int
+    parts: dict[str, int]
+    seconds: float
+    deltas: set[str]
+
+
+def _pieces(memory: "Memory") -> dict[str, object]:
+    pieces: dict[str, object] = {}
+    for name, key in ((TABLESPACES_PART, TABLESPACES_KEY), (FILE_IO_PART, FILE_IO_KEY)):
+        if key in memory.sources:
+            pieces[name] = memory.sources[key]
+    for name, piece in (
+        (TABLESTATS_PART, memory.tablestats),
+        (KEPT_PART, memory.kept),
+        (FIGURES_PART, memory.figures),
+    ):
+        if piece is not None:
+            pieces[name] = piece
+    return pieces
+
+
+def _written(
+    name: str, kind: Kind, before: Part | None, piece: object, poll_id: str
+) -> tuple[Part, bytes | None]:
+    """The part `piece` makes, and what to write for it: nothing when the held part is
+    it still, a delta on top of it when one is small enough, else the whole piece."""
+    if before is not None and _unchanged(name, before.piece, piece):
+        return Part(before.chain, before.sizes, piece), None
+    part_id = f"{poll_id}:{name}"
+    if before is not None and kind.delta is not None and len(before.chain) <= MAX_DELTAS:
+        document = kind.delta(before.piece, piece)
+        if document is not None:
+            data = _pack(document)
+            if sum(before.sizes[1:]) + len(data) <= before.sizes[0] * DELTAS_SHARE:
+                return Part((*before.chain, part_id), (*before.sizes, len(data)), piece), data
+    data = _pack(kind.encode(piece))
+    return Part((part_id,), (len(data),), piece), data
+
+
+def save(server_pk: int, memory: Memory, rows: FigureRows) -> Written | None:
+    """Write the memory a stored poll left, as the server's current one: the parts that
+    changed since this process last wrote or read them (whole, or as a delta on top of
+    what it holds), and a header naming every part. Returns what was written; None when
+    Redis could not take it (the next poll on another child is then cold, and this one
+    forgets what it holds: it no longer matches)."""
+    started = time.monotonic()
+    held = _HELD.get(server_pk, {})
+    kinds = _kinds(rows)
+    writes, now_held, sizes, deltas = {}, {}, {}, set()
+    try:
+        for name, piece in _pieces(memory).items():
+            part, data = _written(name, kinds[name], held.get(name), piece, memory.poll_id)
+            if data is not None:
+                writes[part_key(server_pk, part.chain[-1])] = data
+                sizes[name] = len(data)
+                if len(part.chain) > 1:
+                    deltas.add(name)
+            now_held[name] = part
+    except Exception:  # a bug: the poll was stored, and the next one is merely cold
+        log.exception("the poll memory of server %s could not be encoded", server_pk)
+        unheld(server_pk)
+        return None
+    header = msgpack.packb(
+        {
+            "format": FORMAT,
+            "poll": memory.poll_id,
+            "snapshot": memory.snapshot_id,
+            "address": list(memory.address),
+            "parts": {name: list(part.chain) for name, part in now_held.items()},
+            "sizes": {name: list(part.sizes) for name, part in now_held.items()},
+            "started": memory.started,
+            "counted_at": _wall(memory.counted_at),
+            "beside_failed_at": _wall(memory.beside_failed_at),
+            "evaluated_under": _evaluated(memory.evaluated_under),
+            "written_at": time.time(),
+        },
+        use_bin_type=True,
+        default=_plain,
+    )
+    ttl = settings.PARTDASH_POLL_MEMORY_SECONDS
+    try:
+        with _client().pipeline(transaction=False) as pipe:
+            for key, data in writes.items():
+                pipe.set(key, data, ex=ttl)
+            for part in now_held.values():  # kept: outlive the header
+                for part_id in part.chain:
+                    if part_key(server_pk, part_id) not in writes:
+                        pipe.expire(part_key(server_pk, part_id), ttl)
+            pipe.set(header_key(server_pk), header, ex=ttl)
+            pipe.execute()
+    except redis.RedisError as exc:
+        log.info("the poll memory of server %s was not shared: %s", server_pk, exc)
+        unheld(server_pk)
+        return None
+    _HELD[server_pk] = now_held
+    sent = sum(map(len, writes.values())) + len(header)
+    return Written(sent, sizes, time.monotonic() - started, deltas)
+
+
+def _unchanged(name: str, held: object, now: object) -> bool:
+    if name in (TABLESPACES_PART, FILE_IO_PART):
+        return _same_buckets(held, now)
+    if name == KEPT_PART:  # the same partitions, and none changed in place since
+        return held.partitions is now.partitions and now.dirty == set()
+    if name == FIGURES_PART:  # the same figures, none replaced since they were written
+        return (
+            now.changed == set()
+            and held.figures is now.figures
+            and held.specs is now.specs
+            and held.moving == now.moving
+        )
+    return held is now
+
+
+def _reading(held: dict[str, Part], parts: dict[str, list]) -> dict[str, tuple]:
+    """Per part: the held piece to continue from (None: start from the whole part) and
+    the ids still to read on top of it."""
+    plan = {}
+    for name, ids in parts.items():
+        chain, have = tuple(ids), held.get(name)
+        if have is not None and chain[: len(have.chain)] == have.chain:
+            plan[name] = (have, chain[len(have.chain) :])
+        else:
+            plan[name] = (None, chain)
+    return plan
+
+
+def load(server_pk: int, poll_id: str, address: tuple[str, int], rows: FigureRows) -> Memory | None:
+    """The shared memory of the server's stored poll `poll_id`, reading only the parts (or
+    deltas) this process does not hold; None when there is none that continues that poll
+    at that address (never stored, expired, evicted, flushed, an older format,
+    unreadable)."""
+    try:
+        client = _client()
+        header = client.get(header_key(server_pk))
+        if header is None:
+            return None
+        header = msgpack.unpackb(header, raw=False)
+        if (
+            header.get("format") != FORMAT
+            or header.get("poll") != poll_id
+            or tuple(header.get("address") or ()) != tuple(address)
+        ):
+            return None
+        parts: dict[str, list] = header["parts"]
+        plan = _reading(_HELD.get(server_pk, {}), parts)
+        wanted = [part_id for _, ids in plan.values() for part_id in ids]
+        found = client.mget([part_key(server_pk, part_id) for part_id in wanted]) if wanted else []
+    except (redis.RedisError, ValueError, KeyError, TypeError) as exc:
+        log.info("the poll memory of server %s could not be read: %s", server_pk, exc)
+        return None
+    if any(data is None for data in found):
+        return None  # a part expired or was evicted: the whole memory is cold
+    # What is read whole again is not held beside what replaces it.
+    _HELD[server_pk] = {name: have for name, (have, _) in plan.items() if have is not None}
+    kinds, found, pieces = _kinds(rows), iter(found), {}
+    try:
+        for name, (have, ids) in plan.items():
+            piece = None if have is None else have.piece
+            for _ in ids:
+                document = _unpack(next(found))
+                kind = kinds[name]
+                piece = kind.decode(document) if piece is None else kind.apply(piece, document)
+            pieces[name] = piece
+    except Exception as exc:  # noqa: BLE001 (a part written by another version, damaged)
+        log.warning("the poll memory of server %s could not be decoded: %s", server_pk, exc)
+        unheld(server_pk)  # (a delta may have been applied to what was held in part)
+        return None
+    sizes = header.get("sizes") or {}
+    _HELD[server_pk] = {
+        name: Part(tuple(ids), tuple(sizes.get(name) or (0,) * len(ids)), pieces[name])
+        for name, ids in parts.items()
+    }
+    sources = {
+        key: pieces[name]
+        for name, key in ((TABLESPACES_PART, TABLESPACES_KEY), (FILE_IO_PART, FILE_IO_KEY))
+        if name in pieces
+    }
+    return Memory(
+        poll_id=poll_id,
+        snapshot_id=header.get("snapshot"),
+        address=tuple(address),
+        sources=sources,
+        started=header.get("started"),
+        counted_at=_monotonic(header.get("counted_at")),
+        beside_failed_at=_monotonic(header.get("beside_failed_at")),
+        tablestats=pieces.get(TABLESTATS_PART),
+        kept=pieces.get(KEPT_PART),
+        figures=pieces.get(FIGURES_PART),
+        evaluated_under=_unevaluated(header.get("evaluated_under")),
+    )
+
+
+def _evaluated(version: tuple | None) -> list | None:
+    if version is None:
+        return None
+    return [_when(v) if isinstance(v, datetime) else v for v in version]
+
+
+def _unevaluated(version: list | None) -> tuple | None:
+    """The rules version as `rules_version` returns it: (count, top id, last change)."""
+    if version is None or len(version) != 3:
+        return None
+    count, top, last = version
+    return (count, top, _datetime(last))

@@ -1,0 +1,508 @@
+"""One poll of one server, the conductor of its stages: collect
+(`partdash.collector.collect`), store (`partdash.metrics.store`), analyse
+(`partdash.metrics.analysis`) and evaluate the alerts (`partdash.alerts.service`), in
+this order, then record the outcome on the server. Store, analyse and evaluate share
+one transaction, so a poll is stored all or nothing.
+
+The Celery task and `manage.py poll` both call `poll_server`, so a poll behaves the
+same whichever way it was started.
+"""
+
+import gc
+import logging
+import threading
+import time
+import uuid
+from contextlib import contextmanager, suppress
+from dataclasses import dataclass, field
+
+from celery.exceptions import SoftTimeLimitExceeded
+from django.conf import settings
+from django.db import DatabaseError, OperationalError, transaction
+from django.db.models import Count, Sum
+from django.utils import timezone
+
+from partdash.alerts.service import evaluate_after_failure, evaluate_after_poll
+from partdash.collector.collect import (
+    Collection,
+    CollectRequest,
+    Refuted,
+    collect,
+    table_key,
+)
+from partdash.lib.commands import store_unavailable
+from partdash.lib.secrets import SecretError
+from partdash.metrics import store
+from partdash.metrics.analysis import analyse_server
+from partdash.metrics.models import PartitionedTable, ServerSnapshot, UnmonitoredTable
+from partdash.metrics.store import PollStore, StoreResult, UndoLog
+from partdash.mysql.catalogue import HIDDEN, Shortfall
+from partdash.mysql.connection import ConnectionFailure, open_session, target_for
+from partdash.mysql.incremental import SourceMemory
+from partdash.polling import pollmemory
+from partdash.servers.choices import ServerStatus
+from partdash.servers.models import Server
+
+log = logging.getLogger(__name__)
+
+
+# What the summary's counts are, said in the line itself: a partition "changed" when its
+# latest figures or rates differ from the previous poll's (its row is rewritten), and is
+# "stored" when a point of its history was written (its rows or sizes moved; a change of
+# rates alone writes none).
+CHANGED = "figures or rates differ from the last poll"
+STORED = "history points written"
+
+
+@dataclass
+class PollReport:
+    """The outcome of one poll, as `manage.py poll` prints it. `warnings` holds one line
+    per distinct fix (see `catalogue.grouped`), never one per table."""
+
+    server: str
+    ok: bool
+    partitions_seen: int = 0
+    changed: int = 0
+    stored: int = 0
+    definitions_read: int = 0
+    seconds: float = 0.0
+    warnings: list[str] = field(default_factory=list)
+    error: str = ""
+
+    @property
+    def summary(self) -> str:
+        """One line, then one indented line per warning."""
+        if not self.ok:
+            return f"{self.server}: not polled: {self.error}"
+        count = len(self.warnings)
+        line = (
+            f"{self.server}: {self.partitions_seen} partitions seen, {self.changed} changed "
+            f"({CHANGED}), {self.stored} stored ({STORED}) in {self.seconds:.2f}s, "
+            f"{count} warning{'' if count == 1 else 's'}"
+        )
+        return "\n".join([line, *(f"  {warning}" for warning in self.warnings)])
+
+
+def known_signatures(server: Server) -> dict[tuple[str, str], str]:
+    tables = PartitionedTable.objects.live().filter(server=server)
+    return {
+        table_key(schema, name): signature
+        for schema, name, signature in tables.values_list("schema", "name", "signature")
+    }
+
+
+@dataclass
+class PreviousPoll:
+    """What the next poll needs to know of the previous one."""
+
+    stats_since: int | None = None  # its statistics watermark, where incremental is safe
+    hidden: set[tuple[str, str]] = field(default_factory=set)  # tables hidden from the account
+    poll_id: str | None = None
+    status: dict | None = None  # the server status it read (see `mysql.ddl`)
+
+
+def previous_poll(server: Server) -> PreviousPoll:
+    latest = (
+        ServerSnapshot.objects.latest_for(server)
+        .values_list(
+            "stats_watermark", "files_cover_partitions", "warnings", "poll_id", "status_counters"
+        )
+        .first()
+    )
+    if latest is None:
+        return PreviousPoll()
+    watermark, covered, warnings, poll_id, status = latest
+    hidden = {
+        table_key(schema, table)
+        for shortfall in map(Shortfall.from_dict, warnings or [])
+        if shortfall.cause == HIDDEN
+        for schema, table in shortfall.tables
+    }
+    return PreviousPoll(watermark if covered else None, hidden, poll_id, status)
+
+
+LAST_ERROR_CHARS = 2000  # a bound, whatever a server's error message holds
+
+
+def one_line(message: str) -> str:
+    """A failure reason as one line."""
+    return " ".join(message.split())[:LAST_ERROR_CHARS]
+
+
+def record_failure(server: Server, message: str) -> None:
+    """The poll was tried and failed: `last_poll_at` says when, `last_error` why;
+    `last_success_at` keeps the last poll that worked. Then the alerts learn of it."""
+    with transaction.atomic():
+        Server.objects.filter(pk=server.pk).update(
+            status=ServerStatus.UNREACHABLE,
+            last_poll_at=timezone.now(),
+            last_error=one_line(message),
+        )
+        evaluate_alerts(evaluate_after_failure, server)
+
+
+def _record_success(server: Server, collection: Collection, snapshot_at) -> None:
+    """`last_error` holds one line per distinct fix (the tables concerned are on the
+    snapshot); `partitioned_tables` counts what the server lists, hidden tables too, and
+    with `partitions` the tables of engines partdash does not monitor."""
+    if collection.listed:
+        partitioned_tables = len(collection.signatures)
+    else:
+        partitioned_tables = PartitionedTable.objects.live().filter(server=server).count()
+    other = UnmonitoredTable.objects.filter(server=server).aggregate(
+        tables=Count("id"), partitions=Sum("partitions")
+    )
+    Server.objects.filter(pk=server.pk).update(
+        status=ServerStatus.DEGRADED if collection.warnings else ServerStatus.OK,
+        flavor=collection.flavor,
+        version=collection.version,
+        last_poll_at=snapshot_at,
+        last_success_at=snapshot_at,
+        last_error="\n".join(collection.lines)[:LAST_ERROR_CHARS],
+        partitioned_tables=partitioned_tables + other["tables"],
+        partitions=len(collection.partitions) + (other["partitions"] or 0),
+        unmonitored_tables=other["tables"],
+    )
+
+
+@contextmanager
+def cyclic_gc_paused():
+    """A poll builds about ten objects per partition and frees them all at its end. The
+    cyclic collector would rescan that growing heap many times meanwhile (a fifth of a
+    64,000-partition poll, measured); reference counting frees them anyway, and any
+    cycles wait for the collector to resume."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
+
+
+@dataclass
+class PollMemory:
+    """What a poll needs from the previous poll of its server, in one object passed
+    explicitly through the stages: the wide sources' rows and the partitions built from
+    them to `collect` (`sources`, None with PARTDASH_INCREMENTAL_READS off), the stored
+    figures to the store (`figures`), the rules version to the alert evaluation
+    (`evaluated_under`). Each stage takes what it needs and leaves its own once its
+    transaction committed. A worker child holds it between polls (`memory_of`) and shares
+    it through Redis (`pollmemory`), so whichever child polls the server next continues."""
+
+    address: tuple[str, int]  # the server's, when remembered (another address: forgotten)
+    sources: SourceMemory | None
+    figures: store.Remembered | None = None
+    evaluated_under: tuple | None = None
+
+
+# What this process holds of each server, by server.
+_MEMORY: dict[int, PollMemory] = {}
+
+
+def memory_of(server: Server) -> PollMemory:
+    """What this process holds of the server (a new memory if none, or if it was at
+    another address)."""
+    address = (server.host, server.port)
+    memory = _MEMORY.get(server.pk)
+    if memory is None or memory.address != address:
+        sources = SourceMemory() if settings.PARTDASH_INCREMENTAL_READS else None
+        memory = _MEMORY[server.pk] = PollMemory(address, sources)
+    return memory
+
+
+def source_memory(server: Server) -> SourceMemory | None:
+    return memory_of(server).sources
+
+
+# The servers this process remembers, least recently polled first, with their partition
+# counts: what `bound_memory` holds to PARTDASH_REMEMBERED_PARTITIONS.
+_REMEMBERED_SIZES: dict[int, int] = {}
+
+
+def bound_memory(server_pk: int, partitions: int) -> list[int]:
+    """Record that this process now remembers `partitions` of the server, then forget
+    the least recently polled other servers while the total is over
+    PARTDASH_REMEMBERED_PARTITIONS (a worker child polling many large servers would
+    otherwise keep them all: about 140 MB per 64,000 partitions, traced). A forgotten
+    server's next poll here reads the shared memory again (`pollmemory`), or every row
+    once without it. Returns the servers forgotten."""
+    _REMEMBERED_SIZES.pop(server_pk, None)
+    _REMEMBERED_SIZES[server_pk] = partitions
+    limit, forgotten = settings.PARTDASH_REMEMBERED_PARTITIONS, []
+    while sum(_REMEMBERED_SIZES.values()) > limit and len(_REMEMBERED_SIZES) > 1:
+        oldest = next(iter(_REMEMBERED_SIZES))
+        del _REMEMBERED_SIZES[oldest]
+        forget(oldest)
+        forgotten.append(oldest)
+    return forgotten
+
+
+def forget(server_pk: int) -> None:
+    """Drop what this process holds of a server (its wide sources, its figures)."""
+    _MEMORY.pop(server_pk, None)
+    pollmemory.unheld(server_pk)
+
+
+def forget_figures(server_pk: int) -> None:
+    """The next store of the server reads its figures back from the database."""
+    if (memory := _MEMORY.get(server_pk)) is not None:
+        memory.figures = None
+
+
+# How the shared poll memory builds the remembered figures' rows again.
+_FIGURE_ROWS = pollmemory.FigureRows(
+    tuple(store.StoredRow._fields.index(name) for name in ("stats_updated_at", "changed_at")),
+    store.StoredRow,
+    store.Spec,
+)
+
+
+def restore_memory(server: Server, last_poll: str | None) -> PollMemory:
+    """The memory this poll continues: this process's, when it stored the server's last
+    poll `last_poll` itself; else the shared one (`pollmemory`), when Redis holds it; else
+    none (a cold poll: every row read)."""
+    memory = memory_of(server)
+    if (
+        last_poll is None
+        or memory.sources is None
+        or memory.sources.basis == last_poll
+        or not settings.PARTDASH_SHARE_POLL_MEMORY
+    ):
+        return memory
+    # What this process held of the server is stale: let it go before reading the
+    # shared memory rather than hold both at once (the parts still current are kept by
+    # `pollmemory`, which reuses them). Should there be none, the poll is cold.
+    address = memory.address
+    del _MEMORY[server.pk], memory
+    shared = pollmemory.load(server.pk, last_poll, address, _FIGURE_ROWS)
+    if shared is None:
+        return memory_of(server)
+    sources = SourceMemory()  # (a read beside still under way keeps the old one)
+    sources.sources, sources.basis = shared.sources, last_poll
+    sources.started, sources.tablestats = shared.started, shared.tablestats
+    sources.counted_at, sources.beside_failed_at = shared.counted_at, shared.beside_failed_at
+    sources.kept = shared.kept
+    memory = _MEMORY[server.pk] = PollMemory(address, sources)
+    if (figures := shared.figures) is not None and shared.snapshot_id is not None:
+        stored = store.StoredFigures(figures.figures, figures.specs, {}, changed_keys=set())
+        memory.figures = store.Remembered(shared.snapshot_id, stored, figures.moving)
+    memory.evaluated_under = shared.evaluated_under
+    return memory
+
+
+def share_memory(memory: PollMemory, server: Server, poll_id: str, result: StoreResult):
+    """Write what this stored poll leaves for the next, for any process to continue."""
+    sources = memory.sources
+    if sources is None or not settings.PARTDASH_SHARE_POLL_MEMORY:
+        pollmemory.unheld(server.pk)  # (what it holds misses this poll's changes)
+        return None
+    remembered, figures, stored = memory.figures, None, None
+    if remembered is not None and remembered.snapshot_id == result.snapshot.pk:
+        stored = remembered.stored
+        figures = pollmemory.Figures(
+            stored.figures, stored.specs, remembered.moving, stored.changed_keys
+        )
+    shared = pollmemory.Memory(
+        poll_id=poll_id,
+        snapshot_id=result.snapshot.pk,
+        address=memory.address,
+        sources=sources.sources,
+        started=sources.started,
+        counted_at=sources.counted_at,
+        beside_failed_at=sources.beside_failed_at,
+        tablestats=sources.tablestats,
+        kept=sources.kept,
+        figures=figures,
+        evaluated_under=memory.evaluated_under,
+    )
+    written = pollmemory.save(server.pk, shared, _FIGURE_ROWS)
+    if written is not None and stored is not None:
+        stored.changed_keys = set()  # (the next delta counts from here)
+    return written
+
+
+_stage = threading.local()
+
+
+def set_stage(doing: str) -> None:
+    """Say what the poll in this thread is doing now, for a time limit's message."""
+    _stage.doing = doing
+
+
+def current_stage() -> str:
+    """What the poll in this thread was doing ("connecting to HOST:PORT", ...)."""
+    return getattr(_stage, "doing", "starting")
+
+
+def poll_server(server: Server, poll_id: str | None = None) -> PollReport:
+    """Poll one server now. Never raises for a server-side problem: the report and the
+    server's status say what went wrong."""
+    with cyclic_gc_paused():
+        try:
+            report = _poll(server, poll_id)
+            if not report.ok:
+                pollmemory.unheld(server.pk)  # a failed poll may have changed what it held
+            return report
+        except SoftTimeLimitExceeded:
+            pollmemory.unheld(server.pk)
+            raise  # the task records it, naming the limit
+        except Exception as exc:  # a bug must not leave the last poll's status standing
+            pollmemory.unheld(server.pk)
+            message = failure_message(server, exc)
+            # The metadata store down or locked: recording the failure in it would wait
+            # for it again (SQLite's 20 s busy timeout a second time), to fail anyway.
+            if not isinstance(exc, OperationalError):
+                with suppress(DatabaseError):  # the store may have failed all the same
+                    record_failure(server, message)
+            return PollReport(server=server.name, ok=False, error=message)
+
+
+def failure_message(server: Server, exc: Exception) -> str:
+    """Why a poll failed unexpectedly: the metadata store down or locked (said as such,
+    without a traceback), or a bug (logged with its traceback)."""
+    if isinstance(exc, OperationalError):
+        message = store_unavailable(exc)
+        log.error("poll of %s failed: %s", server.name, message)
+        return message
+    log.exception("poll of %s failed unexpectedly", server.name)
+    return one_line(f"poll failed: {type(exc).__name__}: {exc}")
+
+
+def evaluate_alerts(evaluate, server: Server, *args) -> str | None:
+    """Run an alert evaluation stage in a savepoint of the poll's transaction. Should it
+    fail (a bug), the poll keeps what it stored and the alerts are evaluated again by the
+    next poll; the reason is logged and returned for the report."""
+    try:
+        with transaction.atomic():
+            evaluate(server, *args)
+    except Exception as exc:
+        log.exception("alert evaluation for %s failed", server.name)
+        return one_line(f"alert evaluation failed: {type(exc).__name__}: {exc}")
+    return None
+
+
+def _store_analyse_evaluate(
+    server: Server,
+    collection: Collection,
+    poll_id: str,
+    seconds: float,
+    memory: PollMemory | None = None,
+) -> tuple[StoreResult, str | None]:
+    """The stages after collecting, in one transaction. A retried task's poll was
+    stored already (no snapshot): nothing to analyse or evaluate. Returns the store's
+    result and why the alert evaluation failed, if it did.
+
+    A collection assembled on a `Speculation` (the tablespace list still being read) is
+    confirmed between the stages and before the commit: should the list have changed,
+    the transaction rolls back, the store's memory of the server is restored and
+    `Refuted` raised (the caller stores the collection assembled again)."""
+    failed = None
+    speculation = collection.speculation
+    confirm = speculation.confirm if speculation is not None else lambda wait=True: None
+    memory = memory if memory is not None else memory_of(server)
+    # A collection resting on the speculation is undone should it be refuted.
+    undo = UndoLog(speculation.confirm) if speculation is not None else None
+    store = PollStore(server, collection, poll_id, seconds, memory, undo)
+    try:
+        with transaction.atomic():
+            result = store.save()
+            if result.snapshot is not None:
+                confirm(wait=False)  # refuted already: no analysis to throw away
+                analyse_server(
+                    server, result.snapshot, result.changed_tables, result.stored_figures
+                )
+                confirm(wait=False)
+                failed = evaluate_alerts(evaluate_after_poll, server, result.snapshot, memory)
+            confirm()
+    except Refuted:
+        store.restore()
+        raise
+    return result, failed
+
+
+def _store(
+    server: Server, collection: Collection, poll_id: str, started: float, memory: PollMemory
+) -> tuple[StoreResult, str | None]:
+    """`_store_analyse_evaluate`, once more on the collection assembled again with the
+    tablespace list read should a speculation be refuted (the poll's sessions still
+    open: definitions may have to be read)."""
+    speculation = collection.speculation
+    try:
+        seconds = time.monotonic() - started
+        return _store_analyse_evaluate(server, collection, poll_id, seconds, memory)
+    except Refuted as refuted:
+        log.debug("poll of %s stored again: %s", server.name, refuted)
+        collection = speculation.redo()
+        seconds = time.monotonic() - started
+        return _store_analyse_evaluate(server, collection, poll_id, seconds, memory)
+
+
+def _poll(server: Server, poll_id: str | None) -> PollReport:
+    started = time.monotonic()
+    poll_id = poll_id or uuid.uuid4().hex
+    try:
+        set_stage("reading the previous poll")
+        previous = previous_poll(server)
+        set_stage("reading the shared poll memory")
+        memory = restore_memory(server, previous.poll_id)
+        set_stage(f"connecting to {server.host}:{server.port}")
+        target = target_for(server)
+        with open_session(target) as session:
+            set_stage("reading the statistics")
+            request = CollectRequest(
+                known=known_signatures(server),
+                stats_since=previous.stats_since,
+                hidden=frozenset(previous.hidden),
+                memory=memory.sources,
+                last_poll=previous.poll_id,
+                open_beside=(
+                    (lambda: open_session(target)) if settings.PARTDASH_SECOND_SESSION else None
+                ),
+                speculate=settings.PARTDASH_STORE_WHILE_READING,
+                status_before=previous.status,
+            )
+            collection = collect(session, request)
+            stored = None
+            if collection.speculation is not None:  # stored while the session is open
+                set_stage("storing and analysing the snapshot")
+                stored = _store(server, collection, poll_id, started, memory)
+    except (ConnectionFailure, SecretError) as failure:
+        message = str(failure)
+        log.warning("poll of %s failed: %s", server.name, message)
+        record_failure(server, message)
+        server.record_tls(
+            getattr(failure, "tls_offered", None), getattr(failure, "tls_fingerprint", "")
+        )
+        return PollReport(server=server.name, ok=False, error=message)
+    server.record_tls(session.tls_offered, session.tls_fingerprint)
+    set_stage("storing and analysing the snapshot")
+    if stored is None:
+        seconds = time.monotonic() - started
+        stored = _store_analyse_evaluate(server, collection, poll_id, seconds, memory)
+    result, evaluation_failed = stored
+    if result.snapshot is not None:
+        _record_success(server, collection, result.snapshot.taken_at)
+        if memory.sources is not None:
+            memory.sources.stored(poll_id)  # the next poll continues this one
+        bound_memory(server.pk, result.partitions_seen)
+        set_stage("sharing the poll memory")
+        try:
+            share_memory(memory, server, poll_id, result)
+        except Exception:  # the poll is stored: a bug here costs the next one its memory
+            log.exception("the poll memory of %s was not shared", server.name)
+            pollmemory.unheld(server.pk)
+    else:
+        pollmemory.unheld(server.pk)
+    report = PollReport(
+        server=server.name,
+        ok=True,
+        partitions_seen=result.partitions_seen,
+        changed=result.changed,
+        stored=result.stored,
+        definitions_read=len(collection.definitions),
+        seconds=time.monotonic() - started,
+        warnings=collection.lines + [evaluation_failed] * bool(evaluation_failed),
+    )
+    log.debug("%s", report.summary)
+    return report

@@ -1,0 +1,129 @@
+"""Celery tasks: thin, idempotent, and they carry a server id, never a password."""
+
+import logging
+from contextlib import nullcontext
+
+from billiard.exceptions import WorkerLostError
+from celery import shared_task
+from celery.exceptions import SoftTimeLimitExceeded
+from celery.signals import task_failure, worker_init
+from django.db import DatabaseError
+from django.utils import timezone
+
+from partdash.lib.commands import store_unavailable
+from partdash.polling import scheduling
+from partdash.polling.service import current_stage, poll_server, record_failure
+from partdash.servers.models import Server
+
+log = logging.getLogger(__name__)
+
+POLL_TASK = "partdash.collector.tasks.poll_server"
+WORKER_LOST = (
+    "the worker running this poll was lost (killed, SIGKILL or out of memory); "
+    "the next poll runs on schedule"
+)
+
+
+@shared_task(name="partdash.collector.tasks.dispatch_due_polls", ignore_result=True)
+def dispatch_due_polls() -> int:
+    """Beat's single entry: queue a poll for every server that is due. While the
+    metadata store is down or locked, one line a tick says so (no traceback)."""
+    try:
+        return scheduling.dispatch_due()
+    except DatabaseError as exc:
+        log.error("no polls dispatched: %s", store_unavailable(exc))
+        return 0
+
+
+def time_limit_message(soft: int) -> str:
+    """Which limit fired, and what the poll was doing when it did."""
+    return f"poll stopped at its soft time limit of {soft} s while {current_stage()}"
+
+
+# The worker's concurrency, learnt in its main process before the pool's children are
+# forked (they inherit it): half of it is the share of slots for failing servers.
+worker_slots: int | None = None
+
+
+@worker_init.connect
+def remember_concurrency(sender=None, **kwargs) -> None:
+    global worker_slots
+    worker_slots = getattr(sender, "concurrency", None)
+
+
+@shared_task(name=POLL_TASK, bind=True, ignore_result=True)
+def poll_server_task(self, server_id: int, forced: bool = False) -> str:
+    """Poll one server unless it is disabled, gone, or already being polled. A server
+    whose last poll failed is polled only in a free slot of those kept for failing
+    servers (not when asked for with Poll now, `forced`); otherwise this poll is left
+    out, and the next one is due at its backed-off time. A Poll now's poll, once ended,
+    lets the next Poll now queue another."""
+    if not forced:
+        return _poll_task(self, server_id, forced)
+    try:
+        return _poll_task(self, server_id, forced)
+    finally:
+        scheduling.close_poll_now_window(server_id, self.request.id)
+
+
+def _poll_task(self, server_id: int, forced: bool) -> str:
+    try:
+        server = Server.objects.filter(pk=server_id, enabled=True).first()
+    except DatabaseError as exc:
+        message = f"poll of server {server_id} skipped: {store_unavailable(exc)}"
+        log.error("%s", message)
+        return message
+    if server is None:
+        return "skipped: server disabled or deleted"
+    soft, hard = scheduling.time_limits(server.poll_interval)
+    slots = scheduling.failing_slots(worker_slots)
+    node = self.request.hostname or "local"
+    slot = (
+        scheduling.failing_server_slot(node, slots, timeout=hard + 5, token=self.request.id)
+        if server.consecutive_failures and not forced
+        else nullcontext(True)
+    )
+    with slot as has_slot:
+        if not has_slot:
+            log.info(
+                "poll of %s left out: the %d slots for failing servers are busy", server, slots
+            )
+            return f"left out: the {slots} slots for failing servers are busy"
+        with scheduling.poll_lock(server_id, timeout=hard + 5, token=self.request.id) as acquired:
+            if not acquired:
+                log.info("poll of %s skipped: another poll is running", server.name)
+                return "skipped: already polling"
+            return _poll(server, soft, self.request.id)
+
+
+def _poll(server: Server, soft: int, poll_id: str) -> str:
+    """Poll, then count the outcome towards the server's back-off."""
+    started = timezone.now()
+    try:
+        report = poll_server(server, poll_id=poll_id)
+    except SoftTimeLimitExceeded:
+        message = time_limit_message(soft)
+        record_failure(server, message)
+        log.error("%s: %s", server.name, message)
+        scheduling.record_outcome(server.pk, False, started)
+        return message
+    scheduling.record_outcome(server.pk, report.ok, started)
+    return report.summary
+
+
+@task_failure.connect
+def poll_worker_lost(sender=None, task_id=None, exception=None, args=None, **kwargs) -> None:
+    """A poll's worker child died (SIGKILL, out of memory): the worker's main process
+    releases the server's poll lock, which the dead child held, and records why."""
+    if getattr(sender, "name", None) != POLL_TASK or not isinstance(exception, WorkerLostError):
+        return
+    server_id = (args or [None])[0]
+    server = Server.objects.filter(pk=server_id).first()
+    if server is None or task_id is None:
+        return
+    released = scheduling.release_lost_lock(server_id, task_id)
+    scheduling.release_failing_slot(task_id)
+    scheduling.close_poll_now_window(server_id, task_id)  # if a Poll now queued it
+    log.error("%s: %s (lock released: %s)", server.name, WORKER_LOST, released)
+    record_failure(server, WORKER_LOST)
+    scheduling.record_outcome(server.pk, False, timezone.now())
