@@ -459,7 +459,7 @@ class PollStore:
         dropped = [t.pk for k, t in self.tables.items() if k not in seen and not t.dropped_at]
         self.reshaped = self.reshaped or bool(dropped)
         PartitionedTable.objects.filter(pk__in=dropped).update(dropped_at=self.now)
-        Partition.objects.filter(table_id__in=dropped, dropped_at=None).update(dropped_at=self.now)
+        Partition.objects.live().filter(table_id__in=dropped).update(dropped_at=self.now)
 
     # -- figures -----------------------------------------------------------------------
 
