@@ -5,10 +5,11 @@ import hashlib
 import logging
 import random
 from collections import defaultdict
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import datetime
+from typing import cast
 
 from django.conf import settings
 
@@ -250,6 +251,8 @@ def _merge_files(collection: Collection, rows: list[tablespaces.PartitionFile]) 
 def _merge_io(collection: Collection, rows: list[file_io.PartitionIO], only=None) -> None:
     """Every partition's file I/O from `rows`; or, given `only` (path keys), only those
     partitions', the others keeping what they hold (reused partitions, see `Kept`)."""
+    targets: Iterable[PartitionFigures]
+    figures: PartitionFigures | None
     if only is None:
         targets = collection.partitions.values()
     else:
@@ -319,7 +322,8 @@ class _Beside:
 
     def __init__(self, open_beside, memory: SourceMemory, read):
         self.memory, self.read, self.opened = memory, read, False
-        self.outcome = None  # `rows`' result, once had: (rows, None) or (None, failure)
+        # `rows`' result, once had: (rows, None) or (None, failure)
+        self.outcome: tuple[list | None, Exception | None] | None = None
 
         def run():
             with open_beside() as session:
@@ -336,12 +340,12 @@ class _Beside:
         if self.outcome is None:
             try:
                 self.outcome = (self._rows(session), None)
-            except Exception as failure:
-                self.outcome = (None, failure)
+            except Exception as error:
+                self.outcome = (None, error)
         rows, failure = self.outcome
         if failure is not None:
             raise failure
-        return rows
+        return cast(list, rows)  # (None only beside a failure)
 
     def done(self) -> bool:
         """Whether the read has ended (its rows can be had without waiting for the
@@ -408,6 +412,7 @@ def signature(partitions: list[PartitionFigures]) -> str:
 
 def _listed_again(session: Session, collection: Collection) -> set[TableKey] | None:
     """The tables a cheap source lists now (None: it cannot be read again)."""
+    rows: list[tablespaces.PartitionFile] | list[innodb_stats.PartitionStats]
     try:
         if collection.sources.get(TABLESPACES.key):
             rows = tablespaces.read(session, collection.dialect)
@@ -530,7 +535,7 @@ def _read_statistics(session: Session, collection: Collection, since: int | None
     """All statistics rows, or only those refreshed since `since` when the tablespace list
     (read first) already names every partition; unchanged ones keep their stored figures."""
     incremental = since is not None and collection.sources.get("tablespaces", False)
-    after = since - STATS_MARGIN_SECONDS if incremental else None
+    after = cast(int, since) - STATS_MARGIN_SECONDS if incremental else None
     rows = _read(
         collection,
         "innodb_table_stats",
@@ -600,7 +605,11 @@ def collect(session: Session, request: CollectRequest) -> Collection:
         request.open_beside,
         request.status_before,
     )
-    basis, kept = memory.begin(last_poll) if memory is not None else (None, None)
+    # (The memory holds a `Kept` as an object: mysql/ is the layer below.)
+    basis, kept = cast(
+        "tuple[str | None, Kept | None]",
+        memory.begin(last_poll) if memory is not None else (None, None),
+    )
     facts = server_facts.read(session)
     if memory is not None and memory.restarted(facts):
         kept = None
@@ -637,6 +646,7 @@ def collect(session: Session, request: CollectRequest) -> Collection:
     if request.speculate and beside is not None and remembered is not None and not altered:
         collection = reads.assemble(lambda: remembered, assumed_unchanged=True)
         redo = lambda: reads.assemble(read_files)  # noqa: E731
+        assert memory is not None  # a read beside is made through the memory
         collection.speculation = Speculation(beside, session, memory, redo)
         return collection
     return reads.assemble(read_files)
@@ -687,6 +697,7 @@ class _Reads:
             mode, last, row_writes, continues=self.basis is not None, refreshed=refreshed
         )
         if plan == tablestats.KEPT:
+            assert last is not None  # kept: the last read's counters
             return plan, tablestats.Changes(last.counters, set())
         if plan == tablestats.READ and mode == "auto":
             cache = self.facts.number("table_definition_cache")
@@ -697,7 +708,11 @@ class _Reads:
         if plan != tablestats.READ:
             if memory is not None:  # a later read compares every partition
                 uncached = plan == tablestats.UNCACHED and row_writes is not None
-                memory.tablestats = tablestats.LastRead(row_writes, {}, False) if uncached else None
+                memory.tablestats = (
+                    tablestats.LastRead(cast("tuple[str, ...]", row_writes), {}, False)
+                    if uncached
+                    else None
+                )
             return plan, None
         rows = tablestats.read(self.session, self.dialect)
         changes = tablestats.changes(rows, last if self.basis is not None else None)
@@ -759,6 +774,7 @@ class _Reads:
         _read_definitions(session, collection, self.known, hidden_before, self.status_before)
         self._read_other_engines(collection)
         if self.basis is not None:
+            assert memory is not None  # the basis is the memory's
             collection.basis = self.basis
             collection.dirty = _dirty(collection, memory, files_touched())
         collection.finish()
@@ -883,7 +899,7 @@ def _dirty(
     ):
         return None
     dirty = {row.name.key for row in files_touched}
-    for row in touched.get(FILE_IO.key, ()):
+    for row in cast("list | tuple[()]", touched.get(FILE_IO.key, ())):  # (not None: above)
         figures = collection.by_path.get(row.path_key)
         if figures is not None:
             dirty.add(figures.key)

@@ -1,5 +1,7 @@
 """Model fields for what a monitored server sends."""
 
+from typing import TYPE_CHECKING, Any
+
 from django.db import models
 
 
@@ -10,6 +12,11 @@ class ClippedCharField(models.CharField):
     than its column, which failed the whole poll. For text shown, never matched on.
 
     It deconstructs as a plain CharField: the column is the same, so no migration."""
+
+    if TYPE_CHECKING:  # what mypy, without the Django plugin, cannot tell: a model's
+        # attribute holds the string (Django's fields are untyped, this one is not)
+
+        def __set__(self, instance: Any, value: str) -> None: ...
 
     def get_prep_value(self, value):
         value = super().get_prep_value(value)

@@ -7,6 +7,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, fields
 from datetime import datetime
 from operator import attrgetter, itemgetter
+from typing import TYPE_CHECKING, Any
 
 from django.conf import settings
 from django.db import connection, transaction
@@ -42,7 +43,17 @@ _N = len(FIGURES)
 _N_SAMPLED = len(SAMPLED)
 
 
-class StoredRow(namedtuple("StoredRow", ("partition_id", *STORED))):
+# The row types' fields are built from the model's at import, which mypy cannot read:
+# to it their bases are Any (fields and constructors unchecked; their methods typed).
+if TYPE_CHECKING:
+    _StoredRowBase = Any
+    _UpdateBase = Any
+else:
+    _StoredRowBase = namedtuple("StoredRow", ("partition_id", *STORED))
+    _UpdateBase = namedtuple("Update", (*STORED, "partition_id"))
+
+
+class StoredRow(_StoredRowBase):
     """A partition's figures as stored (its `Partition` columns STORED) with its id: what
     a poll remembers of each partition for the next."""
 
@@ -56,7 +67,7 @@ class StoredRow(namedtuple("StoredRow", ("partition_id", *STORED))):
         return self[_N + 1 : _N + 1 + _N_RATES]
 
 
-class Update(namedtuple("Update", (*STORED, "partition_id"))):
+class Update(_UpdateBase):
     """One partition's new figures, in the order of `_write_updates`' UPDATE."""
 
     __slots__ = ()
@@ -147,8 +158,9 @@ class Remembered:
     snapshot_id: int
     stored: "StoredFigures"
     # Partitions whose stored rates are not zero: a poll that sees them unchanged sets
-    # their rates to zero, so it visits them whatever the collection says.
-    moving: set
+    # their rates to zero, so it visits them whatever the collection says. None: unknown
+    # (no rate was known: the next poll compares every partition).
+    moving: set | None
 
 
 @dataclass
@@ -264,7 +276,13 @@ def _insert_samples(samples: list[tuple]) -> int:
 _SPEC_COLUMNS = ("name", "subpartition", "ordinal", "subpartition_ordinal", "description")
 
 
-class Spec(namedtuple("Spec", ("key", *_SPEC_COLUMNS))):
+if TYPE_CHECKING:  # (as StoredRow's)
+    _SpecBase = Any
+else:
+    _SpecBase = namedtuple("Spec", ("key", *_SPEC_COLUMNS))
+
+
+class Spec(_SpecBase):
     """A live partition's definition, under its figures' key (table id, partition key)."""
 
     __slots__ = ()
@@ -303,7 +321,7 @@ class StoredFigures:
     # Each table's partitions as last handed to the analysis, with the rows they were
     # built from: a poll replaces the rows it updates, and only those are built again
     # (a changed table has a few changed partitions among many).
-    built: dict[int, tuple[list[tuple], list[tuple]]]
+    built: dict[int, tuple[list[StoredRow], list[tuple[PartitionState, str | None]]]]
     # Each table's partitions' window sums as last analysed (`analysis._windows`).
     windows: dict[int, dict] = field(default_factory=dict)
     # The keys of `figures` replaced in place since the shared poll memory last wrote
@@ -474,7 +492,8 @@ class PollStore:
             f"JOIN {quote(PartitionedTable._meta.db_table)} t ON t.id = p.table_id "
             "WHERE t.server_id = %s AND p.dropped_at IS NULL"
         )
-        previous, specs = {}, {}
+        previous: dict[tuple[int, str], StoredRow] = {}
+        specs: Specs = {}
         names: dict[str, str] = {}  # one string per distinct name (p0 ... in every table)
         first = 3 + len(_SPEC_COLUMNS)
         with connection.cursor() as cursor:
@@ -517,12 +536,14 @@ class PollStore:
         if self.undo is not None:
             self.undo.before_replacing(previous, keys)
         self._write_updates(updates)
+        assert self.stored_figures is not None  # set by `_store_figures`, which calls this
         if (changed := self.stored_figures.changed_keys) is not None:
             changed.update(keys)
         for key, update in zip(keys, updates, strict=True):
             previous[key] = update.stored()
         count = len(updates)
-        keys.clear(), updates.clear()
+        keys.clear()
+        updates.clear()
         return count
 
     def restore(self) -> None:
@@ -563,7 +584,7 @@ class PollStore:
             (self.now - self.previous_poll_at).total_seconds() if self.previous_poll_at else None
         )
         samples: list[tuple] = []
-        updates: list[tuple] = []
+        updates: list[Update] = []
         updated_keys: list[tuple[int, str]] = []
         moving = set()
         stored = changed = 0
@@ -639,7 +660,7 @@ class PollStore:
         quote = connection.ops.quote_name
         assignments = ", ".join(f"{quote(c)} = %s" for c in STORED)
         sql = f"UPDATE {quote(Partition._meta.db_table)} SET {assignments} WHERE id = %s"
-        rows = []
+        rows: list[list] = []
         for update in updates:
             row = list(update)
             for at in _UPDATE_TIMES:

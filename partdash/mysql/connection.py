@@ -16,11 +16,12 @@ import socket
 import ssl
 import struct
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import lru_cache
 from stat import S_ISREG
+from typing import TYPE_CHECKING, cast
 
 import pymysql
 from django.conf import settings
@@ -28,6 +29,9 @@ from pymysql.constants import CLIENT
 
 from partdash.lib.addresses import AddressPolicy, parse_networks
 from partdash.mysql.choices import Flavor, TlsMode
+
+if TYPE_CHECKING:
+    from typing_extensions import Buffer  # (collections.abc's from Python 3.12)
 
 logger = logging.getLogger(__name__)
 
@@ -78,7 +82,7 @@ class Target:
     port: int
     user: str
     password: str = ""
-    tls_mode: str = TlsMode.PREFERRED
+    tls_mode: str = cast(str, TlsMode.PREFERRED)  # (a str: mypy sees the choice's tuple)
     ssl_ca: str = ""
     # The certificate an operator approved (`fingerprint_of`): over TLS that a CA did not
     # verify, the password itself goes only to a server presenting this one.
@@ -165,12 +169,14 @@ class _GuardedPassword(bytes):
     path PyMySQL took to get there. tests/servers/test_certificate_approval.py drives each
     path against a fake server and fails should a PyMySQL version build it otherwise."""
 
-    def __new__(cls, password: bytes, before_sending) -> "_GuardedPassword":
+    before_sending: Callable[[], None]
+
+    def __new__(cls, password: bytes, before_sending: Callable[[], None]) -> "_GuardedPassword":
         guarded = super().__new__(cls, password)
         guarded.before_sending = before_sending
         return guarded
 
-    def __add__(self, other: bytes) -> bytes:
+    def __add__(self, other: "Buffer") -> bytes:
         if self:
             self.before_sending()
         return bytes(self) + other
@@ -253,8 +259,12 @@ class CappedResult(pymysql.connections.MySQLResult):
     than an unbuffered cursor's `fetchmany`: 15-30% slower over 64,000 tablespace rows,
     measured, for the same bound.)"""
 
+    connection: "GuardedConnection | None"  # PyMySQL's; None once the result is read
+
     def _read_rowdata_packet(self) -> None:
-        connection, cap, rows = self.connection, self.connection.max_rows, []
+        connection = cast(GuardedConnection, self.connection)  # (set while reading)
+        cap = connection.max_rows
+        rows: list[tuple] = []
         while True:
             packet = connection._read_packet()
             if self._check_packet_is_eof(packet):
@@ -293,6 +303,11 @@ class GuardedConnection(pymysql.connections.Connection):
     - a greeting, handshake or result its parser cannot read is a `NotMySQL`, one line,
       not whichever exception PyMySQL met (random bytes, another protocol's banner).
     """
+
+    # PyMySQL's (untyped), as this class sets them.
+    password: bytes
+    _read_timeout: float | None
+    _write_timeout: float | None
 
     def __init__(
         self,
@@ -399,6 +414,7 @@ class GuardedConnection(pymysql.connections.Connection):
         """PyMySQL's, refusing to read past the result's byte cap or the deadline."""
         if self.expired:
             self._force_close()
+            assert self.deadline is not None  # expired: the deadline's watchdog ran
             raise DeadlinePassed(self.deadline)
         if num_bytes > self._bytes_left:  # the greeting and authentication count too
             self.stop_reading(TooManyBytes(self.max_bytes))
@@ -407,6 +423,7 @@ class GuardedConnection(pymysql.connections.Connection):
             return super()._read_bytes(num_bytes)
         except pymysql.err.OperationalError:
             if self.expired:
+                assert self.deadline is not None  # (as above)
                 raise DeadlinePassed(self.deadline) from None
             raise
 
@@ -416,6 +433,7 @@ class GuardedConnection(pymysql.connections.Connection):
         failure: OSError | None = None
         for family, sockaddr in self._admitted:
             if self.expired:
+                assert self.deadline is not None  # (as above)
                 raise DeadlinePassed(self.deadline)
             sock = socket.socket(family, socket.SOCK_STREAM)
             sock.settimeout(self.connect_timeout)
@@ -628,7 +646,7 @@ def tls_context(target: Target) -> ssl.SSLContext | None:
         raise ConnectionFailure("tls", f"{where}: {_ca_load_reason(exc)}") from None
 
 
-def _ca_file_failure(where: str, path: str, reason: str) -> ConnectionFailure:
+def _ca_file_failure(where: str, path: str, reason: str | None) -> ConnectionFailure:
     """The poll's one line for a CA file that cannot serve, the same whatever `reason`
     (see CA_FILE_UNUSABLE), which is logged."""
     logger.warning("CA file %s unusable: %s", path, reason)
@@ -757,7 +775,7 @@ def _session_settings(flavor: str) -> list[str]:
 
 
 def flavor_of(version: str) -> str:
-    return Flavor.MARIADB if "mariadb" in version.lower() else Flavor.MYSQL
+    return cast(str, Flavor.MARIADB if "mariadb" in version.lower() else Flavor.MYSQL)
 
 
 def _past_deadline(conn: GuardedConnection, target: Target) -> ConnectionFailure:

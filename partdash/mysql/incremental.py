@@ -37,6 +37,7 @@ import time
 from collections.abc import Callable
 from concurrent.futures import Future, wait
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, cast
 
 import pymysql
 from django.conf import settings
@@ -51,6 +52,9 @@ from partdash.mysql.sources import (
     tablespaces,
     unavailable,
 )
+
+if TYPE_CHECKING:
+    from partdash.mysql.sources.tablestats import LastRead
 
 log = logging.getLogger(__name__)
 
@@ -114,7 +118,7 @@ class SourceMemory:
     looked: tuple | None = None
     # The last read of the tablestats counters (`tablestats.LastRead`): kept while no
     # row changed since.
-    tablestats: object | None = None
+    tablestats: "LastRead | None" = None
     # A read of this memory under way in another thread (`collect`'s read beside), which
     # may outlive a failed poll: the next one waits for it.
     in_flight: Future | None = None
@@ -276,6 +280,9 @@ class SourceMemory:
         if before is None and shape.sized:  # a first read: size the buckets by a count
             count = session.rows(f"SELECT COUNT(*) FROM {table} WHERE ({condition})")[0][0]
             modulus = shape.modulus_for(count)
+        # `before` as read below: only where `fresh`, or `quiet` (the digest equal to a
+        # fresh one's), says there is one, which mypy cannot follow.
+        known = cast(Buckets, before)
 
         def aggregates_by(modulus: int) -> tuple[str | None, dict[int, tuple[int, int]] | None]:
             checksum = (
@@ -285,7 +292,7 @@ class SourceMemory:
                 f"SELECT {shape.bucket(modulus)} AS b, COUNT(*) AS n, {checksum} AS x "
                 f"FROM {table} WHERE ({condition}) GROUP BY b"
             )
-            return _aggregates(session, inner, before.digest if fresh else None)
+            return _aggregates(session, inner, known.digest if fresh else None)
 
         witness = self._witness(session, shape)  # (before the aggregates it vouches for)
         if shape.witness is not None:  # (used: the next poll looks again; the other
@@ -293,18 +300,19 @@ class SourceMemory:
         digest, aggregates = aggregates_by(modulus)
         quiet = aggregates is None  # the same string as the previous poll's: nothing changed
         if shape.witness is not None:
-            self.files_still = quiet and witness is not None and witness == before.witness
-        if quiet:
-            aggregates = before.aggregates
+            self.files_still = quiet and witness is not None and witness == known.witness
+        if aggregates is None:  # quiet
+            aggregates = known.aggregates
         else:
             wanted = shape.modulus_for(sum(count for count, _ in aggregates.values()))
             if wanted != modulus:  # the first read, or the partition count moved on
                 modulus, fresh = wanted, False
                 digest, aggregates = aggregates_by(modulus)
+                assert aggregates is not None  # not fresh: no digest to be the same as
         changed = [
             bucket
             for bucket, aggregate in ({} if quiet else aggregates).items()
-            if not fresh or before.aggregates.get(bucket) != aggregate
+            if not fresh or known.aggregates.get(bucket) != aggregate
         ]
         every = not fresh or len(changed) > MOST * len(aggregates)
         key = shape.bucket(modulus)
@@ -327,14 +335,14 @@ class SourceMemory:
             rows, read_all_at = parsed, time.monotonic()
             self.touched[shape.key] = None
         elif quiet:
-            rows, read_all_at = before.rows, before.read_all_at
+            rows, read_all_at = known.rows, known.read_all_at
             self.touched[shape.key] = []
         else:
-            rows = {b: parsed[b] if b in parsed else before.rows.get(b, []) for b in aggregates}
-            read_all_at = before.read_all_at
-            gone = [b for b in before.aggregates if b not in aggregates]
+            rows = {b: parsed[b] if b in parsed else known.rows.get(b, []) for b in aggregates}
+            read_all_at = known.read_all_at
+            gone = [b for b in known.aggregates if b not in aggregates]
             same = shape.same(columns)
-            self.touched[shape.key] = _differing(before.rows, parsed, (*changed, *gone), same)
+            self.touched[shape.key] = _differing(known.rows, parsed, (*changed, *gone), same)
         self.sources[shape.key] = Buckets(modulus, aggregates, rows, read_all_at, digest, witness)
         self.fetched[shape.key] = count
         self.changed[shape.key] = len(changed)
@@ -346,7 +354,7 @@ def _differing(before: dict[int, list], after: dict[int, list], buckets, same=No
     and the changed ones, before and after. A bucket is read again for the sake of its
     changed rows; the others in it hash as they did and name no partition that moved.
     `same`: what a row is as the aggregate hashes it (None: the whole row)."""
-    rows = []
+    rows: list = []
     for bucket in buckets:
         old, new = before.get(bucket, ()), after.get(bucket, ())
         if not (old and new):

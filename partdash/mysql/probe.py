@@ -7,6 +7,7 @@ for a missing privilege, a my.cnf or SET GLOBAL line for a setting.
 """
 
 from dataclasses import dataclass, field
+from typing import cast
 
 import pymysql
 from django.conf import settings as django_settings
@@ -60,7 +61,7 @@ class ProbeResult:
     reachable: bool
     error_kind: str = ""
     error: str = ""
-    flavor: str = Flavor.UNKNOWN
+    flavor: str = cast(str, Flavor.UNKNOWN)  # (a str: mypy sees the choice's tuple)
     version: str = ""
     account: str = ""
     settings: dict[str, bool] = field(default_factory=dict)

@@ -33,7 +33,7 @@ child that never polled the server.
 import logging
 import time
 import zlib
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from decimal import Decimal
@@ -41,6 +41,7 @@ from functools import partial
 from itertools import compress, groupby
 from operator import attrgetter, is_, itemgetter
 from sys import intern
+from typing import Any, cast
 
 import msgpack
 import redis
@@ -192,7 +193,8 @@ def _decode_buckets(document: list, rows: list) -> Buckets:
     if at != len(rows):
         raise ValueError("bucket counts do not add up")
     witness = tuple(witness) if witness is not None else None
-    return Buckets(modulus, aggregates, by_bucket, _monotonic(read_all_at), digest, witness)
+    read_all_at = cast(float, _monotonic(read_all_at))  # (written from a float)
+    return Buckets(modulus, aggregates, by_bucket, read_all_at, digest, witness)
 
 
 def _tablespace_columns(rows: list) -> list:
@@ -247,6 +249,7 @@ def buckets_delta(held: Buckets, now: Buckets, columns_of) -> list | None:
         or (held.digest is None) != (now.digest is None)
     ):
         return None
+    new: list
     before, changed, places, new = held.rows, [], [], []
     for bucket, rows in now.rows.items():
         if (old := before.get(bucket)) is rows:
@@ -267,8 +270,10 @@ def _aggregates_delta(held: Buckets, now: Buckets) -> list:
     """[whole, items]: the aggregates as the server sent them (the digest, which the next
     poll compares as a string) or as (bucket, rows, XOR); only the items that changed,
     by position (digest) or bucket, unless `whole`."""
+    changed: list[Any]  # [position, item] or (bucket, aggregate)
     if now.digest is not None:
-        old, new = held.digest.split(","), now.digest.split(",")
+        # (Both have a digest or neither: `buckets_delta`.)
+        old, new = cast(str, held.digest).split(","), now.digest.split(",")
         changed = [
             [at, item] for at, (was, item) in enumerate(zip(old, new, strict=False)) if was != item
         ]
@@ -352,6 +357,7 @@ def encode_kept(kept: Kept) -> list:
     indexed = list(map(is_, map(kept.by_path.get, paths), partitions))
     if sum(indexed) != len(kept.by_path):
         raise ValueError("a file key the partitions' keys do not give")
+    signatures: list[Sequence[Any]]
     signatures = list(zip(*[(*key, value) for key, value in kept.signatures.items()], strict=True))
     signatures = [list(column) for column in signatures] or [[], [], []]
     return [
@@ -439,9 +445,9 @@ class FigureRows:
 def encode_figures(figures: Figures, rows: FigureRows) -> list:
     times = rows.times
     keys = list(figures.figures)
-    rows = list(figures.figures.values())
-    width = len(rows[0]) if rows else 0
-    columns = [list(map(itemgetter(at), rows)) for at in range(width)]  # one at a time
+    values = list(figures.figures.values())
+    width = len(values[0]) if values else 0
+    columns = [list(map(itemgetter(at), values)) for at in range(width)]  # one at a time
     for at in times:
         if columns:
             columns[at] = _times(columns[at])
@@ -572,10 +578,11 @@ class Kind:
     changes it a little, as a delta on the held piece (`delta`: None when it changed too
     much or not in place; `apply`)."""
 
-    encode: Callable[[object], list]
-    decode: Callable[[list], object]
-    delta: Callable[[object, object], list | None] | None = None
-    apply: Callable[[object, list], object] | None = None
+    # (Any: each kind has its own piece, a `Buckets`, `LastRead`, `Kept` or `Figures`.)
+    encode: Callable[[Any], list]
+    decode: Callable[[list], Any]
+    delta: Callable[[Any, Any], list | None] | None = None
+    apply: Callable[[Any, list], Any] | None = None
 
 
 def _kinds(rows: FigureRows) -> dict[str, Kind]:
@@ -730,24 +737,29 @@ def save(server_pk: int, memory: Memory, rows: FigureRows) -> Written | None:
 
 
 def _unchanged(name: str, held: object, now: object) -> bool:
+    # (The casts: the pieces are of the part's type, `_pieces`.)
     if name in (TABLESPACES_PART, FILE_IO_PART):
-        return _same_buckets(held, now)
+        return _same_buckets(cast(Buckets, held), cast(Buckets, now))
     if name == KEPT_PART:  # the same partitions, and none changed in place since
-        return held.partitions is now.partitions and now.dirty == set()
+        held_kept, now_kept = cast(Kept, held), cast(Kept, now)
+        return held_kept.partitions is now_kept.partitions and now_kept.dirty == set()
     if name == FIGURES_PART:  # the same figures, none replaced since they were written
+        held_figures, now_figures = cast(Figures, held), cast(Figures, now)
         return (
-            now.changed == set()
-            and held.figures is now.figures
-            and held.specs is now.specs
-            and held.moving == now.moving
+            now_figures.changed == set()
+            and held_figures.figures is now_figures.figures
+            and held_figures.specs is now_figures.specs
+            and held_figures.moving == now_figures.moving
         )
     return held is now
 
 
-def _reading(held: dict[str, Part], parts: dict[str, list]) -> dict[str, tuple]:
+def _reading(
+    held: dict[str, Part], parts: dict[str, list]
+) -> dict[str, tuple[Part | None, tuple[str, ...]]]:
     """Per part: the held piece to continue from (None: start from the whole part) and
     the ids still to read on top of it."""
-    plan = {}
+    plan: dict[str, tuple[Part | None, tuple[str, ...]]] = {}
     for name, ids in parts.items():
         chain, have = tuple(ids), held.get(name)
         if have is not None and chain[: len(have.chain)] == have.chain:
@@ -785,14 +797,20 @@ def load(server_pk: int, poll_id: str, address: tuple[str, int], rows: FigureRow
         return None  # a part expired or was evicted: the whole memory is cold
     # What is read whole again is not held beside what replaces it.
     _HELD[server_pk] = {name: have for name, (have, _) in plan.items() if have is not None}
-    kinds, found, pieces = _kinds(rows), iter(found), {}
+    pieces: dict[str, Any]
+    # (Bytes, none None: checked above; the client does not decode responses.)
+    kinds, remaining, pieces = _kinds(rows), iter(cast("list[bytes]", found)), {}
     try:
         for name, (have, ids) in plan.items():
             piece = None if have is None else have.piece
             for _ in ids:
-                document = _unpack(next(found))
+                document = _unpack(next(remaining))
                 kind = kinds[name]
-                piece = kind.decode(document) if piece is None else kind.apply(piece, document)
+                if piece is None:
+                    piece = kind.decode(document)
+                else:  # (a delta: only a kind with deltas is written with one)
+                    assert kind.apply is not None
+                    piece = kind.apply(piece, document)
             pieces[name] = piece
     except Exception as exc:  # noqa: BLE001 (a part written by another version, damaged)
         log.warning("the poll memory of server %s could not be decoded: %s", server_pk, exc)
@@ -811,7 +829,7 @@ def load(server_pk: int, poll_id: str, address: tuple[str, int], rows: FigureRow
     return Memory(
         poll_id=poll_id,
         snapshot_id=header.get("snapshot"),
-        address=tuple(address),
+        address=cast("tuple[str, int]", tuple(address)),
         sources=sources,
         started=header.get("started"),
         counted_at=_monotonic(header.get("counted_at")),

@@ -15,6 +15,7 @@ import time
 import uuid
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
+from typing import cast
 
 from celery.exceptions import SoftTimeLimitExceeded
 from django.conf import settings
@@ -26,6 +27,7 @@ from partdash.alerts.service import evaluate_after_failure, evaluate_after_poll
 from partdash.collector.collect import (
     Collection,
     CollectRequest,
+    Kept,
     Refuted,
     collect,
     table_key,
@@ -297,22 +299,24 @@ def share_memory(memory: PollMemory, server: Server, poll_id: str, result: Store
     if sources is None or not settings.PARTDASH_SHARE_POLL_MEMORY:
         pollmemory.unheld(server.pk)  # (what it holds misses this poll's changes)
         return None
+    snapshot = result.snapshot
+    assert snapshot is not None  # shared only once stored
     remembered, figures, stored = memory.figures, None, None
-    if remembered is not None and remembered.snapshot_id == result.snapshot.pk:
+    if remembered is not None and remembered.snapshot_id == snapshot.pk:
         stored = remembered.stored
         figures = pollmemory.Figures(
             stored.figures, stored.specs, remembered.moving, stored.changed_keys
         )
     shared = pollmemory.Memory(
         poll_id=poll_id,
-        snapshot_id=result.snapshot.pk,
+        snapshot_id=snapshot.pk,
         address=memory.address,
         sources=sources.sources,
         started=sources.started,
         counted_at=sources.counted_at,
         beside_failed_at=sources.beside_failed_at,
         tablestats=sources.tablestats,
-        kept=sources.kept,
+        kept=cast("Kept | None", sources.kept),  # (an object to the mysql/ layer below)
         figures=figures,
         evaluated_under=memory.evaluated_under,
     )
@@ -433,6 +437,7 @@ def _store(
         return _store_analyse_evaluate(server, collection, poll_id, seconds, memory)
     except Refuted as refuted:
         log.debug("poll of %s stored again: %s", server.name, refuted)
+        assert speculation is not None  # refuted: there was one
         collection = speculation.redo()
         seconds = time.monotonic() - started
         return _store_analyse_evaluate(server, collection, poll_id, seconds, memory)
@@ -502,7 +507,7 @@ def _poll(server: Server, poll_id: str | None) -> PollReport:
         stored=result.stored,
         definitions_read=len(collection.definitions),
         seconds=time.monotonic() - started,
-        warnings=collection.lines + [evaluation_failed] * bool(evaluation_failed),
+        warnings=collection.lines + [cast(str, evaluation_failed)] * bool(evaluation_failed),
     )
     log.debug("%s", report.summary)
     return report
