@@ -304,7 +304,9 @@ def redis_memory(url: str) -> dict:
         name = key.decode()
         if name.count(":") == 2:  # a header: its parts' sizes
             header = msgpack.unpackb(client.get(key))
-            parts = [f"{name}:{part}" for part in header["parts"].values()]
+            # (each piece: its whole part and the deltas on top, `pollmemory.Part`)
+            chains = header["parts"].values()
+            parts = [f"{name}:{part}" for chain in chains for part in chain]
             sizes[name] = len(client.get(key)) + sum(client.strlen(p) for p in parts)
     return sizes
 

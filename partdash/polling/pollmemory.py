@@ -33,7 +33,7 @@ child that never polled the server.
 import logging
 import time
 import zlib
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from decimal import Decimal
@@ -154,6 +154,13 @@ def _times(values) -> list:
     return list(map(converted.__getitem__, values))
 
 
+def _named(cls: type, *columns) -> Iterator:
+    """Rows of the tuple type `cls` (a NamedTuple) from their columns, built in C:
+    `map(cls, *columns)` runs the class's `__new__`, Python code, once per row (a third
+    of decoding 32,000 partitions, measured)."""
+    return map(partial(tuple.__new__, cls), zip(*columns, strict=True))
+
+
 def _untimes(values: list) -> list:
     converted = {value: _datetime(value) for value in dict.fromkeys(values)}
     return list(map(converted.__getitem__, values))
@@ -204,8 +211,8 @@ def _tablespace_columns(rows: list) -> list:
 
 
 def _tablespace_rows(columns: list) -> list:
-    names = map(PartitionName, *map(_uncoded, columns[:4]))
-    return list(map(PartitionFile, names, *columns[4:8], _uncoded(columns[8])))
+    names = _named(PartitionName, *map(_uncoded, columns[:4]))
+    return list(_named(PartitionFile, names, *columns[4:8], _uncoded(columns[8])))
 
 
 def _file_io_columns(rows: list) -> list:
@@ -214,7 +221,7 @@ def _file_io_columns(rows: list) -> list:
 
 def _file_io_rows(columns: list) -> list:
     paths, *figures = columns
-    return list(map(PartitionIO, map(intern, paths), *figures))  # (shared: `decode_kept`)
+    return list(_named(PartitionIO, map(intern, paths), *figures))  # (shared: `decode_kept`)
 
 
 def encode_tablespaces(buckets: Buckets) -> list:
@@ -342,8 +349,8 @@ def _kept_rows(document: list) -> tuple[list, list, list, list]:
     """`_kept_columns` read back: names, keys, and the figures' columns."""
     name_columns, values = document
     schemas, tables, partitions, subs, folded, folded_subs = map(_uncoded, name_columns)
-    names = list(map(PartitionName, schemas, tables, partitions, subs))
-    keys = list(map(PartitionKey, schemas, tables, folded, folded_subs))
+    names = list(_named(PartitionName, schemas, tables, partitions, subs))
+    keys = list(_named(PartitionKey, schemas, tables, folded, folded_subs))
     values[_STATS_AT] = _untimes(values[_STATS_AT])
     return names, keys, [schemas, tables, folded, folded_subs], values
 
@@ -438,7 +445,7 @@ class FigureRows:
     and `Spec`; plain tuples by default)."""
 
     times: tuple[int, ...] = ()
-    row: Callable[..., tuple] = _values
+    row: type[tuple] = tuple
     spec: Callable[..., tuple] = _values
 
 
@@ -474,7 +481,7 @@ def decode_figures(document: list, rows: FigureRows) -> Figures:
     for at in rows.times:
         if columns:
             columns[at] = _untimes(columns[at])
-    values = map(rows.row, *columns) if columns else ()
+    values = _named(rows.row, *columns) if columns else ()
     figures = dict(zip(zip(table_ids, slots, strict=False), values, strict=False))
     if len(figures) != len(table_ids):
         raise ValueError("figures and keys differ in number")

@@ -307,3 +307,32 @@ def test_a_memory_that_cannot_be_shared_leaves_the_poll_stored(
     assert poll_server(server).ok
     assert service.source_memory(server).touched[FILE_IO.key] is None  # cold: every row
     assert_stored_is_the_truth(server, schema, settings, "after a memory not shared")
+
+
+def test_a_child_makes_room_before_it_reads_another_servers_memory(
+    transactional_db, mariadb_ps, new_schema, settings, monkeypatch
+):
+    """Past PARTDASH_REMEMBERED_PARTITIONS a child forgets the servers it polled longest
+    ago before it reads another server's shared memory, not after the poll: it never
+    holds them all at once."""
+    _, first = tables_and_server(mariadb_ps, new_schema, "room-first")
+    _, second = tables_and_server(mariadb_ps, new_schema, "room-second")
+    monkeypatch.setattr(service, "_REMEMBERED_SIZES", {})
+    assert poll_server(second).ok and poll_server(second).ok  # another child: shared
+    become(tuple({} for _ in HELD))
+    assert poll_server(first).ok and poll_server(first).ok  # this child holds the first
+    second.refresh_from_db()
+    settings.PARTDASH_REMEMBERED_PARTITIONS = second.partitions  # room for one of them
+    ours = {first.pk, second.pk}
+    held_when_read = []
+    load = pollmemory.load
+
+    def reading(server_pk, *args):
+        held_when_read.append(ours & set(service._MEMORY))
+        return load(server_pk, *args)
+
+    monkeypatch.setattr(pollmemory, "load", reading)
+    assert poll_server(second).ok
+    assert held_when_read == [set()], held_when_read  # the first forgotten already
+    assert service.source_memory(second).touched[FILE_IO.key] == []  # and a warm poll
+    assert ours & set(service._MEMORY) == {second.pk}
