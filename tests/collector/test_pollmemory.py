@@ -262,6 +262,24 @@ def test_the_parts_come_back_exactly():
     assert pollmemory.decode_tablestats(pollmemory.encode_tablestats(last)) == last
 
 
+def test_repeated_numbers_are_stored_once_and_come_back_of_their_type():
+    """A column whose numbers repeat is written as its distinct values and indices, and
+    read back as one object per distinct value; a column of mixed types (1 == 1.0 ==
+    True) or of mostly distinct values is written as it is."""
+    big = [16384, 16384 * 4, None, 16384] * 100
+    coded = pollmemory._numbers(big)
+    assert isinstance(coded, dict) and len(coded["v"]) == 3
+    back = pollmemory._unnumbered(pollmemory._unpack(pollmemory._pack(coded)))
+    assert back == big and len({id(v) for v in back if v is not None}) == 2
+    mixed = [1, 1.0, True, None] * 10
+    kept = pollmemory._unnumbered(pollmemory._unpack(pollmemory._pack(pollmemory._numbers(mixed))))
+    assert [type(v) for v in kept] == [type(v) for v in mixed]
+    floats = [0.0, 0.5] * 10
+    assert pollmemory._unnumbered(pollmemory._numbers(floats)) == floats
+    distinct = list(range(1000, 1100))
+    assert pollmemory._numbers(distinct) == distinct
+
+
 def test_the_partitions_a_poll_built_come_back_exactly(
     transactional_db, mariadb_ps, new_schema, settings
 ):
@@ -282,6 +300,15 @@ def test_the_partitions_a_poll_built_come_back_exactly(
         t: [f.key for f in m] for t, m in kept.grouped[1].items()
     }
     assert back.grouped[0] == kept.grouped[0] and back.signatures == kept.signatures
+    # Read back with the tablespace list in one load, a partition's name is one object.
+    shared = pollmemory.Shared()
+    spaces = service.source_memory(server).sources[TABLESPACES.key]
+    rows = pollmemory.decode_tablespaces(pollmemory._unpack(pollmemory._pack(
+        pollmemory.encode_tablespaces(spaces))), shared)  # fmt: skip
+    both = pollmemory.decode_kept(pollmemory._unpack(pollmemory._pack(
+        pollmemory.encode_kept(kept))), shared)  # fmt: skip
+    names = {id(row.name) for members in rows.rows.values() for row in members}
+    assert names and names <= {id(f.name) for f in both.partitions.values()}
 
 
 def test_a_memory_that_cannot_be_shared_leaves_the_poll_stored(
