@@ -33,7 +33,7 @@ child that never polled the server.
 import logging
 import time
 import zlib
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from decimal import Decimal
@@ -185,21 +185,6 @@ def _unnumbered(column: list | dict) -> list:
     return column
 
 
-class Shared:
-    """One object for each name and key read back in several parts of one server's
-    memory (the tablespace list's and the partitions' names, the partitions' and the
-    read counters' keys), as a poll's own memory holds them: 6 MB less per 32,000
-    partitions held (measured). Per class, as a name and a key with the same strings
-    are equal."""
-
-    def __init__(self) -> None:
-        self._rows: dict[type, dict] = {}
-
-    def rows(self, cls: type, rows: Iterable) -> list:
-        memo, rows = self._rows.setdefault(cls, {}), list(rows)
-        return list(map(memo.setdefault, rows, rows))
-
-
 def _named(cls: type, *columns) -> Iterator:
     """Rows of the tuple type `cls` (a NamedTuple) from their columns, built in C:
     `map(cls, *columns)` runs the class's `__new__`, Python code, once per row (reading
@@ -251,9 +236,8 @@ def _tablespace_columns(rows: list) -> list:
     return [*map(_coded, names), *map(_numbers, figures[:4]), _coded(figures[4])]
 
 
-def _tablespace_rows(columns: list, shared: Shared | None = None) -> list:
-    shared = shared or Shared()
-    names = shared.rows(PartitionName, _named(PartitionName, *map(_uncoded, columns[:4])))
+def _tablespace_rows(columns: list) -> list:
+    names = _named(PartitionName, *map(_uncoded, columns[:4]))
     figures = map(_unnumbered, columns[4:8])
     return list(_named(PartitionFile, names, *figures, _uncoded(columns[8])))
 
@@ -272,8 +256,8 @@ def encode_tablespaces(buckets: Buckets) -> list:
     return _encode_buckets(buckets, _tablespace_columns(_every_row(buckets.rows)))
 
 
-def decode_tablespaces(document: list, shared: Shared | None = None) -> Buckets:
-    return _decode_buckets(document, _tablespace_rows(document[-1], shared))
+def decode_tablespaces(document: list) -> Buckets:
+    return _decode_buckets(document, _tablespace_rows(document[-1]))
 
 
 def encode_file_io(buckets: Buckets) -> list:
@@ -390,16 +374,12 @@ def _kept_columns(partitions: list) -> list:
     return [[*map(_coded, names), *map(_coded, folded), slots], values]
 
 
-def _kept_rows(document: list, shared: Shared) -> tuple[list, list, list, list, list]:
+def _kept_rows(document: list) -> tuple[list, list, list, list, list]:
     """`_kept_columns` read back: names, keys, slots and the figures' columns."""
     name_columns, values = document
     schemas, tables, partitions, subs, folded, folded_subs, slots = map(_uncoded, name_columns)
-    names = list(
-        shared.rows(PartitionName, _named(PartitionName, schemas, tables, partitions, subs))
-    )
-    keys = list(
-        shared.rows(PartitionKey, _named(PartitionKey, schemas, tables, folded, folded_subs))
-    )
+    names = list(_named(PartitionName, schemas, tables, partitions, subs))
+    keys = list(_named(PartitionKey, schemas, tables, folded, folded_subs))
     values = list(map(_unnumbered, values))
     values[_STATS_AT] = _untimes(values[_STATS_AT])
     return names, keys, slots, [schemas, tables], values
@@ -424,10 +404,9 @@ def encode_kept(kept: Kept) -> list:
     ]
 
 
-def decode_kept(document: list, shared: Shared | None = None) -> Kept:
+def decode_kept(document: list) -> Kept:
     columns, indexed, signature_columns = document
-    shared = shared or Shared()
-    names, keys, slots, (schemas, tables), values = _kept_rows(columns, shared)
+    names, keys, slots, (schemas, tables), values = _kept_rows(columns)
     figures = list(map(PartitionFigures, names, keys, slots, *values))
     partitions = dict(zip(keys, figures, strict=True))
     if len(partitions) != len(figures):
@@ -460,7 +439,7 @@ def kept_delta(held: Kept, now: Kept) -> list | None:
 
 def apply_kept(held: Kept, document: list) -> Kept:
     """`held` with a `kept_delta` applied, in place."""
-    _, keys, _, _, values = _kept_rows(document, Shared())
+    _, keys, _, _, values = _kept_rows(document)
     partitions = held.partitions
     for key, row in zip(keys, zip(*values, strict=True), strict=True):
         figures = partitions[key]  # (a KeyError: the delta is not on top of these)
@@ -484,10 +463,6 @@ class Figures:
     changed: set | None = None
 
 
-def _values(*values):
-    return values
-
-
 @dataclass(frozen=True)
 class FigureRows:
     """How the figures' rows are built again: where the row's datetimes are (counting
@@ -496,7 +471,7 @@ class FigureRows:
 
     times: tuple[int, ...] = ()
     row: type[tuple] = tuple
-    spec: Callable[..., tuple] = _values
+    spec: type[tuple] = tuple
 
 
 def encode_figures(figures: Figures, rows: FigureRows) -> list:
@@ -543,12 +518,11 @@ def decode_figures(document: list, rows: FigureRows) -> Figures:
             _uncoded(spec_columns[1]),
             *map(_unnumbered, spec_columns[2:]),
         ]
-        defined = list(zip(*spec_columns, strict=False))
-        spec = rows.spec
+        owners = [table_id for table_id, count in spec_tables for _ in range(count)]
+        keys = list(zip(owners, spec_keys, strict=True))
+        every = list(_named(rows.spec, keys, *spec_columns))  # (in C: 0.1 s a row at a time)
         for table_id, count in spec_tables:
-            specs[table_id] = [
-                spec((table_id, spec_keys[i]), *defined[i]) for i in range(at, at + count)
-            ]
+            specs[table_id] = every[at : at + count]
             at += count
     moving = None if moving is None else set(map(PartitionKey, *moving)) if moving else set()
     return Figures(figures, specs, moving)
@@ -583,10 +557,9 @@ def encode_tablestats(last: LastRead) -> list:
     return [list(last.row_writes), [*map(_coded, keys), *map(_numbers, values)], last.read]
 
 
-def decode_tablestats(document: list, shared: Shared | None = None) -> LastRead:
+def decode_tablestats(document: list) -> LastRead:
     row_writes, columns, read = document
-    shared = shared or Shared()
-    keys = shared.rows(PartitionKey, _named(PartitionKey, *map(_uncoded, columns[:4])))
+    keys = _named(PartitionKey, *map(_uncoded, columns[:4]))
     counters = zip(*map(_unnumbered, columns[4:]), strict=False)
     return LastRead(tuple(row_writes), dict(zip(keys, counters, strict=False)), read)
 
@@ -646,12 +619,11 @@ class Kind:
     apply: Callable[[Any, list], Any] | None = None
 
 
-def _kinds(rows: FigureRows, shared: Shared | None = None) -> dict[str, Kind]:
-    """The kinds of part; `shared`: one copy of the values the parts read share."""
+def _kinds(rows: FigureRows) -> dict[str, Kind]:
     return {
         TABLESPACES_PART: Kind(
             encode_tablespaces,
-            partial(decode_tablespaces, shared=shared),
+            decode_tablespaces,
             partial(buckets_delta, columns_of=_tablespace_columns),
             partial(apply_buckets, rows_of=_tablespace_rows),
         ),
@@ -661,8 +633,8 @@ def _kinds(rows: FigureRows, shared: Shared | None = None) -> dict[str, Kind]:
             partial(buckets_delta, columns_of=_file_io_columns),
             partial(apply_buckets, rows_of=_file_io_rows),
         ),
-        TABLESTATS_PART: Kind(encode_tablestats, partial(decode_tablestats, shared=shared)),
-        KEPT_PART: Kind(encode_kept, partial(decode_kept, shared=shared), kept_delta, apply_kept),
+        TABLESTATS_PART: Kind(encode_tablestats, decode_tablestats),
+        KEPT_PART: Kind(encode_kept, decode_kept, kept_delta, apply_kept),
         FIGURES_PART: Kind(
             partial(encode_figures, rows=rows),
             partial(decode_figures, rows=rows),
@@ -861,7 +833,7 @@ def load(server_pk: int, poll_id: str, address: tuple[str, int], rows: FigureRow
     _HELD[server_pk] = {name: have for name, (have, _) in plan.items() if have is not None}
     pieces: dict[str, Any]
     # (Bytes, none None: checked above; the client does not decode responses.)
-    kinds, remaining, pieces = _kinds(rows, Shared()), iter(cast("list[bytes]", found)), {}
+    kinds, remaining, pieces = _kinds(rows), iter(cast("list[bytes]", found)), {}
     try:
         for name, (have, ids) in plan.items():
             piece = None if have is None else have.piece

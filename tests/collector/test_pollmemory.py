@@ -300,15 +300,6 @@ def test_the_partitions_a_poll_built_come_back_exactly(
         t: [f.key for f in m] for t, m in kept.grouped[1].items()
     }
     assert back.grouped[0] == kept.grouped[0] and back.signatures == kept.signatures
-    # Read back with the tablespace list in one load, a partition's name is one object.
-    shared = pollmemory.Shared()
-    spaces = service.source_memory(server).sources[TABLESPACES.key]
-    rows = pollmemory.decode_tablespaces(pollmemory._unpack(pollmemory._pack(
-        pollmemory.encode_tablespaces(spaces))), shared)  # fmt: skip
-    both = pollmemory.decode_kept(pollmemory._unpack(pollmemory._pack(
-        pollmemory.encode_kept(kept))), shared)  # fmt: skip
-    names = {id(row.name) for members in rows.rows.values() for row in members}
-    assert names and names <= {id(f.name) for f in both.partitions.values()}
 
 
 def test_a_memory_that_cannot_be_shared_leaves_the_poll_stored(
