@@ -166,17 +166,31 @@ def _numbers(values) -> list | dict:
     values, each its own object, about 16 MB more in a worker child per server; and
     decoding by index is no slower than reading each number). Coded only when every
     value is of one type (or None): `1 == 1.0 == True`, and what is read back must be of
-    the type that was written."""
+    the type that was written. A column whose first values are mostly distinct (file
+    ids, counters), or of small integers (one object each in Python already), is left as
+    it is without looking further: coding costs a whole part's writing about 0.4 s on
+    64,000 partitions when every column is tried (measured)."""
     values = list(values)
-    kinds = set(map(type, values))
-    kinds.discard(NoneType)
-    if len(kinds) != 1:
+    sample = values[:_SAMPLE]
+    if len(set(sample)) * 2 > len(sample) or all(map(_shared_already, sample)):
         return values
     distinct = list(dict.fromkeys(values))
     if len(distinct) * 2 > len(values):
         return values
+    kinds = set(map(type, values))
+    kinds.discard(NoneType)
+    if len(kinds) != 1:
+        return values
     index = {value: at for at, value in enumerate(distinct)}
     return {"v": distinct, "i": list(map(index.__getitem__, values))}
+
+
+_SAMPLE = 512  # the first values that tell a column of mostly distinct values
+
+
+def _shared_already(value) -> bool:
+    """None, or an integer Python keeps one object of (-5 to 256)."""
+    return value is None or (value.__class__ is int and -5 <= value <= 256)
 
 
 def _unnumbered(column: list | dict) -> list:
