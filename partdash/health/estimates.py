@@ -8,9 +8,10 @@ fresh as its stalest input). Figures from counters or the tablespace list (I/O b
 file sizes, compression counters) carry `estimated=False`.
 """
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from operator import itemgetter
 
 # Sets of the time zones of timestamps that compare as they are (see `oldest`).
 _NAIVE = {None}
@@ -59,20 +60,24 @@ class StatisticsAge:
 def statistics_age(times: Iterable[tuple[str, datetime | None]]) -> StatisticsAge | None:
     """From (partition label, stats_updated_at) pairs in definition order; None when no
     partition has statistics."""
-    known = [(label, at) for label, at in times if at is not None]
+    pairs = list(times)
+    return statistics_age_of([label for label, _ in pairs], [at for _, at in pairs])
+
+
+def statistics_age_of(
+    labels: Sequence[str] | Callable[[int], str], times: Sequence[datetime | None]
+) -> StatisticsAge | None:
+    """`statistics_age` of partitions given by their times in definition order and their
+    labels, a sequence or a function of the position: only the two partitions it names
+    are labelled (labelling all 128 partitions of each table changed was a tenth of the
+    analysis after writes, profiled)."""
+    known = [(at, moment) for at, moment in enumerate(times) if moment is not None]
     if not known:
         return None
-    zones = {at.tzinfo for _, at in known}
-    if zones == _NAIVE or zones == _UTC:  # as in `oldest`: compare them as they are
-        stalest, newest = min(known, key=_time), max(known, key=_time)
-    else:
-        stalest, newest = min(known, key=_utc_time), max(known, key=_utc_time)
-    return StatisticsAge(stalest[1], stalest[0], newest[1], len(known))
-
-
-def _time(pair: tuple[str, datetime]) -> datetime:
-    return pair[1]
-
-
-def _utc_time(pair: tuple[str, datetime]) -> datetime:
-    return _utc(pair[1])
+    zones = {moment.tzinfo for _, moment in known}
+    key: Callable[[tuple[int, datetime]], datetime] = itemgetter(1)
+    if zones != _NAIVE and zones != _UTC:  # as in `oldest`: else compare them as they are
+        key = lambda pair: _utc(pair[1])  # noqa: E731
+    (stalest, as_of), (_, newest_at) = min(known, key=key), max(known, key=key)
+    label = labels if callable(labels) else labels.__getitem__
+    return StatisticsAge(as_of, label(stalest), newest_at, len(known))
