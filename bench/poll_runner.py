@@ -200,7 +200,8 @@ def run(port: int, var_dir: Path, tables: int, partitions: int) -> None:
     memory = None  # (a cold process holds no memory of the server)
     settings.PARTDASH_SHARE_POLL_MEMORY = False  # nothing shared either: as before issue 25
     for _ in range(3):
-        service._MEMORY.clear(), pollmemory._HELD.clear()  # (a child new to the server)
+        service._MEMORY.clear()  # (a child new to the server)
+        pollmemory._HELD.clear()
         gc.collect()  # what a poll leaves to the cyclic collector, as between a child's tasks
         started = time.monotonic()
         assert poll_server(monitored).ok
@@ -213,7 +214,8 @@ def run(port: int, var_dir: Path, tables: int, partitions: int) -> None:
     # shared poll memory from Redis (`partdash.polling.pollmemory`).
     shared, shared_fetched = [], []
     for _ in range(3):
-        service._MEMORY.clear(), pollmemory._HELD.clear()
+        service._MEMORY.clear()
+        pollmemory._HELD.clear()
         gc.collect()
         started = time.monotonic()
         assert poll_server(monitored).ok

@@ -61,14 +61,14 @@ def statistics_age(times: Iterable[tuple[str, datetime | None]]) -> StatisticsAg
     """From (partition label, stats_updated_at) pairs in definition order; None when no
     partition has statistics."""
     pairs = list(times)
-    return statistics_age_of([label for label, _ in pairs], [at for _, at in pairs])
+    return statistics_age_of([label for label, _ in pairs].__getitem__, [at for _, at in pairs])
 
 
 def statistics_age_of(
-    labels: Sequence[str] | Callable[[int], str], times: Sequence[datetime | None]
+    label: Callable[[int], str], times: Sequence[datetime | None]
 ) -> StatisticsAge | None:
     """`statistics_age` of partitions given by their times in definition order and their
-    labels, a sequence or a function of the position: only the two partitions it names
+    labels, as a function of the position: only the two partitions it names
     are labelled (labelling all 128 partitions of each table changed was a tenth of the
     analysis after writes, profiled)."""
     known = [(at, moment) for at, moment in enumerate(times) if moment is not None]
@@ -79,5 +79,4 @@ def statistics_age_of(
     if zones != _NAIVE and zones != _UTC:  # as in `oldest`: else compare them as they are
         key = lambda pair: _utc(pair[1])  # noqa: E731
     (stalest, as_of), (_, newest_at) = min(known, key=key), max(known, key=key)
-    label = labels if callable(labels) else labels.__getitem__
     return StatisticsAge(as_of, label(stalest), newest_at, len(known))

@@ -139,8 +139,13 @@ def _coded(values) -> list:
     """A column of strings as [the distinct strings, each row's index among them]."""
     values = list(values)
     distinct = list(dict.fromkeys(values))
+    return [distinct, _indices(values, distinct)]
+
+
+def _indices(values: list, distinct: list) -> list[int]:
+    """Each value's index among the distinct ones."""
     index = {value: at for at, value in enumerate(distinct)}
-    return [distinct, list(map(index.__getitem__, values))]
+    return list(map(index.__getitem__, values))
 
 
 def _uncoded(column: list) -> list:
@@ -181,8 +186,7 @@ def _numbers(values) -> list | dict:
     kinds.discard(NoneType)
     if len(kinds) != 1:
         return values
-    index = {value: at for at, value in enumerate(distinct)}
-    return {"v": distinct, "i": list(map(index.__getitem__, values))}
+    return {"v": distinct, "i": _indices(values, distinct)}
 
 
 _SAMPLE = 512  # the first values that tell a column of mostly distinct values
@@ -194,9 +198,7 @@ def _shared_already(value) -> bool:
 
 
 def _unnumbered(column: list | dict) -> list:
-    if isinstance(column, dict):
-        return list(map(column["v"].__getitem__, column["i"]))
-    return column
+    return _uncoded([column["v"], column["i"]]) if isinstance(column, dict) else column
 
 
 def _named(cls: type, *columns) -> Iterator:
@@ -382,8 +384,10 @@ def _kept_columns(partitions: list) -> list:
     keys = list(map(attrgetter("key"), partitions))
     names = list(zip(*map(attrgetter("name"), partitions), strict=True)) or [()] * 4
     folded = [list(map(itemgetter(2), keys)), list(map(itemgetter(3), keys))]
-    values = [_numbers(map(attrgetter(name), partitions)) for name in _FIGURES]
-    values[_STATS_AT] = _times(map(attrgetter("stats_updated_at"), partitions))
+    values = [
+        (_times if at == _STATS_AT else _numbers)(map(attrgetter(name), partitions))
+        for at, name in enumerate(_FIGURES)
+    ]
     slots = _coded(map(attrgetter("slot"), partitions))
     return [[*map(_coded, names), *map(_coded, folded), slots], values]
 
