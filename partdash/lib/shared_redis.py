@@ -8,10 +8,12 @@ from django.conf import settings
 
 
 @cache
-def _redis(url: str) -> redis.Redis:
-    return redis.Redis.from_url(url, socket_timeout=5, socket_connect_timeout=5)
+def _redis(url: str, timeout: float) -> redis.Redis:
+    return redis.Redis.from_url(url, socket_timeout=timeout, socket_connect_timeout=timeout)
 
 
-def redis_client() -> redis.Redis:
-    """The Redis of the poll locks and other counts shared by every process."""
-    return _redis(settings.PARTDASH_REDIS_URL)
+def redis_client(timeout: float = 5) -> redis.Redis:
+    """The Redis of the poll locks and other counts shared by every process: one client
+    (and connection pool) per process and timeout, which reconnects after a fork or a
+    Redis restart."""
+    return _redis(settings.PARTDASH_REDIS_URL, timeout)

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 from django.conf import settings
 from django.db import connection
 from django.db.models import Sum
+from django.db.models.fields.json import KeyTransform
 
 from partdash.health import findings as rules
 from partdash.health import recent
@@ -423,6 +424,18 @@ _ANALYSED_FIELDS = (
 _IN_LIST = 900  # ids in one `IN (...)`; more due tables are picked out here instead
 
 
+def health_key(*keys: str) -> KeyTransform:
+    """`health__<keys>` as an expression. Named as a lookup ("health__stale"), Django
+    resolves it by first failing to join on `health`, and the FieldError it keeps holds
+    every frame above it, the poll's own among them: all the poll built (a first poll of
+    64,000 partitions: 230,000 objects) then waits for the cyclic collector, paused
+    during polls, instead of being freed on return."""
+    expression: Any = "health"
+    for key in keys:
+        expression = KeyTransform(key, expression)
+    return expression
+
+
 def _tables_to_analyse(
     server, changed_tables: set[int] | None, now: datetime
 ) -> list[PartitionedTable]:
@@ -430,7 +443,7 @@ def _tables_to_analyse(
     tables = PartitionedTable.objects.live().filter(server=server)
     if changed_tables is None:
         return list(tables.only(*_ANALYSED_FIELDS))
-    ends = tables.values_list("id", "analysed_at", "health__window_ends")
+    ends = tables.values_list("id", "analysed_at", health_key("window_ends"))
     due = {pk for pk, at, end in ends if _is_due(pk, at, end, changed_tables, now)}
     if not due:
         return []
@@ -530,10 +543,10 @@ def server_pressure(server, snapshot: ServerSnapshot) -> ServerPressure:
         PartitionedTable.objects.live()
         .filter(server=server)
         .values_list(
-            "health__written__bytes",
-            "health__written__partitions",
-            "health__fragmented",
-            "health__stale",
+            health_key("written", "bytes"),
+            health_key("written", "partitions"),
+            health_key("fragmented"),
+            health_key("stale"),
         )
     )
     written_bytes = written_count = fragmented = stale = 0

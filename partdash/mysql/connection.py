@@ -16,6 +16,7 @@ import socket
 import ssl
 import struct
 import threading
+import weakref
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -167,14 +168,24 @@ class _GuardedPassword(bytes):
     full authentication), while the scrambles (mysql_native_password, the caching_sha2 fast
     path, ed25519) only hash it: so concatenating it asks `before_sending` first, whatever
     path PyMySQL took to get there. tests/servers/test_certificate_approval.py drives each
-    path against a fake server and fails should a PyMySQL version build it otherwise."""
+    path against a fake server and fails should a PyMySQL version build it otherwise.
 
-    before_sending: Callable[[], None]
+    It holds the connection's check weakly: the connection holds it, and a cycle between
+    them would keep the connection, and the last result it read (a first poll's: 32,000
+    rows), until the cyclic collector runs. With the connection gone it sends nothing."""
+
+    _check: "weakref.WeakMethod[Callable[[], None]]"
 
     def __new__(cls, password: bytes, before_sending: Callable[[], None]) -> "_GuardedPassword":
         guarded = super().__new__(cls, password)
-        guarded.before_sending = before_sending
+        guarded._check = weakref.WeakMethod(before_sending)
         return guarded
+
+    def before_sending(self) -> None:
+        check = self._check()
+        if check is None:  # (the connection is gone: nothing is sent on it)
+            raise ClearTextRefused(b"a password for a closed connection")
+        check()
 
     def __add__(self, other: "Buffer") -> bytes:
         if self:

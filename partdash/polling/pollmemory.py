@@ -49,6 +49,7 @@ import redis
 from django.conf import settings
 
 from partdash.collector.collect import Kept, PartitionFigures
+from partdash.lib.shared_redis import redis_client
 from partdash.mysql.catalogue import FILE_IO, TABLESPACES
 from partdash.mysql.incremental import Buckets, _aggregates_of, _every_row
 from partdash.mysql.names import PartitionKey, PartitionName
@@ -668,9 +669,9 @@ def unheld(server_pk: int) -> None:
 
 def _client() -> redis.Redis:
     # A short timeout: an unanswering Redis costs a poll one second, then a cold read.
-    return redis.Redis.from_url(
-        settings.PARTDASH_REDIS_URL, socket_timeout=1, socket_connect_timeout=1
-    )
+    # (One client per process: a new one per call cost a connection, and a cycle of
+    # redis-py's objects for the cyclic collector, at every load and save.)
+    return redis_client(timeout=1)
 
 
 def _same_buckets(held: Buckets, now: Buckets) -> bool:
