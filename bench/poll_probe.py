@@ -4,11 +4,13 @@
 `celery -A partdash worker` runs; this module only adds two signal receivers that append
 one JSON line per poll start and end to $PARTDASH_BENCH_POLL_LOG, so the benchmark knows
 when each poll began (its lateness), which worker ran it, and whether it overlapped
-another poll of the same server. A poll's start is the moment its worker child began the
-task (`task_prerun`): failed polls store no snapshot, and `last_poll_at` is overwritten,
-so neither could give a failing server's history.
+another poll of the same server, and how long each of the poll's stages took (each
+`set_stage` of `partdash.polling.service` ends the one before). A poll's start is the
+moment its worker child began the task (`task_prerun`): failed polls store no snapshot,
+and `last_poll_at` is overwritten, so neither could give a failing server's history.
 """
 
+import gc
 import json
 import os
 import time
@@ -20,6 +22,94 @@ from partdash.celery import app
 POLL_TASK = "partdash.collector.tasks.poll_server"  # the tasks cannot be imported before Django
 
 __all__ = ["app"]
+
+# This child's poll under way: its stages, (name, monotonic time it began), in order, and
+# the child's peak resident memory (VmHWM, MB) when each began.
+_stages: list[tuple[str, float]] = []
+_peaks: list[float] = []
+_cpu: dict[str, float] = {}  # the CPU seconds of what `_timed` times
+
+
+def _peak_mb() -> float:
+    with open("/proc/self/status") as status:
+        for line in status:
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) / 1024
+    return 0.0
+
+
+_gc_began: list[float] = []
+
+
+def _gc_timed(phase: str, info: dict) -> None:
+    """The cyclic collector's time within a poll's task, by generation (`gc.callbacks`)."""
+    if phase == "start":
+        _gc_began[:] = [time.process_time()]
+    elif _gc_began:
+        name = f"gc{info['generation']}"
+        _cpu[name] = round(_cpu.get(name, 0.0) + time.process_time() - _gc_began[0], 4)
+
+
+def _record_stages() -> None:
+    """Wrap the poll service's `set_stage` (imported once Django is set up, by then)."""
+    from partdash.polling import service
+
+    if getattr(service.set_stage, "recorded", False):
+        return
+    gc.callbacks.append(_gc_timed)
+    original = service.set_stage
+
+    def set_stage(doing: str) -> None:
+        _stages.append((doing.split(" to ")[0], time.monotonic()))
+        _peaks.append(_peak_mb())
+        original(doing)
+
+    set_stage.recorded = True  # type: ignore[attr-defined]
+    service.set_stage = set_stage
+    # Within the stages: reading the shared memory back, and making room for it.
+    service.make_room = _timed("make_room", service.make_room)
+    service.pollmemory.load = _timed("load", service.pollmemory.load)
+    memory = service.pollmemory
+    for name in ("_unpack", "decode_tablespaces", "decode_file_io", "decode_kept"):
+        setattr(memory, name, _cpu_timed(name, getattr(memory, name)))
+    for name in ("decode_figures", "apply_buckets", "apply_kept", "apply_figures"):
+        setattr(memory, name, _cpu_timed(name, getattr(memory, name)))
+
+
+def _cpu_timed(name: str, function):
+    def timed(*args, **kwargs):
+        cpu = time.process_time()
+        try:
+            return function(*args, **kwargs)
+        finally:
+            _cpu[name] = round(_cpu.get(name, 0.0) + time.process_time() - cpu, 4)
+
+    return timed
+
+
+def _timed(name: str, function):
+    def timed(*args, **kwargs):
+        began, cpu = time.monotonic(), time.process_time()
+        try:
+            return function(*args, **kwargs)
+        finally:
+            _cpu[name] = round(_cpu.get(name, 0.0) + time.process_time() - cpu, 4)
+            _stages.append((name, began))
+            _stages.append((f"after {name}", time.monotonic()))
+            _peaks.extend([_peaks[-1] if _peaks else 0.0, _peak_mb()])
+
+    return timed
+
+
+def _stage_figures() -> dict[str, dict[str, float]]:
+    """Each stage's seconds, and the child's peak memory once it ended (MB)."""
+    ends = [at for _, at in _stages[1:]] + [time.monotonic()]
+    figures: dict[str, dict[str, float]] = {}
+    stages = zip(_stages, ends, [*_peaks[1:], _peak_mb()], strict=True)
+    for (name, began), end, peak in stages:
+        was = figures.get(name, {}).get("seconds", 0.0)
+        figures[name] = {"seconds": round(was + end - began, 4), "peak_mb": round(peak, 1)}
+    return figures
 
 
 def _append(record: dict) -> None:
@@ -45,10 +135,20 @@ def _poll_fields(task, task_id: str, args) -> dict:
 @task_prerun.connect
 def poll_started(sender=None, task_id=None, task=None, args=None, **kwargs) -> None:
     if getattr(task, "name", None) == POLL_TASK:
+        _record_stages()
+        _stages.clear()
+        _peaks.clear()
+        _cpu.clear()
         _append({"event": "start", **_poll_fields(task, task_id, args)})
 
 
 @task_postrun.connect
 def poll_ended(sender=None, task_id=None, task=None, args=None, retval=None, **kwargs) -> None:
     if getattr(task, "name", None) == POLL_TASK:
-        _append({"event": "end", "result": str(retval)[:300], **_poll_fields(task, task_id, args)})
+        record = {
+            "event": "end",
+            "result": str(retval)[:300],
+            "stages": _stage_figures(),
+            "cpu": dict(_cpu),
+        }
+        _append({**record, **_poll_fields(task, task_id, args)})

@@ -93,6 +93,13 @@ class TwoWorkers(Processes):
         self.wait_until_ready()
 
 
+def _short(stage: str) -> str:
+    """A poll stage's name in a word or two ("reading the shared poll memory": shared)."""
+    for long in ("reading the ", " poll memory", " poll", " and analysing the snapshot"):
+        stage = stage.replace(long, "")
+    return stage.replace("sharing the", "sharing")
+
+
 def peak_mb(pid: int) -> float | None:
     """A process's peak resident memory since it started (VmHWM), in MB."""
     with contextlib.suppress(OSError, ValueError):
@@ -197,6 +204,8 @@ class Fleet:
             "same_child": self.last_child.get(server_id) == pid,
             "changed": snapshot.changed,
             "partitions": snapshot.partitions,
+            "stages": mine["end"].get("stages", {}),
+            "cpu": mine["end"].get("cpu", {}),
         }
         record["ratio"] = record["task_seconds"] / floor if floor else None
         self.last_child[server_id] = pid
@@ -207,6 +216,12 @@ class Fleet:
             + (f", floor {floor:5.2f} s, {record['ratio']:.2f}x" if floor else "")
             + f", {record['worker'].split('@')[0]} child {pid}"
             + (" (polled it last)" if record["same_child"] else "")
+            + "; "
+            + ", ".join(
+                f"{_short(name)} {figures['seconds']:.2f} ({figures['peak_mb']:.0f} MB)"
+                for name, figures in record["stages"].items()
+            )
+            + "".join(f", {name} CPU {seconds:.2f}" for name, seconds in record["cpu"].items())
         )
         return record
 
