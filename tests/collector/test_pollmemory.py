@@ -133,6 +133,27 @@ def test_a_memory_of_another_poll_or_address_is_never_used(
     assert shared is not None and shared.poll_id == last
 
 
+def test_a_memory_read_back_shares_what_its_parts_repeat(
+    transactional_db, mariadb_ps, new_schema, settings, redis_server
+):
+    """Read back whole, each partition kept holds its tablespace row's name, and each
+    definition the key of its partition's figures: one object each, as in the memory
+    of the poll that wrote them."""
+    _, server = tables_and_server(mariadb_ps, new_schema, "shared-objects")
+    assert poll_server(server).ok and poll_server(server).ok
+    last = service.previous_poll(server).poll_id
+    become(tuple({} for _ in HELD))
+    shared = pollmemory.load(server.pk, last, (server.host, server.port), service._FIGURE_ROWS)
+    assert shared is not None and shared.kept is not None and shared.figures is not None
+    rows = shared.sources[TABLESPACES.key].rows.values()
+    names = {id(row.name) for members in rows for row in members}
+    kept = list(shared.kept.partitions.values())
+    assert kept and all(id(figures.name) in names for figures in kept)
+    keys = {id(key) for key in shared.figures.figures}
+    specs = [spec for members in shared.figures.specs.values() for spec in members]
+    assert specs and all(id(spec.key) in keys for spec in specs)
+
+
 def test_written_polls_share_deltas_that_any_child_continues(
     transactional_db, mariadb_ps, new_schema, settings, redis_server, monkeypatch
 ):
@@ -258,6 +279,14 @@ def test_the_parts_come_back_exactly():
     assert back == figures
     assert back.figures[(7, "p0#")][2].tzinfo is not None
     assert back.figures[(7, "p0#")][3].tzinfo is None
+    # A definition and the figures of its partition share one key, read back.
+    keys = {id(key) for key in back.figures}
+    assert all(id(spec[0]) in keys for spec in back.specs[7])
+    # A definition without figures keeps its own key.
+    figures.specs[8] = [((8, "q#"), "q", "", 1, None, None)]
+    back = pollmemory.decode_figures(pollmemory._unpack(pollmemory._pack(
+        pollmemory.encode_figures(figures, ROWS))), ROWS)  # fmt: skip
+    assert back == figures
     last = LastRead(("1", "2"), {PartitionKey("s", "t", "p0", ""): (5, 0)}, True)
     assert pollmemory.decode_tablestats(pollmemory.encode_tablestats(last)) == last
 
