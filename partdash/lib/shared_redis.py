@@ -8,7 +8,7 @@ from django.conf import settings
 
 
 @cache
-def _redis(url: str, timeout: float) -> redis.Redis:
+def _redis(url: str, timeout: float = 5) -> redis.Redis:
     return redis.Redis.from_url(url, socket_timeout=timeout, socket_connect_timeout=timeout)
 
 

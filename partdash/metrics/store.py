@@ -2,6 +2,7 @@
 partition, and a sample row only where a partition's figures changed. The poll service
 (`partdash.polling.service`) then analyses what changed, in the same transaction."""
 
+import logging
 from collections import namedtuple
 from collections.abc import Callable
 from dataclasses import dataclass, field, fields
@@ -31,6 +32,8 @@ from partdash.metrics.models import (
 from partdash.mysql.names import fold
 from partdash.mysql.sources import other_engines
 from partdash.mysql.sources.definitions import TableDefinition
+
+log = logging.getLogger(__name__)
 
 OTHER = ("stats_updated_at", "autoinc", "space_id", "row_format", "page_size")
 # Disk bytes (physical) and rows changed (logical) per second since the previous poll.
@@ -149,6 +152,11 @@ class UndoLog:
         self.replaced = {}
 
 
+class FiguresUnreadable(Exception):
+    """Remembered figures read back undecoded (`polling.pollmemory.UnreadFigures`) that
+    turned out not to decode: the store reads them from the database instead."""
+
+
 @dataclass
 class Remembered:
     """A server's partition figures as of its latest stored poll, kept between polls (in
@@ -258,6 +266,16 @@ def _keep_reads(values: tuple, before: tuple) -> tuple:
     return tuple(changed)
 
 
+def _readable(stored: "StoredFigures") -> bool:
+    """Whether remembered figures decode (those read back undecoded may not)."""
+    try:
+        stored.figures  # noqa: B018 (decoded here if read back undecoded)
+    except FiguresUnreadable as exc:
+        log.warning("the remembered figures are read from the database: %s", exc)
+        return False
+    return True
+
+
 def _insert_samples(samples: list[tuple]) -> int:
     """Insert (partition id, snapshot id, *SAMPLED) rows; empties the list."""
     if not samples:
@@ -331,12 +349,15 @@ class StoredFigures:
     def partitions_of(self, table_ids: list[int]) -> dict[int, list] | None:
         """As `analysis._partitions_of`: each table's live partitions in definition order
         with their recent activity; None when a table is not held here."""
-        if any(table_id not in self.specs for table_id in table_ids):
+        try:
+            specs_of, figures = self.specs, self.figures
+        except FiguresUnreadable:  # (the analysis reads them from the database)
             return None
-        figures = self.figures
+        if any(table_id not in specs_of for table_id in table_ids):
+            return None
         by_table = {}
         for table_id in table_ids:
-            specs = self.specs[table_id]
+            specs = specs_of[table_id]
             rows = [figures[spec.key] for spec in specs]
             if (held := self.built.get(table_id)) is None:
                 members = list(map(_member, specs, rows))
@@ -518,15 +539,16 @@ class PollStore:
         those that may have changed (None: every one)."""
         remembered, self.memory.figures = self.memory.figures, None
         if remembered and last and remembered.snapshot_id == last.pk and not self.reshaped:
-            self._taken = remembered
-            collection = self.collection
+            collection, visit = self.collection, None
             if (
                 collection.dirty is not None
                 and collection.basis == last.poll_id
                 and remembered.moving is not None
             ):
-                return remembered.stored, collection.dirty | remembered.moving
-            return remembered.stored, None
+                visit = collection.dirty | remembered.moving
+            if visit == set() or _readable(remembered.stored):  # (none compared: unread)
+                self._taken = remembered
+                return remembered.stored, visit
         return self._previous_figures(), None
 
     def _apply(self, previous: dict, keys: list, updates: list) -> int:
@@ -578,7 +600,8 @@ class PollStore:
     def _store_figures(self, snapshot: ServerSnapshot, last) -> tuple[int, int]:
         """Returns (partitions changed, sample rows stored)."""
         self.stored_figures, visit = self._figures_before(last)
-        previous = self.stored_figures.figures
+        # (Figures read back undecoded stay so where none is compared: a quiet poll.)
+        previous = self.stored_figures.figures if visit != set() else {}
         self.compared = len(self.collection.partitions) if visit is None else len(visit)
         seconds = (
             (self.now - self.previous_poll_at).total_seconds() if self.previous_poll_at else None

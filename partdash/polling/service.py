@@ -269,6 +269,26 @@ _FIGURE_ROWS = pollmemory.FigureRows(
 )
 
 
+class ReadBack(store.StoredFigures):
+    """Stored figures read back from the shared memory, decoded on their first use
+    (`pollmemory.UnreadFigures`: a quiet poll uses none)."""
+
+    def __init__(self, source: pollmemory.Figures) -> None:  # (not the dataclass's)
+        self.source = source
+        self.built, self.windows, self.changed_keys = {}, {}, set()
+
+    def unread(self) -> bool:
+        """Not decoded, and so unchanged since it was read."""
+        return pollmemory._unread(self.source)
+
+    def __getattr__(self, name: str):  # (only what the instance does not hold yet)
+        if name not in ("figures", "specs"):
+            raise AttributeError(name)
+        value = getattr(self.source, name)
+        setattr(self, name, value)
+        return value
+
+
 def restore_memory(server: Server, last_poll: str | None) -> PollMemory:
     """The memory this poll continues: this process's, when it stored the server's last
     poll `last_poll` itself; else the shared one (`pollmemory`), when Redis holds it; else
@@ -296,8 +316,7 @@ def restore_memory(server: Server, last_poll: str | None) -> PollMemory:
     sources.kept = shared.kept
     memory = _MEMORY[server.pk] = PollMemory(address, sources)
     if (figures := shared.figures) is not None and shared.snapshot_id is not None:
-        stored = store.StoredFigures(figures.figures, figures.specs, {}, changed_keys=set())
-        memory.figures = store.Remembered(shared.snapshot_id, stored, figures.moving)
+        memory.figures = store.Remembered(shared.snapshot_id, ReadBack(figures), figures.moving)
     memory.evaluated_under = shared.evaluated_under
     return memory
 
@@ -313,9 +332,16 @@ def share_memory(memory: PollMemory, server: Server, poll_id: str, result: Store
     remembered, figures, stored = memory.figures, None, None
     if remembered is not None and remembered.snapshot_id == snapshot.pk:
         stored = remembered.stored
-        figures = pollmemory.Figures(
-            stored.figures, stored.specs, remembered.moving, stored.changed_keys
-        )
+        if (
+            isinstance(stored, ReadBack)
+            and stored.unread()
+            and stored.source.moving == remembered.moving
+        ):  # (left as it was read: unchanged)
+            figures = stored.source
+        else:
+            figures = pollmemory.Figures(
+                stored.figures, stored.specs, remembered.moving, stored.changed_keys
+            )
     shared = pollmemory.Memory(
         poll_id=poll_id,
         snapshot_id=snapshot.pk,

@@ -3,11 +3,13 @@ worker child, then another, then the first again, each poll continuing the last 
 whichever child stored it, and storing the truth; Redis flushed, a cold poll and never a
 wrong one; the parts' encoding exact."""
 
+import time
 from datetime import UTC, datetime
 
 import msgpack
 import pytest
 
+from partdash.collector import collect as collect_module
 from partdash.metrics import store
 from partdash.mysql.catalogue import FILE_IO, TABLESPACES
 from partdash.mysql.incremental import Buckets
@@ -385,3 +387,66 @@ def test_a_child_makes_room_before_it_reads_another_servers_memory(
     # (other tests' schemas on the same server may change meanwhile).
     assert service.source_memory(second).touched[FILE_IO.key] is not None
     assert ours & set(service._MEMORY) == {second.pk}
+
+
+def test_figures_read_back_are_decoded_only_when_a_poll_compares_them(
+    transactional_db, mariadb_ps, new_schema, settings, redis_server, monkeypatch, compared
+):
+    """On a child that did not hold them, a quiet poll leaves the stored figures as it
+    read them (undecoded, the shared copy not written again) and stores the truth; a
+    written poll on another new child decodes them, compares what changed and stores
+    the truth."""
+    # (Statistics refreshed within the margin are read again at every poll: here, those
+    # of the tables just created.)
+    monkeypatch.setattr(collect_module, "STATS_MARGIN_SECONDS", 0)
+    schema, server = tables_and_server(mariadb_ps, new_schema, "unread-figures")
+    # Quiet once two polls in a row compare nothing: the third poll zeroes the rates the
+    # second measured, and InnoDB refreshes the new tables' statistics in the background.
+    for _ in range(40):
+        assert poll_server(server).ok
+        if compared[-2:] == [0, 0]:
+            break
+        time.sleep(0.25)
+    assert compared[-2:] == [0, 0], compared
+    client = redis_server.client()
+
+    def figures_chain() -> list:
+        return msgpack.unpackb(client.get(pollmemory.header_key(server.pk)))["parts"][FIGURES_PART]
+
+    chain = figures_chain()
+    become(tuple({} for _ in HELD))  # a new child: a quiet poll
+    assert poll_server(server).ok and compared[-1] == 0
+    held = pollmemory._HELD[server.pk][FIGURES_PART].piece
+    assert isinstance(held, pollmemory.UnreadFigures) and not held.decoded
+    assert figures_chain() == chain  # nothing of them written again
+    assert_stored_is_the_truth(server, schema, settings, "a quiet poll, figures unread")
+    become(tuple({} for _ in HELD))  # another new child: a written poll
+    write(mariadb_ps, schema, "(8101, 'a')")
+    assert poll_server(server).ok
+    held = pollmemory._HELD[server.pk][FIGURES_PART].piece
+    assert not pollmemory._unread(held) and held.figures
+    assert figures_chain() != chain  # what changed, shared
+    assert_stored_is_the_truth(server, schema, settings, "a written poll, figures decoded")
+
+
+def test_figures_that_do_not_decode_are_read_from_the_database(
+    transactional_db, mariadb_ps, new_schema, settings, redis_server, caplog
+):
+    """A figures part that unpacks but does not decode (another version's, damaged):
+    the poll that needs them reads them from the database, says so in the log, and
+    stores the truth; the poll after continues as usual."""
+    schema, server = tables_and_server(mariadb_ps, new_schema, "unreadable-figures")
+    assert poll_server(server).ok and poll_server(server).ok
+    client = redis_server.client()
+    header = msgpack.unpackb(client.get(pollmemory.header_key(server.pk)))
+    damaged = pollmemory._pack([[1, 2], ["p0#"], [], [], [None, None], [], []])
+    for part_id in header["parts"][FIGURES_PART]:
+        client.set(pollmemory.part_key(server.pk, part_id), damaged)
+    become(tuple({} for _ in HELD))
+    write(mariadb_ps, schema, "(8201, 'a')")
+    assert poll_server(server).ok
+    assert "the remembered figures are read from the database" in caplog.text
+    assert_stored_is_the_truth(server, schema, settings, "figures read from the database")
+    write(mariadb_ps, schema, "(8202, 'b')")
+    assert poll_server(server).ok
+    assert_stored_is_the_truth(server, schema, settings, "the poll after")
