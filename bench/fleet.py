@@ -86,3 +86,24 @@ def settle(port: int, timeout: float = 300) -> float:
     conn.close()
     time.sleep(3)  # let background statistics recalculation finish
     return time.monotonic() - started
+
+
+def statistics_settled(port: int, quiet_for: float = 12, timeout: float = 180) -> float:
+    """Wait until InnoDB has stopped recalculating the bench tables' persistent statistics
+    (it does so in the background, at least 10 s apart per table, after rows changed):
+    their newest `last_update` `quiet_for` seconds old. Returns seconds waited."""
+    started = time.monotonic()
+    conn = connect(port)
+    with conn.cursor() as cursor:
+        while time.monotonic() - started < timeout:
+            cursor.execute(
+                "SELECT TIMESTAMPDIFF(SECOND, MAX(last_update), NOW()) "
+                "FROM mysql.innodb_table_stats WHERE database_name = %s",
+                (SCHEMA,),
+            )
+            age = cursor.fetchone()[0]
+            if age is None or age >= quiet_for:
+                break
+            time.sleep(1)
+    conn.close()
+    return time.monotonic() - started

@@ -12,10 +12,15 @@ Side by side, in one run, each ratio to the floor read right before that poll (t
 sources, every row, PyMySQL):
 - quiet polls (nothing written since the last poll of that server);
 - polls after 1% of that server's partitions were written;
-- the first poll of each server after both workers were restarted (every child new);
+- the first poll of each server after both workers were restarted (every child new), the
+  servers quiet again (the pages written flushed and the statistics InnoDB recalculates
+  after writes settled, what that changed stored by one poll of each);
 - quiet polls with the shared memory switched off (PARTDASH_SHARE_POLL_MEMORY=0, both
   workers restarted with it): the polls as they were before it.
-And the peak resident memory of any worker child, sampled after every poll.
+And the peak resident memory of any worker child, sampled after every poll. Each poll's
+line says how many partitions it changed, its stages (seconds, and the child's peak
+memory once each ended), and the CPU seconds of reading the memory back and of the
+cyclic collector (bench/poll_probe.py).
 
 Usage: shared_memory_bench.py [--servers 3] [--tables 250] [--partitions 128]
        [--ports P1,P2,P3 (servers built already)] [--keep] [--json PATH]
@@ -216,7 +221,7 @@ class Fleet:
             + (f", floor {floor:5.2f} s, {record['ratio']:.2f}x" if floor else "")
             + f", {record['worker'].split('@')[0]} child {pid}"
             + (" (polled it last)" if record["same_child"] else "")
-            + "; "
+            + f", {record['changed']} changed; "
             + ", ".join(
                 f"{_short(name)} {figures['seconds']:.2f} ({figures['peak_mb']:.0f} MB)"
                 for name, figures in record["stages"].items()
@@ -226,7 +231,7 @@ class Fleet:
         return record
 
     def run(self) -> dict:
-        from fleet import write_to_some_partitions
+        from fleet import settle, statistics_settled, write_to_some_partitions
 
         options, ids = self.options, list(self.servers)
         # A first poll reads every definition, a second turns unknown rates into zeros, a
@@ -250,6 +255,15 @@ class Fleet:
                     rounds + number,
                 )
                 self.poll(server_id, "written")
+        # After writes InnoDB flushes the pages written and recalculates statistics in
+        # the background for a while: both are waited for (flushing made to run now).
+        # One poll of each stores what they changed: the restart's polls are of quiet
+        # servers, so that they measure reading the memory back (what the written polls
+        # measure, storing what changed, is not counted twice).
+        waited = max(settle(port) + statistics_settled(port) for port in self.servers.values())
+        say(f"  the servers settled ({waited:.0f} s); a poll of each stores what that changed")
+        for server_id in ids:
+            self.poll(server_id, "settle", with_floor=False)
         say("  both workers restarted: every child new")
         self.processes.restart_workers()
         for server_id in ids:
@@ -366,10 +380,12 @@ def report(figures: dict) -> bool:
             checks.append(worst <= worst_target)
             notes.append(f"worst target <= {worst_target:g}x: {verdict(worst <= worst_target)}")
         same = sum(p["same_child"] for p in mine)
+        changed = sum(bool(p["changed"]) for p in mine)
         print(
             f"(7f.{kind}) {label:<44} median {middle:.2f}x, worst {worst:.2f}x of "
             f"{len(mine)} (floor median {median(p['floor'] for p in mine):.2f} s); on the "
             f"child that polled that server last: {same}/{len(mine)}"
+            + (f"; {changed} changed partitions" if "quiet" in kind else "")
             + (f"  [{'; '.join(notes)}]" if notes else "")
         )
         print(f"        raw: {[round(r, 2) for r in ratios]}")
