@@ -185,7 +185,6 @@ def run(port: int, var_dir: Path, tables: int, partitions: int) -> None:
         assert poll_server(monitored).ok
         quiet.append(time.monotonic() - started)
         quiet_opened.append(opened_tables(port) - before)
-        memory = service.source_memory(monitored)
         quiet_fetched.append(sum(memory.fetched.values()) if memory else None)
 
     floor_reader.shutdown()
@@ -234,7 +233,6 @@ def run(port: int, var_dir: Path, tables: int, partitions: int) -> None:
         changed.append(poll_server(monitored).changed)
         written_polls.append(time.monotonic() - started)
         written_evaluated.append(evaluations[-1])
-        memory = service.source_memory(monitored)  # (a new one after a compaction)
         written_fetched.append(sum(memory.fetched.values()) if memory else None)
     size_after = store_bytes()
 

@@ -34,7 +34,7 @@ import logging
 import time
 import zlib
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from decimal import Decimal
 from functools import partial
@@ -69,9 +69,6 @@ MAX_DELTAS = 32
 DELTAS_SHARE = 0.5
 # Past this share of its rows (partitions, figures) changed, a delta is not tried.
 CHANGED_SHARE = 0.25
-# Parts written whole adding up to this (compressed) are held as read back (`_compact`):
-# a server of some 2,000 partitions and more.
-COMPACT_BYTES = 32 * 1024
 
 
 def header_key(server_pk: int) -> str:
@@ -748,16 +745,13 @@ def _same_buckets(held: Buckets, now: Buckets) -> bool:
 
 @dataclass
 class Written:
-    """What `save` wrote, for the poll `poll_id`: bytes sent (the parts that changed),
-    the sizes of the parts written, which of them were deltas, and the parts written
-    whole, as written."""
+    """What `save` wrote: bytes sent (the parts that changed), the sizes of the parts
+    written, and which of them were deltas."""
 
-    poll_id: str
     sent: int
     parts: dict[str, int]
     seconds: float
     deltas: set[str]
-    whole: dict[str, bytes] = field(default_factory=dict)
 
 
 def _pieces(memory: "Memory") -> dict[str, object]:
@@ -848,50 +842,9 @@ def save(server_pk: int, memory: Memory, rows: FigureRows) -> Written | None:
         log.info("the poll memory of server %s was not shared: %s", server_pk, exc)
         unheld(server_pk)
         return None
-    whole = {
-        name: writes[part_key(server_pk, part.chain[0])]
-        for name, part in now_held.items()
-        if name in sizes and name not in deltas
-    }
     _HELD[server_pk] = now_held
     sent = sum(map(len, writes.values())) + len(header)
-    return Written(memory.poll_id, sent, sizes, time.monotonic() - started, deltas, whole)
-
-
-def worth_compacting(written: Written) -> bool:
-    return sum(map(len, written.whole.values())) >= COMPACT_BYTES
-
-
-def compact(server_pk: int, whole: dict[str, bytes], rows: FigureRows) -> bool:
-    """Hold the parts a poll wrote whole (`whole`: as written) as read back from what was
-    written (once they add up to COMPACT_BYTES, `worth_compacting`): a memory built from
-    the rows a poll read holds one object per value read, about 54 MB per 32,000
-    partitions after a server's first polls, against 32 MB read back (its figures left
-    as written, `UnreadFigures`). Each held piece is let go before its replacement is
-    decoded. Costs decoding what was written, about 0.15 s per 32,000 partitions, after
-    a poll that wrote parts whole. Returns whether it did; the caller then builds its
-    poll memory from these."""
-    held = _HELD.get(server_pk)
-    if held is None:
-        return False
-    kinds = _kinds(rows)
-    try:
-        for name, data in whole.items():
-            part = held[name]
-            held[name] = Part(part.chain, part.sizes, None)  # (let go first)
-            if name == FIGURES_PART:
-                piece: object = UnreadFigures([data], rows)
-            else:
-                piece = kinds[name].decode(_unpack(data))
-            held[name] = Part(part.chain, part.sizes, piece)
-    except Exception:  # a bug: what it held is gone, and the next poll is merely cold
-        log.exception("the poll memory of server %s could not be compacted", server_pk)
-        unheld(server_pk)
-        return False
-    tablespaces, kept = held.get(TABLESPACES_PART), held.get(KEPT_PART)
-    if tablespaces is not None and kept is not None:
-        _share_names(cast(Buckets, tablespaces.piece), cast(Kept, kept.piece))
-    return True
+    return Written(sent, sizes, time.monotonic() - started, deltas)
 
 
 def _unchanged(name: str, held: object, now: object) -> bool:

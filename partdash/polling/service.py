@@ -361,26 +361,6 @@ def share_memory(memory: PollMemory, server: Server, poll_id: str, result: Store
     return written
 
 
-def compact(server: Server, written: pollmemory.Written) -> None:
-    """After a poll that wrote parts of its memory whole (a server's first polls, a part
-    past its deltas): hold its memory as read back from what was written, as a child
-    that did not poll it would (`pollmemory.compact`), not as built from the rows read,
-    once what the poll built is let go."""
-    if not pollmemory.worth_compacting(written):
-        return
-    before = _MEMORY.pop(server.pk, None)  # (let go first)
-    read = before.sources if before is not None else None
-    said = (read.fetched, read.changed, read.touched) if read is not None else None
-    del before, read
-    if not pollmemory.compact(server.pk, written.whole, _FIGURE_ROWS):
-        return  # (the next poll reads it back from Redis)
-    memory = restore_memory(server, written.poll_id)
-    if memory.sources is None or memory.sources.basis != written.poll_id:
-        log.info("the poll memory of %s could not be read back: the next poll is cold", server.name)
-    elif said is not None:  # (what the poll read, as the poll said it)
-        memory.sources.fetched, memory.sources.changed, memory.sources.touched = said
-
-
 _stage = threading.local()
 
 
@@ -399,11 +379,9 @@ def poll_server(server: Server, poll_id: str | None = None) -> PollReport:
     server's status say what went wrong."""
     with cyclic_gc_paused():
         try:
-            report, written = _poll(server, poll_id)
+            report = _poll(server, poll_id)
             if not report.ok:
                 pollmemory.unheld(server.pk)  # a failed poll may have changed what it held
-            elif written is not None:  # (what the poll built is let go by now)
-                compact(server, written)
             return report
         except SoftTimeLimitExceeded:
             pollmemory.unheld(server.pk)
@@ -500,8 +478,7 @@ def _store(
         return _store_analyse_evaluate(server, collection, poll_id, seconds, memory)
 
 
-def _poll(server: Server, poll_id: str | None) -> tuple[PollReport, pollmemory.Written | None]:
-    """The poll, and what it wrote of its memory (None: nothing)."""
+def _poll(server: Server, poll_id: str | None) -> PollReport:
     started = time.monotonic()
     poll_id = poll_id or uuid.uuid4().hex
     try:
@@ -538,14 +515,13 @@ def _poll(server: Server, poll_id: str | None) -> tuple[PollReport, pollmemory.W
         server.record_tls(
             getattr(failure, "tls_offered", None), getattr(failure, "tls_fingerprint", "")
         )
-        return PollReport(server=server.name, ok=False, error=message), None
+        return PollReport(server=server.name, ok=False, error=message)
     server.record_tls(session.tls_offered, session.tls_fingerprint)
     set_stage("storing and analysing the snapshot")
     if stored is None:
         seconds = time.monotonic() - started
         stored = _store_analyse_evaluate(server, collection, poll_id, seconds, memory)
     result, evaluation_failed = stored
-    written = None
     if result.snapshot is not None:
         _record_success(server, collection, result.snapshot.taken_at)
         if memory.sources is not None:
@@ -553,7 +529,7 @@ def _poll(server: Server, poll_id: str | None) -> tuple[PollReport, pollmemory.W
         bound_memory(server.pk, result.partitions_seen)
         set_stage("sharing the poll memory")
         try:
-            written = share_memory(memory, server, poll_id, result)
+            share_memory(memory, server, poll_id, result)
         except Exception:  # the poll is stored: a bug here costs the next one its memory
             log.exception("the poll memory of %s was not shared", server.name)
             pollmemory.unheld(server.pk)
@@ -570,4 +546,4 @@ def _poll(server: Server, poll_id: str | None) -> tuple[PollReport, pollmemory.W
         warnings=collection.lines + [cast(str, evaluation_failed)] * bool(evaluation_failed),
     )
     log.debug("%s", report.summary)
-    return report, written
+    return report

@@ -450,28 +450,3 @@ def test_figures_that_do_not_decode_are_read_from_the_database(
     write(mariadb_ps, schema, "(8202, 'b')")
     assert poll_server(server).ok
     assert_stored_is_the_truth(server, schema, settings, "the poll after")
-
-
-def test_a_memory_built_from_rows_is_held_as_read_back(
-    transactional_db, mariadb_ps, new_schema, settings, redis_server, monkeypatch
-):
-    """After a poll that wrote parts whole (a server's first polls), the child holds them
-    as read back from what it wrote (`pollmemory.compact`), not as built from the rows
-    read: the figures left undecoded. It says what the poll read, and the polls after
-    continue it (by bucket) and store the truth."""
-    monkeypatch.setattr(pollmemory, "COMPACT_BYTES", 0)  # (a small server: always)
-    schema, server = tables_and_server(mariadb_ps, new_schema, "compacted")
-    assert poll_server(server).ok  # the first: every part whole
-    memory = service.source_memory(server)
-    assert memory.touched[FILE_IO.key] is None and sum(memory.fetched.values()) > 0
-    held = pollmemory._HELD[server.pk]
-    assert memory.kept is held[KEPT_PART].piece
-    assert memory.sources[FILE_IO.key] is held[FILE_IO_PART].piece
-    assert poll_server(server).ok  # the second: the figures whole
-    figures = service._MEMORY[server.pk].figures
-    assert figures is not None and isinstance(figures.stored, service.ReadBack)
-    assert figures.stored.unread()
-    write(mariadb_ps, schema, "(8301, 'a')")
-    assert poll_server(server).ok
-    assert service.source_memory(server).touched[FILE_IO.key] is not None  # by bucket
-    assert_stored_is_the_truth(server, schema, settings, "after a compacted memory")
