@@ -173,6 +173,7 @@ def run(port: int, var_dir: Path, tables: int, partitions: int) -> None:
         opened.append(opened_tables(port) - before)
         assert report.ok, report.error
 
+    peaks = {"first polls": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}
     # Quiet polls: nothing written, and only the floor's reads between them (the naive
     # poll above opened every table, which moves read counters: one poll absorbs that).
     assert poll_server(monitored).ok
@@ -189,6 +190,7 @@ def run(port: int, var_dir: Path, tables: int, partitions: int) -> None:
 
     floor_reader.shutdown()
 
+    peaks["steady and quiet polls"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     # A quiet poll on a process that did not poll the server last (as when a worker
     # child other than the last one takes it): what this process remembers is dropped.
 
@@ -210,6 +212,9 @@ def run(port: int, var_dir: Path, tables: int, partitions: int) -> None:
         assert poll_server(monitored).ok  # warm again for the next
     settings.PARTDASH_SHARE_POLL_MEMORY = True
     assert poll_server(monitored).ok  # (shared again)
+    peaks["polls by a new process, nothing shared"] = (
+        resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    )
     # A quiet poll on a new worker child, which holds nothing of the server: it reads the
     # shared poll memory from Redis (`partdash.polling.pollmemory`).
     shared, shared_fetched = [], []
@@ -224,6 +229,9 @@ def run(port: int, var_dir: Path, tables: int, partitions: int) -> None:
         assert poll_server(monitored).ok
     memory = service.source_memory(monitored)
 
+    peaks["polls by a new process, shared memory"] = (
+        resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    )
     growth_polls = 20
     size_before = store_bytes()
     written, changed, written_polls, written_evaluated, written_fetched = 0, [], [], [], []
@@ -235,6 +243,7 @@ def run(port: int, var_dir: Path, tables: int, partitions: int) -> None:
         written_evaluated.append(evaluations[-1])
         written_fetched.append(sum(memory.fetched.values()) if memory else None)
     size_after = store_bytes()
+    peaks["polls after 1% written"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
     print(
         json.dumps(
@@ -267,6 +276,7 @@ def run(port: int, var_dir: Path, tables: int, partitions: int) -> None:
                 "shared_median": statistics.median(shared),
                 "shared_rows_fetched": shared_fetched,
                 "rss_after_first_mb": rss_after_first,
+                "peak_rss_by_phase_mb": peaks,
                 "naive": naive,
                 "store_growth_bytes": size_after - size_before,
                 "bytes_per_partition_per_poll": (size_after - size_before)

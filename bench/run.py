@@ -128,7 +128,10 @@ def report(figures: dict, naive: list[tuple[float, int]]) -> bool:
         (
             "(6) peak memory of the polling process",
             f"{rss:.0f} MB",
-            f"[target < 300 MB: {verdict(rss < 300)}]",
+            f"[target < 300 MB: {verdict(rss < 300)}]; by the end of: "
+            + ", ".join(
+                f"{phase} {mb:.0f}" for phase, mb in figures.get("peak_rss_by_phase_mb", {}).items()
+            ),
         ),
     ]
     print()

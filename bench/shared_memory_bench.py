@@ -14,7 +14,7 @@ sources, every row, PyMySQL):
 - polls after 1% of that server's partitions were written;
 - the first poll of each server after both workers were restarted (every child new), the
   servers quiet again (the pages written flushed and the statistics InnoDB recalculates
-  after writes settled, what that changed stored by one poll of each);
+  after writes settled, what that changed stored by two polls of each);
 - quiet polls with the shared memory switched off (PARTDASH_SHARE_POLL_MEMORY=0, both
   workers restarted with it): the polls as they were before it.
 And the peak resident memory of any worker child, sampled after every poll. Each poll's
@@ -257,13 +257,14 @@ class Fleet:
                 self.poll(server_id, "written")
         # After writes InnoDB flushes the pages written and recalculates statistics in
         # the background for a while: both are waited for (flushing made to run now).
-        # One poll of each stores what they changed: the restart's polls are of quiet
+        # Two polls of each store what they changed: the restart's polls are of quiet
         # servers, so that they measure reading the memory back (what the written polls
         # measure, storing what changed, is not counted twice).
         waited = max(settle(port) + statistics_settled(port) for port in self.servers.values())
-        say(f"  the servers settled ({waited:.0f} s); a poll of each stores what that changed")
-        for server_id in ids:
-            self.poll(server_id, "settle", with_floor=False)
+        say(f"  the servers settled ({waited:.0f} s); two polls of each store what changed")
+        for _ in range(2):  # (the second sets the rates the first measured to zero)
+            for server_id in ids:
+                self.poll(server_id, "settle", with_floor=False)
         say("  both workers restarted: every child new")
         self.processes.restart_workers()
         for server_id in ids:

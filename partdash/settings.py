@@ -293,7 +293,8 @@ CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": 3600}
 CELERY_TASK_PUBLISH_RETRY_POLICY = {"max_retries": 2, "interval_start": 0.2}
 # A worker child whose peak memory went over this (MB; Celery reads the child's peak RSS
 # after each task) is replaced by a fresh one once its task is done: what a child keeps
-# between polls is bounded (PARTDASH_REMEMBERED_PARTITIONS, about 570 MB at its bound, a
+# between polls is bounded (PARTDASH_REMEMBERED_PARTITIONS, 260-480 MB at its bound: 32 MB
+# per 32,000 partitions read back, up to 60 MB once polls compared and analysed them; a
 # 64,000-partition poll peaking about 290 MB above it), anything beyond is given back.
 # 0: never.
 PARTDASH_WORKER_MAX_MEMORY_MB = env.int("PARTDASH_WORKER_MAX_MEMORY_MB", default=1536)
