@@ -184,3 +184,24 @@ def test_table_names_match_exactly_so_tables_differing_in_case_stay_apart():
     assert PartitionName("s", "É", "p0").key != PartitionName("s", "é", "p0").key
     assert PartitionName("s", "T", "p0").key != PartitionName("s", "t", "p0").key
     assert PartitionName("S", "t", "p0").key != PartitionName("s", "t", "p0").key
+
+
+def test_a_tablespace_list_holds_what_its_rows_repeat_once():
+    """Parsed, the rows' repeated sizes and row formats are one object each (PyMySQL
+    reads every value as its own), and each row keeps its values."""
+    from partdash.mysql.sources.tablespaces import parse
+
+    # Built at run time, as PyMySQL builds them: equal values, distinct objects.
+    rows = [
+        (f"s/t#P#p{n}", 10 + n, int("98304"), int("98304"), int("16384"), 0, "".join("Dynamic"))
+        for n in range(3)
+    ]
+    assert rows[0][2] is not rows[1][2] and rows[0][6] is not rows[1][6]
+    files = parse(rows)
+    assert [(f.name.partition, f.space_id, f.file_bytes, f.page_size) for f in files] == [
+        ("p0", 10, 98304, 16384),
+        ("p1", 11, 98304, 16384),
+        ("p2", 12, 98304, 16384),
+    ]
+    for field in ("file_bytes", "allocated_bytes", "page_size", "row_format"):
+        assert len({id(getattr(f, field)) for f in files}) == 1, field

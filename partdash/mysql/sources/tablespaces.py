@@ -27,14 +27,25 @@ def sql(dialect: Dialect) -> str:
 
 
 def parse(rows) -> list[PartitionFile]:
-    files = []
+    """The partitions' files. What repeats from row to row (sizes of small files, page
+    sizes, row formats) is held once: a poll's memory keeps these rows, and PyMySQL reads
+    each value of each row as an object of its own (3-4 MB per 32,000 partitions)."""
+    files: list[PartitionFile] = []
+    sizes: dict[int, int] = {}
+    formats: dict[str, str] = {}
     for name, space, file_size, allocated, page_size, zip_size, row_format in rows:
         parsed = split_tablespace(name)
         if parsed is not None:
+            file_size, allocated = file_size or 0, allocated or 0
             physical_page = int(zip_size or 0) or int(page_size or 0)
             files.append(
                 PartitionFile(
-                    parsed, space, file_size or 0, allocated or 0, physical_page, row_format or ""
+                    parsed,
+                    space,
+                    sizes.setdefault(file_size, file_size),
+                    sizes.setdefault(allocated, allocated),
+                    sizes.setdefault(physical_page, physical_page),
+                    formats.setdefault(row_format or "", row_format or ""),
                 )
             )
     return files
