@@ -46,8 +46,7 @@ def _gc_timed(phase: str, info: dict) -> None:
     if phase == "start":
         _gc_began[:] = [time.process_time()]
     elif _gc_began:
-        name = f"gc{info['generation']}"
-        _cpu[name] = round(_cpu.get(name, 0.0) + time.process_time() - _gc_began[0], 4)
+        _add_cpu(f"gc{info['generation']}", time.process_time() - _gc_began[0])
 
 
 def _record_stages() -> None:
@@ -70,30 +69,39 @@ def _record_stages() -> None:
     service.make_room = _timed("make_room", service.make_room)
     service.pollmemory.load = _timed("load", service.pollmemory.load)
     memory = service.pollmemory
-    for name in ("_unpack", "decode_tablespaces", "decode_file_io", "decode_kept"):
+    for name in (
+        *("_unpack", "decode_tablespaces", "decode_file_io", "decode_kept", "decode_figures"),
+        *("apply_buckets", "apply_kept", "apply_figures"),
+    ):
         setattr(memory, name, _cpu_timed(name, getattr(memory, name)))
-    for name in ("decode_figures", "apply_buckets", "apply_kept", "apply_figures"):
-        setattr(memory, name, _cpu_timed(name, getattr(memory, name)))
+
+
+def _add_cpu(name: str, seconds: float) -> None:
+    _cpu[name] = round(_cpu.get(name, 0.0) + seconds, 4)
 
 
 def _cpu_timed(name: str, function):
+    """`function`, its CPU seconds added to `name`'s."""
+
     def timed(*args, **kwargs):
         cpu = time.process_time()
         try:
             return function(*args, **kwargs)
         finally:
-            _cpu[name] = round(_cpu.get(name, 0.0) + time.process_time() - cpu, 4)
+            _add_cpu(name, time.process_time() - cpu)
 
     return timed
 
 
 def _timed(name: str, function):
+    """`function` as a stage of its own within the poll's, its CPU seconds counted too."""
+    function = _cpu_timed(name, function)
+
     def timed(*args, **kwargs):
-        began, cpu = time.monotonic(), time.process_time()
+        began = time.monotonic()
         try:
             return function(*args, **kwargs)
         finally:
-            _cpu[name] = round(_cpu.get(name, 0.0) + time.process_time() - cpu, 4)
             _stages.append((name, began))
             _stages.append((f"after {name}", time.monotonic()))
             _peaks.extend([_peaks[-1] if _peaks else 0.0, _peak_mb()])

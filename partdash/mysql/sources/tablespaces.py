@@ -36,7 +36,7 @@ def parse(rows) -> list[PartitionFile]:
     for name, space, file_size, allocated, page_size, zip_size, row_format in rows:
         parsed = split_tablespace(name)
         if parsed is not None:
-            file_size, allocated = file_size or 0, allocated or 0
+            file_size, allocated, row_format = file_size or 0, allocated or 0, row_format or ""
             physical_page = int(zip_size or 0) or int(page_size or 0)
             files.append(
                 PartitionFile(
@@ -45,7 +45,7 @@ def parse(rows) -> list[PartitionFile]:
                     sizes.setdefault(file_size, file_size),
                     sizes.setdefault(allocated, allocated),
                     sizes.setdefault(physical_page, physical_page),
-                    formats.setdefault(row_format or "", row_format or ""),
+                    formats.setdefault(row_format, row_format),
                 )
             )
     return files
