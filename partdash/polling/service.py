@@ -245,8 +245,33 @@ def make_room(server: Server) -> list[int]:
     other servers as `bound_memory` does after a poll, counting this one at its last
     known size. Forgetting only after the poll would hold what the bound allows and this
     server's memory at once (a child polling three servers of 32,000 partitions under a
-    bound of two went past 300 MB so). Returns the servers forgotten."""
-    return bound_memory(server.pk, server.partitions or 0)
+    bound of two went past 300 MB so). The other servers' figures are then held as
+    stored rather than decoded (`compact_others`). Returns the servers forgotten."""
+    forgotten = bound_memory(server.pk, server.partitions or 0)
+    compact_others(server.pk)
+    return forgotten
+
+
+def compact_others(server_pk: int) -> list[int]:
+    """Hold the stored figures of every other server this process remembers as they
+    are stored, compressed, rather than decoded, as a read back leaves them: a child
+    polling several large servers held each one's figures decoded, 15-20 MB per 32,000
+    partitions, while it polled the others. The next poll of such a server here decodes
+    them only if it compares partitions (a written poll), as it would after a read back.
+    A process polling one server never lets go of its own. Returns the servers whose
+    figures it let go."""
+    compacted = []
+    for pk, memory in _MEMORY.items():
+        remembered = memory.figures
+        if pk == server_pk or remembered is None:
+            continue
+        unread = pollmemory.compact_figures(pk, _FIGURE_ROWS)
+        if unread is not None:
+            memory.figures = store.Remembered(
+                remembered.snapshot_id, ReadBack(unread), remembered.moving
+            )
+            compacted.append(pk)
+    return compacted
 
 
 def forget(server_pk: int) -> None:

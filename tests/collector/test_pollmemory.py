@@ -450,3 +450,43 @@ def test_figures_that_do_not_decode_are_read_from_the_database(
     write(mariadb_ps, schema, "(8202, 'b')")
     assert poll_server(server).ok
     assert_stored_is_the_truth(server, schema, settings, "the poll after")
+
+
+def test_a_child_polling_another_server_holds_the_others_figures_as_stored(
+    transactional_db, mariadb_ps, new_schema, settings, redis_server, compared, monkeypatch
+):
+    """A child that polled server A (a written poll: its figures decoded), then polls B,
+    holds A's figures as stored (compressed, undecoded) while it polls B; A's next
+    written poll on this child decodes them, compares only what changed, and stores the
+    truth. A child polling one server never lets go of its figures."""
+    monkeypatch.setattr(collect_module, "STATS_MARGIN_SECONDS", 0)  # (as above)
+    schema_a, a = tables_and_server(mariadb_ps, new_schema, "compact-a")
+    schema_b, b = tables_and_server(mariadb_ps, new_schema, "compact-b")
+    for _ in range(40):  # quiet, as above: then a write's poll compares what it changed
+        assert poll_server(a).ok
+        if compared[-2:] == [0, 0]:
+            break
+        time.sleep(0.25)
+    assert compared[-2:] == [0, 0], compared
+    write(mariadb_ps, schema_a, "(8301, 'a')")
+    assert poll_server(a).ok
+    held = pollmemory._HELD[a.pk][FIGURES_PART]
+    assert not pollmemory._unread(held.piece) and held.complete()
+    assert poll_server(a).ok  # one server: its figures stay decoded
+    assert not pollmemory._unread(pollmemory._HELD[a.pk][FIGURES_PART].piece)
+    assert poll_server(b).ok
+    held = pollmemory._HELD[a.pk][FIGURES_PART].piece
+    assert pollmemory._unread(held)
+    assert service._MEMORY[a.pk].figures.stored.source is held
+    assert service.compact_others(b.pk) == []  # held so already: nothing to let go
+    write(mariadb_ps, schema_a, "(8302, 'b')")
+    a.refresh_from_db()
+    partitions = a.partitions
+    assert poll_server(a).ok
+    assert 0 < compared[-1] < partitions  # continued: only what changed compared
+    assert not pollmemory._unread(pollmemory._HELD[a.pk][FIGURES_PART].piece)
+    assert_stored_is_the_truth(a, schema_a, settings, "after its figures were held as stored")
+    write(mariadb_ps, schema_a, "(8303, 'c')")
+    assert poll_server(a).ok
+    assert_stored_is_the_truth(a, schema_a, settings, "the poll after")
+    assert_stored_is_the_truth(b, schema_b, settings, "the other server")
