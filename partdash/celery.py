@@ -54,6 +54,17 @@ def schedule_dispatcher(sender: Celery, **kwargs) -> None:
         name="alert reminders",
     )
     sender.add_periodic_task(
+        3600.0,
+        sender.signature("partdash.alerts.tasks.plan_maintenance_windows"),
+        name="maintenance windows",
+    )
+    if settings.PARTDASH_ALERTMANAGER_URL:
+        sender.add_periodic_task(
+            settings.PARTDASH_ALERTMANAGER_PUSH_SECONDS,
+            sender.signature("partdash.alerts.tasks.push_to_alertmanager"),
+            name="alerts to Alertmanager",
+        )
+    sender.add_periodic_task(
         settings.PARTDASH_ALERT_STALE_CHECK_SECONDS,
         sender.signature("partdash.alerts.tasks.evaluate_stale_polls"),
         name="alerts: servers with no successful poll",

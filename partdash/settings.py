@@ -270,7 +270,8 @@ SPECTACULAR_SETTINGS = {
     "DESCRIPTION": (
         "Partition health of MySQL and MariaDB servers. Every endpoint needs a login or a "
         "token (`Authorization: Token KEY`). Viewers (and any user in no group) read; "
-        "operators also write servers, polls, alert rules and silences, and choose the "
+        "operators also write servers, polls, alert rules and silences (and maintenance "
+        "windows and alert channels, and acknowledge alerts), and choose the "
         "tables /metrics exports per partition; admins (staff) also manage users and tokens, "
         "in the admin. Each operation says who may call it."
     ),
@@ -281,6 +282,12 @@ SPECTACULAR_SETTINGS = {
     # Swagger UI from drf-spectacular-sidecar's static files: no CDN.
     "SWAGGER_UI_DIST": "SIDECAR",
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
+    # One name per choice set where several fields use it (a rule's `rule` and a
+    # channel's `rules`; an alert's `severity` and a channel's `min_severity`).
+    "ENUM_NAME_OVERRIDES": {
+        "RuleEnum": "partdash.alerts.models.RuleName",
+        "SeverityEnum": "partdash.alerts.models.Severity",
+    },
 }
 
 # Celery: Redis broker, beat dispatches due polls from one static entry.
@@ -434,6 +441,22 @@ PARTDASH_ALERT_SWEEP_SECONDS = env.float("PARTDASH_ALERT_SWEEP_SECONDS", default
 # PARTDASH_ALERT_MAX_ATTEMPTS attempts an email is given up (its last error stays shown).
 PARTDASH_ALERT_RETRY_SECONDS = env.float("PARTDASH_ALERT_RETRY_SECONDS", default=30.0)
 PARTDASH_ALERT_MAX_ATTEMPTS = env.int("PARTDASH_ALERT_MAX_ATTEMPTS", default=30)
+# A channel's message (Slack, Teams, a webhook...) is sent by a process of its own
+# (partdash.alerts.channel_send), killed past this many seconds; the attempt then counts
+# as failed and is retried like an email.
+PARTDASH_ALERT_CHANNEL_TIMEOUT_SECONDS = env.float(
+    "PARTDASH_ALERT_CHANNEL_TIMEOUT_SECONDS", default=30.0
+)
+# Alertmanager (partdash.alerts.alertmanager): its base URL (http://host:9093; user and
+# password in it are sent as basic authentication); every firing alert is pushed again
+# every PARTDASH_ALERTMANAGER_PUSH_SECONDS, and a resolved one for
+# PARTDASH_ALERTMANAGER_RESOLVED_MINUTES after it resolved. Unset: nothing is pushed.
+PARTDASH_ALERTMANAGER_URL = env.str("PARTDASH_ALERTMANAGER_URL", default="")
+PARTDASH_ALERTMANAGER_PUSH_SECONDS = env.float("PARTDASH_ALERTMANAGER_PUSH_SECONDS", default=60.0)
+PARTDASH_ALERTMANAGER_RESOLVED_MINUTES = env.float(
+    "PARTDASH_ALERTMANAGER_RESOLVED_MINUTES", default=15.0
+)
+PARTDASH_ALERTMANAGER_TIMEOUT = env.float("PARTDASH_ALERTMANAGER_TIMEOUT", default=10.0)
 # Transitions an email shows in full; the rest of a storm is counted, with a link.
 PARTDASH_ALERT_EMAIL_DETAILED = env.int("PARTDASH_ALERT_EMAIL_DETAILED", default=50)
 # Alert rules (partdash.alerts.rules): a condition fires after holding on this many

@@ -17,7 +17,8 @@ CHANGE_SERVER = "servers.change_server"
 ADD_SILENCE = "alerts.add_silence"
 SEND_TEST_ALERT = "alerts.change_alertrule"  # whoever edits the rules may test them
 # Actions that are not a model write, by name, wherever they are routed.
-ACTION_PERMISSIONS = {"poll": POLL, "send_test": SEND_TEST_ALERT}
+ACKNOWLEDGE = "alerts.add_silence"  # whoever may silence an alert may acknowledge it
+ACTION_PERMISSIONS = {"poll": POLL, "send_test": SEND_TEST_ALERT, "ack": ACKNOWLEDGE}
 
 
 def can(user, permission: str) -> bool:

@@ -7,7 +7,17 @@ from django.contrib import admin, messages
 from django.utils import timezone
 from django.utils.html import format_html
 
-from partdash.alerts.models import Alert, AlertRule, Notification, Silence, Transition
+from partdash.alerts import channels, windows
+from partdash.alerts.models import (
+    Alert,
+    AlertRule,
+    Channel,
+    MaintenanceWindow,
+    Notification,
+    RuleName,
+    Silence,
+    Transition,
+)
 from partdash.alerts.overrides import override_problems, recipient_list, recipient_problems
 from partdash.alerts.silences import active_silences, silence_problems
 from partdash.lib.shown import shown
@@ -30,6 +40,8 @@ class AlertRuleForm(forms.ModelForm):
             "for_polls",
             "severity",
             "recipients",
+            "escalate_to",
+            "escalate_after_minutes",
         ]
 
     def clean_recipients(self) -> str:
@@ -51,6 +63,8 @@ class AlertRuleForm(forms.ModelForm):
         )
         for field, problem in problems.items():
             self.add_error(field if field in self.fields else None, problem)
+        if (cleaned.get("escalate_to") is None) != (cleaned.get("escalate_after_minutes") is None):
+            self.add_error("escalate_to", "Set both the channel and the minutes, or neither.")
         scope = {f: cleaned.get(f) for f in ("rule", "server", "tag", "schema", "table")}
         twin = AlertRule.objects.filter(**scope).exclude(pk=self.instance.pk).first()
         if twin is not None and not problems:
@@ -89,6 +103,131 @@ class AlertRuleAdmin(admin.ModelAdmin):
         if rule.server_id:
             scope[0] = f"server={rule.server}"
         return ", ".join(scope) or "everywhere"
+
+
+class ChannelForm(forms.ModelForm):
+    """The URL is write-only (it holds the service's secret): required for a new
+    channel, kept when left blank on edit; checked by the sender before it is stored."""
+
+    url = forms.CharField(
+        required=False,
+        max_length=2000,
+        widget=forms.PasswordInput(render_value=False, attrs={"autocomplete": "off"}),
+        help_text="An Apprise URL (slack://, msteams://, pagerduty://, opsgenie://, tgram://, "
+        "discord://, matrix://, ntfy://...), a service's own webhook URL, or any other "
+        "https:// URL for partdash's JSON webhook. Stored encrypted, never shown back; "
+        "leave blank to keep the stored one.",
+    )
+    rules = forms.MultipleChoiceField(
+        choices=RuleName.choices,
+        required=False,
+        widget=forms.CheckboxSelectMultiple,
+        help_text="The rules it receives; none ticked: every rule.",
+    )
+
+    class Meta:
+        model = Channel
+        fields = ["name", "url", "rules", "min_severity", "enabled"]
+
+    def clean_url(self) -> str:
+        url = (self.cleaned_data.get("url") or "").strip()
+        if not url:
+            if self.instance.pk is None:
+                raise forms.ValidationError("A new channel needs its URL.")
+            return ""
+        try:
+            self.kind = channels.check_url(url)
+        except channels.ChannelRefused as refused:
+            raise forms.ValidationError(str(refused)) from None
+        return url
+
+    def clean_rules(self) -> list[str]:
+        return sorted(set(self.cleaned_data.get("rules") or []))
+
+    def save(self, commit: bool = True) -> Channel:
+        channel = super().save(commit=False)
+        if url := self.cleaned_data.get("url"):
+            channel.set_url(url)
+            channel.kind = self.kind
+        if commit:
+            channel.save()
+        return channel
+
+
+@admin.register(Channel)
+class ChannelAdmin(admin.ModelAdmin):
+    form = ChannelForm
+    list_display = ["name", "kind", "receives", "min_severity", "enabled", "last_failure"]
+    list_filter = ["kind", "enabled"]
+    search_fields = ["name"]
+    actions = ["send_test"]
+
+    @admin.display(description="Rules")
+    def receives(self, channel: Channel) -> str:
+        return ", ".join(channel.rules) or "every rule"
+
+    @admin.display(description="Last failed message")
+    def last_failure(self, channel: Channel) -> str:
+        failed = channel.notifications.exclude(last_error="").filter(sent_at=None).first()
+        if failed is None:
+            return "—"
+        return format_html('<span class="errornote">{}</span>', failed.last_error)
+
+    @admin.action(description="Send a test alert through the selected channels")
+    def send_test(self, request, queryset) -> None:
+        for channel in queryset:
+            try:
+                service = channels.send_test(channel, request.user.get_username())
+            except channels.ChannelRefused as refused:
+                self.message_user(
+                    request, f"{channel.name}: test alert not sent: {refused}", messages.ERROR
+                )
+            else:
+                self.message_user(request, f"{channel.name}: test alert sent ({service})")
+
+
+class MaintenanceWindowForm(forms.ModelForm):
+    class Meta:
+        model = MaintenanceWindow
+        fields = [
+            "name",
+            "rrule",
+            "duration_minutes",
+            "timezone",
+            "server",
+            "schema",
+            "table",
+            "rule",
+            "comment",
+        ]
+
+    def clean(self) -> dict:
+        cleaned = super().clean()
+        probe = MaintenanceWindow(
+            **{f: cleaned.get(f) for f in ("rrule", "duration_minutes", "timezone")},
+            created_at=self.instance.created_at,
+        )
+        for field, problem in windows.problems(probe).items():
+            self.add_error(field, problem)
+        return cleaned
+
+
+@admin.register(MaintenanceWindow)
+class MaintenanceWindowAdmin(admin.ModelAdmin):
+    form = MaintenanceWindowForm
+    list_display = ["name", "rrule", "duration_minutes", "timezone", "server", "next_starts"]
+    search_fields = ["name", "comment"]
+
+    @admin.display(description="Next occurrences (UTC)")
+    def next_starts(self, window: MaintenanceWindow) -> str:
+        starts = windows.next_occurrences(window)[:3]
+        return ", ".join(f"{start:%Y-%m-%d %H:%M}" for start in starts) or "none"
+
+    def save_model(self, request, obj: MaintenanceWindow, form, change: bool) -> None:
+        if not change:
+            obj.created_by = request.user
+        super().save_model(request, obj, form, change)
+        windows.plan(obj)
 
 
 class SilenceForm(forms.ModelForm):
@@ -230,15 +369,16 @@ class NotificationAdmin(ReadOnlyAdmin):
         "server",
         "subject",
         "recipients",
+        "channel",
         "attempts",
         "sent_at",
         "error",
     ]
-    list_filter = [DeliveryFilter, "server"]
+    list_filter = [DeliveryFilter, "server", "channel"]
     search_fields = ["subject", "recipients", "last_error", "message_id"]
-    list_select_related = ["server"]
+    list_select_related = ["server", "channel"]
 
-    @admin.display(description="Last SMTP error", ordering="last_error")
+    @admin.display(description="Last error", ordering="last_error")
     def error(self, notification: Notification) -> str:
         if not notification.last_error:
             return "—"

@@ -31,7 +31,7 @@ ANNOUNCING = (Transition.Kind.FIRING, Transition.Kind.REMINDER)
 
 def unaddressed() -> QuerySet[Notification]:
     """Notifications that went to nobody and have not been superseded."""
-    return Notification.objects.filter(recipients="", sent_at=None, superseded_by="")
+    return Notification.objects.filter(recipients="", channel=None, sent_at=None, superseded_by="")
 
 
 def anyone_to_tell() -> bool:
@@ -101,6 +101,8 @@ def announce_server(server: Server, now: datetime) -> str | None:
             for alert in alerts
             if key_of(alert) not in silenced
         ]
+        for transition in transitions:  # (the channels heard them when they fired)
+            transition.email_only = True
         Transition.objects.bulk_create(transitions)
     return evaluation if transitions else None
 

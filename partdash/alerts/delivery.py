@@ -27,7 +27,7 @@ from django.db import transaction
 from django.db.models import F, Q, QuerySet
 from django.utils import timezone
 
-from partdash.alerts import emails
+from partdash.alerts import channels, emails
 from partdash.alerts.models import Alert, Notification, Transition
 
 log = logging.getLogger(__name__)
@@ -48,8 +48,9 @@ def recipient_set(raw: str) -> str:
 
 
 def waiting(server_id: int | None = None, evaluation: str | None = None) -> QuerySet:
-    """Transitions to announce that no notification holds yet (silenced ones never are)."""
-    query = Transition.objects.filter(notification=None, silenced=False)
+    """Transitions to email that no notification holds yet (silenced ones never are, nor
+    a channel's own announcements)."""
+    query = Transition.objects.filter(notification=None, silenced=False, only_channel=None)
     if server_id is not None:
         query = query.filter(server_id=server_id)
     if evaluation is not None:
@@ -96,7 +97,7 @@ def deliverable(now: datetime) -> QuerySet:
     """Notifications a worker may claim at `now`."""
     return (
         Notification.objects.filter(sent_at=None, attempts__lt=settings.PARTDASH_ALERT_MAX_ATTEMPTS)
-        .exclude(recipients="")
+        .exclude(recipients="", channel=None)
         .filter(Q(claimed_at=None) | Q(claimed_at__lt=now - lease()))
     )
 
@@ -131,11 +132,14 @@ def send_notification(notification_id: int) -> Outcome:
     claimed_at = claim(notification_id)
     if claimed_at is None:
         return NOT_CLAIMED
-    notification = Notification.objects.select_related("server").get(pk=notification_id)
+    notification = Notification.objects.select_related("server", "channel").get(pk=notification_id)
     try:
-        message = emails.build_message(notification)
-        with get_connection(fail_silently=False) as connection:
-            connection.send_messages([message])
+        if notification.channel_id is not None:
+            channels.send(notification)
+        else:
+            message = emails.build_message(notification)
+            with get_connection(fail_silently=False) as connection:
+                connection.send_messages([message])
     except Exception as error:  # SMTP, network, TLS, templates: all recorded and retried
         return record_failure(notification, claimed_at, error)
     record_sent(notification)
@@ -164,7 +168,7 @@ def record_failure(notification: Notification, claimed_at: datetime, error: Exce
     Notification.objects.filter(pk=notification.pk, sent_at=None).update(
         last_error=last, claimed_at=now + wait - lease()
     )
-    log.warning("alert email %s to %s failed: %s", notification.pk, notification.recipients, last)
+    log.warning("alert %s to %s failed: %s", _what(notification), _to(notification), last)
     return Outcome(failed=True, retry_in=wait.total_seconds())
 
 
@@ -178,12 +182,24 @@ def record_sent(notification: Notification) -> None:
             notification=notification, kind=Transition.Kind.FIRING
         ).values("alert_id")
         Alert.objects.filter(pk__in=announced, notified_at=None).update(notified_at=now)
-    log.info("alert email %s sent to %s", notification.pk, notification.recipients)
+    log.info("alert %s sent to %s", _what(notification), _to(notification))
+
+
+def _what(notification: Notification) -> str:
+    return f"{'message' if notification.channel_id else 'email'} {notification.pk}"
+
+
+def _to(notification: Notification) -> str:
+    if notification.channel_id is not None:
+        return f"channel {notification.channel.name!r}"  # (never its URL)
+    return notification.recipients
 
 
 def deliver_evaluation(server_id: int, evaluation: str) -> list[tuple[int, Outcome]]:
-    """Group the evaluation's transitions, then send each of its unsent notifications."""
+    """Group the evaluation's transitions (emails, then channels), then send each of its
+    unsent notifications."""
     group_evaluation(server_id, evaluation)
+    channels.group_evaluation(server_id, evaluation)
     return send_unsent(server_id, evaluation)
 
 
@@ -191,7 +207,7 @@ def send_unsent(server_id: int, evaluation: str) -> list[tuple[int, Outcome]]:
     """Attempt each of the evaluation's notifications not sent yet that has recipients."""
     pending = Notification.objects.filter(
         server_id=server_id, evaluation=evaluation, sent_at=None
-    ).exclude(recipients="")
+    ).exclude(recipients="", channel=None)
     ids = pending.order_by("pk").values_list("pk", flat=True)
     return [(pk, send_notification(pk)) for pk in ids]
 
@@ -209,6 +225,9 @@ def sweep() -> list[int]:
         waiting().filter(created_at__lt=stale).values_list("server_id", "evaluation").distinct()
     )
     made = [n.pk for sid, ev in list(leftovers) for n in group_evaluation(sid, ev) if n.recipients]
+    made += [
+        n.pk for sid, ev in channels.leftovers(now) for n in channels.group_evaluation(sid, ev)
+    ]
     # An unclaimed one younger than a lease is its evaluation's task's to send.
     left = deliverable(now).filter(Q(claimed_at__isnull=False) | Q(created_at__lt=stale))
     return sorted({*made, *left.values_list("pk", flat=True)})
@@ -219,12 +238,12 @@ def sweep() -> list[int]:
 
 def due_reminders(now: datetime) -> QuerySet:
     """Firing alerts announced more than PARTDASH_ALERT_REPEAT_HOURS ago, and not
-    reminded of since, that no silence holds."""
+    reminded of since, that no silence holds and nobody acknowledged."""
     from partdash.alerts.silences import silenced_now
 
     cutoff = now - timedelta(hours=settings.PARTDASH_ALERT_REPEAT_HOURS)
     return (
-        Alert.objects.filter(state=Alert.State.FIRING, notified_at__lt=cutoff)
+        Alert.objects.filter(state=Alert.State.FIRING, notified_at__lt=cutoff, acknowledged_at=None)
         .filter(Q(reminded_at=None) | Q(reminded_at__lt=cutoff))
         .annotate(is_silenced=silenced_now(now))
         .filter(is_silenced=False)

@@ -85,6 +85,13 @@ def link(path: str, query: dict | None = None) -> str:
     return f"{url}?{urlencode(query)}" if query else url
 
 
+def page_of(alert: Alert) -> str:
+    """The alert's table page, or its server's for a server rule."""
+    if alert.partitioned_table_id:
+        return link(f"/tables/{alert.partitioned_table_id}/")
+    return link(f"/servers/{alert.server_id}/")
+
+
 def silence_link(alert: Alert) -> str:
     """The silence page prefilled for this alert (D's page: server, schema, table, rule)."""
     query = {"server": alert.server_id}
@@ -193,13 +200,18 @@ class Line:
 
     @property
     def page(self) -> str:
-        if self.alert.partitioned_table_id:
-            return link(f"/tables/{self.alert.partitioned_table_id}/")
-        return link(f"/servers/{self.alert.server_id}/")
+        return page_of(self.alert)
 
     @property
     def silence(self) -> str:
         return silence_link(self.alert)
+
+    @property
+    def ack(self) -> str:
+        """The signed link that acknowledges this firing (`acks.link_token`)."""
+        from partdash.alerts.acks import link_token
+
+        return link(f"/alerts/ack/{link_token(self.alert)}/")
 
     def worst_first(self) -> tuple:
         critical = self.alert.severity == Severity.CRITICAL
@@ -214,9 +226,9 @@ class Line:
 
 
 def lines_of(notification: Notification) -> list[Line]:
-    transitions = notification.transitions.select_related(
-        "alert", "alert__partitioned_table"
-    ).order_by("id")
+    # (a channel's message carries its transitions; an email holds them)
+    held = notification.carried if notification.channel_id else notification.transitions
+    transitions = held.select_related("alert", "alert__partitioned_table").order_by("id")
     lines = [Line(t, t.alert, notification.server.name) for t in transitions]
     return sorted(lines, key=Line.worst_first)
 

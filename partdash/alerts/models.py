@@ -52,6 +52,12 @@ class AlertRule(models.Model):
     schema = models.CharField(max_length=64, null=True, blank=True)  # noqa: DJ001
     table = models.CharField(max_length=64, null=True, blank=True)  # noqa: DJ001
     recipients = models.TextField(blank=True, help_text="Comma-separated email addresses.")
+    # Alerts of this rule still firing and not acknowledged this many minutes after they
+    # fired are sent to this channel too, once (`partdash.alerts.acks.escalate`).
+    escalate_to = models.ForeignKey(
+        "Channel", null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    escalate_after_minutes = models.PositiveIntegerField(null=True, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 
@@ -106,6 +112,14 @@ class Alert(models.Model):
     resolved_at = models.DateTimeField(null=True, blank=True)
     notified_at = models.DateTimeField(null=True, blank=True)  # firing announced (sent)
     reminded_at = models.DateTimeField(null=True, blank=True)
+    # Acknowledged while firing (`partdash.alerts.acks`): no reminders; cleared when it
+    # worsens (warning to critical). Firing again after it resolved is a new alert.
+    acknowledged_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    acknowledged_at = models.DateTimeField(null=True, blank=True)
+    ack_comment = models.TextField(blank=True)
+    escalated_at = models.DateTimeField(null=True, blank=True)  # sent to the escalation channel
     updated_at = models.DateTimeField(auto_now=True)
 
     class Meta:
@@ -124,9 +138,92 @@ class Alert(models.Model):
         return f"{self.state} {self.rule} {where}"
 
 
+class Acknowledgement(models.Model):
+    """An alert acknowledged, or its acknowledgement cleared (`cleared`: it worsened):
+    the alert's history keeps every one."""
+
+    alert = models.ForeignKey(Alert, on_delete=models.CASCADE, related_name="acknowledgements")
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    who = models.CharField(max_length=150, blank=True)  # as shown, kept if the user goes
+    via = models.CharField(max_length=20, blank=True)  # api, page, link, worsened
+    comment = models.TextField(blank=True)
+    cleared = models.BooleanField(default=False)
+    at = models.DateTimeField()
+
+    class Meta:
+        ordering = ["at", "id"]
+
+    def __str__(self) -> str:
+        return f"{'cleared' if self.cleared else 'acknowledged'} {self.alert}"
+
+
+class ChannelKind(models.TextChoices):
+    """What a channel's URL reaches (`partdash.alerts.channels.kind_of`)."""
+
+    SLACK = "slack", "Slack"
+    MSTEAMS = "msteams", "Microsoft Teams"
+    PAGERDUTY = "pagerduty", "PagerDuty"
+    OPSGENIE = "opsgenie", "Opsgenie"
+    TELEGRAM = "telegram", "Telegram"
+    DISCORD = "discord", "Discord"
+    MATRIX = "matrix", "Matrix"
+    NTFY = "ntfy", "ntfy"
+    WEBHOOK = "webhook", "JSON webhook"
+    APPRISE = "apprise", "Other (Apprise URL)"
+
+
+class Channel(models.Model):
+    """Where alerts go besides email: a chat, a pager or a webhook, named by an Apprise
+    URL (a plain http(s) URL: partdash's own JSON webhook). The URL holds the service's
+    secret (a token, a routing key): it is stored encrypted like server passwords and
+    never shown back. A channel receives the transitions of the rules it lists (none:
+    every rule) at or above its severity."""
+
+    name = models.CharField(max_length=100, unique=True)
+    kind = models.CharField(max_length=20, choices=ChannelKind, editable=False)
+    url_token = models.TextField(editable=False)  # Fernet (partdash.lib.secrets)
+    rules = models.JSONField(default=list, blank=True)  # rule names; [] = every rule
+    min_severity = models.CharField(max_length=10, choices=Severity, default=Severity.WARNING)
+    enabled = models.BooleanField(default=True)
+    # When the alerts already firing were announced to it, once (`channels.welcome`).
+    announced_at = models.DateTimeField(null=True, blank=True, editable=False)
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["name"]
+
+    def __str__(self) -> str:
+        return self.name
+
+    def set_url(self, url: str) -> None:
+        from partdash.lib import secrets
+
+        self.url_token = secrets.encrypt(url)
+
+    def url(self) -> str:
+        from partdash.lib import secrets
+
+        try:
+            return secrets.decrypt(self.url_token) if self.url_token else ""
+        except secrets.SecretError:
+            raise secrets.SecretError(
+                f"the stored URL of channel {self.name!r} cannot be decrypted with "
+                "PARTDASH_ENCRYPTION_KEYS (was a key removed before `manage.py rotate_keys` ran?)"
+            ) from None
+
+    def receives(self, rule: str, severity: str) -> bool:
+        if self.rules and rule not in self.rules:
+            return False
+        return self.min_severity != Severity.CRITICAL or severity == Severity.CRITICAL
+
+
 class Notification(models.Model):
-    """One email: the transitions of one server's evaluation (or one reminder digest) for
-    one set of recipients.
+    """One message: the transitions of one server's evaluation (or one reminder digest)
+    for one set of email recipients, or for one channel (`channel`, its transitions in
+    `carried`: a transition is in one email and in one message per channel).
     Claimed with a conditional UPDATE, so one worker sends it; `message_id` is fixed
     when it is created, so a resend after a crash carries the same Message-ID."""
 
@@ -146,9 +243,20 @@ class Notification(models.Model):
     # firing are announced in this evaluation instead (`alerts.belated`), and it stops
     # being listed as a failure.
     superseded_by = models.CharField(max_length=64, blank=True, default="")
+    channel = models.ForeignKey(
+        Channel, null=True, blank=True, on_delete=models.CASCADE, related_name="notifications"
+    )
+    carried = models.ManyToManyField("Transition", blank=True, related_name="channel_messages")
 
     class Meta:
         ordering = ["-created_at"]
+        constraints = [  # one message per channel per evaluation: taken by its INSERT
+            models.UniqueConstraint(
+                fields=["channel", "evaluation"],
+                condition=Q(channel__isnull=False),
+                name="one_message_per_channel_evaluation",
+            )
+        ]
 
     def __str__(self) -> str:
         return self.subject or self.evaluation
@@ -175,6 +283,14 @@ class Transition(models.Model):
     message = models.TextField(blank=True)
     created_at = models.DateTimeField()
     silenced = models.BooleanField(default=False)  # held back by a silence: never sent
+    # For this channel only (its announcement of what was firing when it was added);
+    # null: for email and every channel that receives it.
+    only_channel = models.ForeignKey(
+        Channel, null=True, blank=True, on_delete=models.CASCADE, related_name="+"
+    )
+    # For email only: an alert announced late to email recipients (`belated`), which
+    # the channels heard when it fired.
+    email_only = models.BooleanField(default=False)
     notification = models.ForeignKey(
         Notification,
         null=True,
@@ -189,6 +305,35 @@ class Transition(models.Model):
 
     def __str__(self) -> str:
         return f"{self.kind} {self.alert}"
+
+
+class MaintenanceWindow(models.Model):
+    """A recurring silence: every occurrence of `rrule` (RFC 5545, in `timezone`) holds
+    the alerts it matches back for `duration_minutes`, as a silence would; it is one, made
+    ahead of time (`partdash.alerts.windows.plan`). Null fields match everything."""
+
+    name = models.CharField(max_length=100, unique=True)
+    rrule = models.TextField(help_text="e.g. FREQ=WEEKLY;BYDAY=SU;BYHOUR=2;BYMINUTE=0")
+    duration_minutes = models.PositiveIntegerField()
+    timezone = models.CharField(max_length=64, default="UTC")
+    server = models.ForeignKey(
+        "servers.Server", null=True, blank=True, on_delete=models.CASCADE, related_name="+"
+    )
+    schema = models.CharField(max_length=64, null=True, blank=True)  # noqa: DJ001
+    table = models.CharField(max_length=64, null=True, blank=True)  # noqa: DJ001
+    rule = models.CharField(max_length=20, choices=RuleName, null=True, blank=True)  # noqa: DJ001
+    comment = models.TextField(blank=True)
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["name"]
+
+    def __str__(self) -> str:
+        return self.name
 
 
 class Silence(models.Model):
@@ -208,9 +353,20 @@ class Silence(models.Model):
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL
     )
     created_at = models.DateTimeField(auto_now_add=True)
+    # One occurrence of a maintenance window (made by `windows.plan`), else null.
+    window = models.ForeignKey(
+        MaintenanceWindow, null=True, blank=True, on_delete=models.CASCADE, related_name="silences"
+    )
 
     class Meta:
         ordering = ["-ends_at"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["window", "starts_at"],
+                condition=Q(window__isnull=False),
+                name="one_silence_per_window_occurrence",
+            )
+        ]
 
     def __str__(self) -> str:
         return f"silence until {self.ends_at:%Y-%m-%d %H:%M} UTC"

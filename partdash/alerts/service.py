@@ -22,8 +22,16 @@ from django.db import transaction
 from django.db.models import Count, Max, Q
 from django.utils import timezone
 
+from partdash.alerts import acks, alertmanager
 from partdash.alerts import conditions as judged
-from partdash.alerts.models import Alert, AlertRule, RuleName, Silence, Transition
+from partdash.alerts.models import (
+    Acknowledgement,
+    Alert,
+    AlertRule,
+    RuleName,
+    Silence,
+    Transition,
+)
 from partdash.alerts.rules import catalogue
 from partdash.health.alert_rules import Override, SilenceScope, rule_in_force, silenced_keys
 from partdash.health.alerting import AlertState, Condition, Key, Outcome, evaluate
@@ -253,7 +261,7 @@ class Evaluation:
         Alert.objects.bulk_create(created, batch_size=500)
         by_key = {**self.alerts, **{key_of(a): a for a in created}}
         _ensure_ids(self.server, by_key)
-        changed, dropped = [], []
+        changed, dropped, clearings = [], [], []
         for key, state in outcome.states.items():
             alert = self.alerts.get(key)
             if alert is None:
@@ -261,9 +269,17 @@ class Evaluation:
             if state is None:
                 dropped.append(alert.pk)
             elif state != state_of(alert):
+                if (cleared := acks.clear_if_worse(alert, state.severity, self.now)) is not None:
+                    clearings.append(cleared)
                 changed.append(apply_state(alert, state, self.now))
         Alert.objects.filter(pk__in=dropped).delete()
         _update_alerts(changed, self.now)
+        if clearings:  # (its own UPDATE: an acknowledgement made meanwhile is not undone)
+            worse = [c.alert.pk for c in clearings]
+            Alert.objects.filter(pk__in=worse).update(
+                acknowledged_by=None, acknowledged_at=None, ack_comment=""
+            )
+            Acknowledgement.objects.bulk_create(clearings)
         if not outcome.transitions:
             return None
         created_at = timezone.now()
@@ -288,6 +304,7 @@ class Evaluation:
         if any(not t.silenced for t in outcome.transitions):
             server_id = self.server.pk
             transaction.on_commit(lambda: queue_delivery(server_id, evaluation))
+        transaction.on_commit(alertmanager.queue_push)
         return evaluation
 
     def _new_alert(self, key: Key, state: AlertState) -> Alert:

@@ -4,7 +4,7 @@ import logging
 
 from celery import shared_task
 
-from partdash.alerts import belated, delivery, service
+from partdash.alerts import acks, alertmanager, belated, channels, delivery, service, windows
 
 log = logging.getLogger(__name__)
 
@@ -33,12 +33,15 @@ def deliver_notification(notification_id: int) -> bool:
 @shared_task(name="partdash.alerts.tasks.sweep_outbox", ignore_result=True)
 def sweep_outbox() -> int:
     """Beat, every PARTDASH_ALERT_SWEEP_SECONDS: group what a killed worker left
-    ungrouped, queue an attempt for each email whose lease has run out, and announce the
-    alerts that fired while there were no recipients, once there are (`belated`)."""
+    ungrouped, queue an attempt for each message whose lease has run out, announce the
+    alerts that fired while there were no recipients, once there are (`belated`), and
+    to each new channel the alerts firing when it was added (`channels.welcome`), and
+    send alerts nobody acknowledged in time to their escalation channel (`acks`)."""
     due = delivery.sweep()
     for notification_id in due:
         deliver_notification.delay(notification_id)
-    for server_id, evaluation in belated.announce_belated():
+    announce = [*belated.announce_belated(), *channels.welcome(), *acks.escalate()]
+    for server_id, evaluation in announce:
         deliver_evaluation.delay(server_id, evaluation)
     return len(due)
 
@@ -58,3 +61,24 @@ def evaluate_stale_polls() -> int:
     """Beat, every PARTDASH_ALERT_STALE_CHECK_SECONDS: `stale_polls` of every server (no
     poll happens to evaluate it). Returns how many evaluations recorded transitions."""
     return len(service.evaluate_stale_polls())
+
+
+@shared_task(name="partdash.alerts.tasks.push_to_alertmanager", ignore_result=True)
+def push_to_alertmanager() -> int:
+    """Beat, every PARTDASH_ALERTMANAGER_PUSH_SECONDS, and after an evaluation that
+    changed something: every firing alert (and those resolved lately) to
+    PARTDASH_ALERTMANAGER_URL. A failed push is logged and made again at the next."""
+    if not alertmanager.enabled():
+        return 0
+    try:
+        return alertmanager.push()
+    except alertmanager.PushFailed as failed:
+        log.warning("alerts not pushed: %s", failed)
+        return 0
+
+
+@shared_task(name="partdash.alerts.tasks.plan_maintenance_windows", ignore_result=True)
+def plan_maintenance_windows() -> int:
+    """Beat, every hour: each maintenance window's occurrences of the next days made
+    silences (`windows.plan`). Returns how many it made."""
+    return windows.plan_all()

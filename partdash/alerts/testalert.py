@@ -1,14 +1,15 @@
-"""A test alert: one email to everyone alert emails go to, sent now, so an operator
-knows delivery works before an alert depends on it (`manage.py sendtestalert`, the
-alerts page's button, `POST /api/v1/alerts/test/`)."""
+"""A test alert: one email to everyone alert emails go to, or one message through a
+channel, sent now, so an operator knows delivery works before an alert depends on it
+(`manage.py sendtestalert [CHANNEL]`, the alerts page's button, `POST
+/api/v1/alerts/test/`, `POST /api/v1/channels/{id}/test/`)."""
 
 from django.conf import settings
 from django.core.mail import EmailMultiAlternatives, get_connection
 from django.template.loader import render_to_string
 from django.utils import timezone
 
-from partdash.alerts import emails
-from partdash.alerts.models import AlertRule
+from partdash.alerts import channels, emails
+from partdash.alerts.models import AlertRule, Channel
 from partdash.alerts.overrides import recipient_list
 
 EMAIL = "email"
@@ -30,10 +31,16 @@ def email_recipients() -> list[str]:
 
 
 def send_test_alert(channel: str | None = None, requested_by: str = "") -> list[str]:
-    """Send the test alert through `channel` (default: email, to `email_recipients()`);
-    returns who it went to. SMTP failures are raised as they come."""
+    """Send the test alert through `channel` (default: email, to `email_recipients()`; or
+    a channel's name); returns who it went to. SMTP failures are raised as they come, a
+    channel's as `channels.ChannelRefused`."""
     if channel not in (None, "", *CHANNELS):
-        raise TestAlertRefused(f"unknown channel {channel!r}: one of {', '.join(CHANNELS)}")
+        found = Channel.objects.filter(name=channel).first()
+        if found is None:
+            names = [EMAIL, *Channel.objects.values_list("name", flat=True)]
+            raise TestAlertRefused(f"unknown channel {channel!r}: one of {', '.join(names)}")
+        service = channels.send_test(found, requested_by)
+        return [f"channel {found.name} ({service})"]
     recipients = email_recipients()
     if not recipients:
         raise TestAlertRefused(NO_RECIPIENTS)

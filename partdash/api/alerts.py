@@ -5,14 +5,25 @@ the list's query string whose `apply` filters the queryset (bad values are a 400
 """
 
 from django.utils import timezone
-from drf_spectacular.utils import extend_schema, extend_schema_view
+from drf_spectacular.utils import extend_schema, extend_schema_field, extend_schema_view
 from rest_framework import mixins, serializers, viewsets
 from rest_framework.decorators import action
 from rest_framework.response import Response
 
+from partdash.alerts import acks, channels, windows
 from partdash.alerts.delivery import one_line
+from partdash.alerts.history import history_of
 from partdash.alerts.listing import alerts_as_shown, open_counts
-from partdash.alerts.models import Alert, AlertRule, Notification, RuleName, Severity, Silence
+from partdash.alerts.models import (
+    Alert,
+    AlertRule,
+    Channel,
+    MaintenanceWindow,
+    Notification,
+    RuleName,
+    Severity,
+    Silence,
+)
 from partdash.alerts.overrides import override_problems, recipient_list, recipient_problems
 from partdash.alerts.silences import active_silences, silence_problems
 from partdash.alerts.testalert import TestAlertRefused, send_test_alert
@@ -71,6 +82,9 @@ class AlertSerializer(serializers.ModelSerializer):
     silenced = serializers.BooleanField(
         source="is_silenced", help_text="A silence in force matches this alert now."
     )
+    acknowledged_by = serializers.SerializerMethodField(
+        help_text="Who acknowledged it (null: nobody, or acknowledged through a message's link)"
+    )
 
     class Meta:
         model = Alert
@@ -93,8 +107,17 @@ class AlertSerializer(serializers.ModelSerializer):
             "resolved_at",
             "notified_at",
             "silenced",
+            "acknowledged_by",
+            "acknowledged_at",
+            "ack_comment",
         ]
         read_only_fields = fields
+
+    def get_acknowledged_by(self, alert: Alert) -> str | None:
+        if alert.acknowledged_at is None:
+            return None
+        user = alert.acknowledged_by
+        return user.get_username() if user is not None else None
 
 
 # What `/alerts/?ordering=` takes, and the column each orders on.
@@ -161,6 +184,52 @@ class OpenCountsSerializer(serializers.Serializer):
     silenced = serializers.IntegerField(help_text="open (pending or firing) and silenced")
 
 
+class DeliverySerializer(serializers.Serializer):
+    id = serializers.IntegerField()
+    channel = serializers.CharField(allow_null=True, help_text="null: the email")
+    kind = serializers.CharField(help_text="email, or the channel's kind")
+    recipients = serializers.ListField(child=serializers.CharField())
+    outcome = serializers.ChoiceField(["sent", "failing", "waiting", "no recipients", "superseded"])
+    sent_at = serializers.DateTimeField(allow_null=True)
+    attempts = serializers.IntegerField()
+    last_error = serializers.CharField(allow_blank=True)
+
+
+class HistoryTransitionSerializer(serializers.Serializer):
+    kind = serializers.ChoiceField(["firing", "resolved", "reminder"])
+    at = serializers.DateTimeField()
+    value = serializers.FloatField(allow_null=True)
+    threshold = serializers.FloatField(allow_null=True)
+    message = serializers.CharField(allow_blank=True)
+    silenced = serializers.BooleanField()
+    evaluation = serializers.CharField()
+    deliveries = DeliverySerializer(many=True)
+
+
+class HistoryAckSerializer(serializers.Serializer):
+    at = serializers.DateTimeField()
+    who = serializers.CharField(allow_null=True)
+    via = serializers.CharField()
+    comment = serializers.CharField(allow_blank=True)
+    cleared = serializers.BooleanField()
+
+
+class AlertHistorySerializer(serializers.Serializer):
+    alert = AlertSerializer()
+    transitions = HistoryTransitionSerializer(many=True)
+    acknowledgements = HistoryAckSerializer(many=True)
+
+
+class AckSerializer(serializers.Serializer):
+    comment = serializers.CharField(
+        required=False,
+        allow_blank=True,
+        max_length=2000,
+        default="",
+        help_text="Why, or what is being done about it",
+    )
+
+
 class TestAlertSerializer(serializers.Serializer):
     sent_to = serializers.ListField(child=serializers.EmailField(), help_text="its recipients")
 
@@ -176,7 +245,7 @@ class AlertViewSet(QueryFilteredMixin, viewsets.ReadOnlyModelViewSet):
     csv_name = "alerts"
 
     def get_queryset(self):
-        return alerts_as_shown()
+        return alerts_as_shown().select_related("acknowledged_by")
 
     @extend_schema(responses=OpenCountsSerializer(many=True))
     @action(detail=False, methods=["get"])
@@ -189,6 +258,34 @@ class AlertViewSet(QueryFilteredMixin, viewsets.ReadOnlyModelViewSet):
             for pk, count in sorted(counts.items())
         ]
         return Response(OpenCountsSerializer(rows, many=True).data)
+
+    @extend_schema(responses=AlertHistorySerializer)
+    @action(detail=True, methods=["get"])
+    def history(self, request, pk=None) -> Response:
+        """The alert, its transitions (each with the email and channel messages that
+        carried it, and their outcome) and its acknowledgements, oldest first."""
+        alert = self.get_object()
+        shown = {"alert": alert, **history_of(alert)}
+        return Response(AlertHistorySerializer(shown).data)
+
+    @extend_schema(request=AckSerializer, responses=AlertSerializer, methods=["POST"])
+    @extend_schema(request=None, responses=AlertSerializer, methods=["DELETE"])
+    @action(detail=True, methods=["post", "delete"], url_path="ack")
+    def ack(self, request, pk=None) -> Response:
+        """Operators: acknowledge this firing alert with a comment (POST `{comment}`): no
+        reminders while it is; cleared if it worsens. DELETE clears it. 400 when the
+        alert is not firing."""
+        alert = self.get_object()
+        if request.method == "DELETE":
+            acks.unacknowledge(alert, request.user)
+        else:
+            body = AckSerializer(data=request.data)
+            body.is_valid(raise_exception=True)
+            try:
+                acks.acknowledge(alert, request.user, body.validated_data["comment"])
+            except acks.AckRefused as refused:
+                return Response({"detail": str(refused)}, status=400)
+        return Response(AlertSerializer(self.get_queryset().get(pk=alert.pk)).data)
 
     @extend_schema(request=None, responses=TestAlertSerializer)
     @action(detail=False, methods=["post"], url_path="test")
@@ -241,6 +338,16 @@ class AlertRuleSerializer(serializers.ModelSerializer):
     )
     for_polls = serializers.IntegerField(allow_null=True, required=False)
     recipients = RecipientsField(required=False)
+    escalate_to = serializers.PrimaryKeyRelatedField(
+        queryset=Channel.objects.all(),
+        allow_null=True,
+        required=False,
+        help_text="A channel that also receives this rule's alerts nobody acknowledged "
+        "within escalate_after_minutes of firing",
+    )
+    escalate_after_minutes = serializers.IntegerField(
+        allow_null=True, required=False, min_value=0, max_value=100_000
+    )
 
     class Meta:
         model = AlertRule
@@ -257,6 +364,8 @@ class AlertRuleSerializer(serializers.ModelSerializer):
             "schema",
             "table",
             "recipients",
+            "escalate_to",
+            "escalate_after_minutes",
         ]
 
     def to_representation(self, instance: AlertRule) -> dict:
@@ -277,6 +386,10 @@ class AlertRuleSerializer(serializers.ModelSerializer):
         )
         if problems:
             raise serializers.ValidationError(problems)
+        if (merged.get("escalate_to") is None) != (merged.get("escalate_after_minutes") is None):
+            raise serializers.ValidationError(
+                {"escalate_to": "escalate_to and escalate_after_minutes go together"}
+            )
         self._refuse_a_second_rule_for_one_scope(merged)
         return attrs
 
@@ -284,6 +397,7 @@ class AlertRuleSerializer(serializers.ModelSerializer):
         if self.instance is None:
             return {}
         fields = ["rule", "threshold", "clear_threshold", "for_polls", "tag", "schema", "table"]
+        fields += ["escalate_to", "escalate_after_minutes"]
         return {"server": self.instance.server, **{f: getattr(self.instance, f) for f in fields}}
 
     def _refuse_a_second_rule_for_one_scope(self, merged: dict) -> None:
@@ -384,6 +498,179 @@ class SilenceViewSet(
         serializer.save(created_by=self.request.user)
 
 
+# --- channels -------------------------------------------------------------------------
+
+
+class ChannelSerializer(serializers.ModelSerializer):
+    url = serializers.CharField(
+        write_only=True,
+        max_length=2000,
+        trim_whitespace=True,
+        help_text="An Apprise URL (slack://, msteams://, pagerduty://, opsgenie://, tgram://, "
+        "discord://, matrix://, ntfy://...), a service's own webhook URL, or any other "
+        "https:// URL for partdash's JSON webhook. Stored encrypted; never shown back.",
+    )
+    rules = serializers.ListField(
+        child=serializers.ChoiceField(RuleName.choices),
+        required=False,
+        default=list,
+        help_text="The rules it receives; empty: every rule.",
+    )
+    min_severity = serializers.ChoiceField(Severity.choices, required=False)
+
+    class Meta:
+        model = Channel
+        fields = ["id", "name", "kind", "url", "rules", "min_severity", "enabled"]
+        read_only_fields = ["id", "kind"]
+
+    def validate_url(self, url: str) -> str:
+        try:
+            self._kind = channels.check_url(url)
+        except channels.ChannelRefused as refused:
+            raise serializers.ValidationError(str(refused)) from None
+        return url
+
+    def validate_rules(self, rules: list[str]) -> list[str]:
+        return sorted(set(rules))
+
+    def validate(self, attrs: dict) -> dict:
+        if self.instance is None and "url" not in attrs:
+            raise serializers.ValidationError({"url": "This field is required."})
+        return attrs
+
+    def _with_url(self, channel: Channel, attrs: dict) -> Channel:
+        url = attrs.pop("url", None)
+        for name, value in attrs.items():
+            setattr(channel, name, value)
+        if url is not None:
+            channel.set_url(url)
+            channel.kind = self._kind
+        channel.save()
+        return channel
+
+    def create(self, validated_data: dict) -> Channel:
+        return self._with_url(Channel(), validated_data)
+
+    def update(self, instance: Channel, validated_data: dict) -> Channel:
+        return self._with_url(instance, validated_data)
+
+
+class ChannelTestSerializer(serializers.Serializer):
+    sent_to = serializers.CharField(help_text="the channel's name")
+    service = serializers.CharField(help_text="the service it reached (Apprise's name)")
+
+
+class ChannelViewSet(viewsets.ModelViewSet):
+    """Where alerts go besides email. The URL is write-only: it holds the service's
+    secret. Viewers read; operators add, change, delete and test."""
+
+    queryset = Channel.objects.all()
+    serializer_class = ChannelSerializer
+    http_method_names = ["get", "post", "patch", "delete", "head", "options"]
+
+    @extend_schema(request=None, responses=ChannelTestSerializer)
+    @action(detail=True, methods=["post"], url_path="test")
+    def send_test(self, request, pk=None) -> Response:
+        """Operators: send a test message through this channel now. 200 with the service
+        reached; 502 with the service's answer (never the URL) when it failed."""
+        channel = self.get_object()
+        try:
+            service = channels.send_test(channel, requested_by=request.user.get_username())
+        except channels.ChannelRefused as refused:
+            return Response({"detail": f"test alert not sent: {refused}"}, status=502)
+        return Response({"sent_to": channel.name, "service": service})
+
+
+# --- maintenance windows --------------------------------------------------------------
+
+
+class MaintenanceWindowSerializer(serializers.ModelSerializer):
+    server = serializers.PrimaryKeyRelatedField(
+        queryset=Server.objects.all(), allow_null=True, required=False, default=None
+    )
+    group = serializers.SerializerMethodField(
+        help_text="Reserved for server groups; null (the window's scope is its server)."
+    )
+    schema = NullableScope(max_length=64)
+    table = NullableScope(max_length=64)
+    rule = serializers.ChoiceField(RuleName.choices, allow_null=True, required=False, default=None)
+    timezone = serializers.CharField(max_length=64, required=False, default="UTC")
+    next_occurrences = serializers.SerializerMethodField(
+        help_text="The next starts (UTC), the one under way first if it is"
+    )
+    in_force = serializers.SerializerMethodField()
+
+    class Meta:
+        model = MaintenanceWindow
+        fields = [
+            "id",
+            "name",
+            "rrule",
+            "duration_minutes",
+            "timezone",
+            "server",
+            "group",
+            "schema",
+            "table",
+            "rule",
+            "comment",
+            "next_occurrences",
+            "in_force",
+        ]
+
+    @extend_schema_field(serializers.IntegerField(allow_null=True))
+    def get_group(self, window: MaintenanceWindow) -> None:
+        return None
+
+    def get_next_occurrences(self, window: MaintenanceWindow) -> list[str]:
+        return [
+            moment.isoformat().replace("+00:00", "Z") for moment in windows.next_occurrences(window)
+        ]
+
+    def get_in_force(self, window: MaintenanceWindow) -> bool:
+        return windows.in_force(window)
+
+    def validate(self, attrs: dict) -> dict:
+        if self.initial_data.get("group") not in (None, ""):
+            raise serializers.ValidationError(
+                {"group": "server groups are not there yet: give a server"}
+            )
+        merged = MaintenanceWindow(
+            **{**({} if self.instance is None else self._fields_of(self.instance)), **attrs}
+        )
+        if self.instance is not None:
+            merged.created_at = self.instance.created_at
+        problems = windows.problems(merged)
+        if problems:
+            raise serializers.ValidationError(problems)
+        return attrs
+
+    @staticmethod
+    def _fields_of(window: MaintenanceWindow) -> dict:
+        names = ["name", "rrule", "duration_minutes", "timezone", "schema", "table", "rule"]
+        return {"server": window.server, **{name: getattr(window, name) for name in names}}
+
+    def create(self, validated_data: dict) -> MaintenanceWindow:
+        user = self.context["request"].user
+        window = super().create({**validated_data, "created_by": user})
+        windows.plan(window)
+        return window
+
+    def update(self, instance: MaintenanceWindow, validated_data: dict) -> MaintenanceWindow:
+        window = super().update(instance, validated_data)
+        windows.plan(window)
+        return window
+
+
+class MaintenanceWindowViewSet(viewsets.ModelViewSet):
+    """Recurring silences; viewers read, operators write. Each occurrence is a silence
+    made ahead of time (listed with the silences, comment "maintenance window NAME")."""
+
+    queryset = MaintenanceWindow.objects.select_related("server")
+    serializer_class = MaintenanceWindowSerializer
+    http_method_names = ["get", "post", "patch", "delete", "head", "options"]
+
+
 # --- notifications --------------------------------------------------------------------
 
 
@@ -391,6 +678,13 @@ class NotificationSerializer(serializers.ModelSerializer):
     server_id = serializers.IntegerField(read_only=True)
     server = serializers.CharField(source="server.name", read_only=True)
     recipients = RecipientsField(read_only=True)
+    channel = serializers.CharField(
+        source="channel.name",
+        read_only=True,
+        allow_null=True,
+        default=None,
+        help_text="the channel it went through; null for an email",
+    )
 
     class Meta:
         model = Notification
@@ -400,6 +694,7 @@ class NotificationSerializer(serializers.ModelSerializer):
             "server",
             "subject",
             "recipients",
+            "channel",
             "created_at",
             "sent_at",
             "attempts",
@@ -433,6 +728,6 @@ class NotificationViewSet(QueryFilteredMixin, viewsets.ReadOnlyModelViewSet):
     """Alert emails, newest first: `?failed=true` lists those whose last SMTP attempt
     failed, with the error."""
 
-    queryset = Notification.objects.select_related("server")
+    queryset = Notification.objects.select_related("server", "channel")
     serializer_class = NotificationSerializer
     query_class = NotificationQuery

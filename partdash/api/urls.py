@@ -4,6 +4,8 @@ from rest_framework.routers import DefaultRouter
 from partdash.api.alerts import (
     AlertRuleViewSet,
     AlertViewSet,
+    ChannelViewSet,
+    MaintenanceWindowViewSet,
     NotificationViewSet,
     SilenceViewSet,
 )
@@ -27,6 +29,8 @@ router.register("tables", TableViewSet, basename="table")
 router.register("alerts", AlertViewSet, basename="alert")
 router.register("alert-rules", AlertRuleViewSet)
 router.register("silences", SilenceViewSet)
+router.register("channels", ChannelViewSet)
+router.register("maintenance-windows", MaintenanceWindowViewSet)
 router.register("notifications", NotificationViewSet)
 
 urlpatterns = [

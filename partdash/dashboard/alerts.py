@@ -8,15 +8,17 @@ from django import forms
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.http import HttpRequest, HttpResponse
-from django.shortcuts import redirect, render
+from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.utils import timezone
 from django.views.decorators.http import require_POST
 
 from partdash.accounts.permissions import ADD_SILENCE, SEND_TEST_ALERT, can
+from partdash.alerts import acks
 from partdash.alerts.delivery import one_line
+from partdash.alerts.history import history_of
 from partdash.alerts.listing import OPEN, alerts_as_shown
-from partdash.alerts.models import RuleName, Silence
+from partdash.alerts.models import Alert, Channel, RuleName, Silence
 from partdash.alerts.silences import DURATIONS, alerts_matched_by
 from partdash.alerts.testalert import TestAlertRefused, send_test_alert
 from partdash.metrics.models import PartitionedTable
@@ -48,8 +50,42 @@ def alerts(request: HttpRequest) -> HttpResponse:
         "chosen_table": chosen["table"],
         "may_write": can(request.user, ADD_SILENCE),
         "may_test": can(request.user, SEND_TEST_ALERT),
+        "channels": Channel.objects.filter(enabled=True).values_list("name", flat=True),
     }
     return render(request, "dashboard/alerts.html", context)
+
+
+@login_required
+def alert_history(request: HttpRequest, alert_id: int) -> HttpResponse:
+    """One alert: its figures, transitions with the messages that carried them (and
+    their outcome), and acknowledgements."""
+    alert = get_object_or_404(
+        Alert.objects.select_related("server", "acknowledged_by"), pk=alert_id
+    )
+    return render(request, "dashboard/alert.html", {"alert": alert, "history": history_of(alert)})
+
+
+def acknowledge(request: HttpRequest, token: str) -> HttpResponse:
+    """The signed link in an alert's message (`acks.link_token`): the alert and a comment
+    box; the POST acknowledges it, as the user when logged in. The link is the proof: it
+    works without a login for LINK_DAYS, for that firing only."""
+    try:
+        alert = acks.alert_of_link(token)
+    except acks.AckRefused as refused:
+        return render(request, "dashboard/ack.html", {"refused": refused}, status=400)
+    comment = ""
+    if request.method == "POST":
+        comment = request.POST.get("comment", "")[: acks.COMMENT_MAX]
+        user = request.user if request.user.is_authenticated else None
+        try:
+            alert = acks.acknowledge(alert, user, comment, via="link")
+        except acks.AckRefused as refused:
+            return render(request, "dashboard/ack.html", {"refused": refused}, status=400)
+    who = alert.acknowledged_by.get_username() if alert.acknowledged_by else ""
+    if alert.acknowledged_at and not who:
+        who = "someone with the link in a message"
+    context = {"alert": alert, "comment": comment or alert.ack_comment, "who": who}
+    return render(request, "dashboard/ack.html", context)
 
 
 @login_required
@@ -60,7 +96,8 @@ def send_test(request: HttpRequest) -> HttpResponse:
     if not can(request.user, SEND_TEST_ALERT):
         return HttpResponse("Operators only.", status=403, content_type="text/plain")
     try:
-        recipients = send_test_alert(requested_by=request.user.get_username())
+        channel = request.POST.get("channel") or None
+        recipients = send_test_alert(channel, requested_by=request.user.get_username())
     except TestAlertRefused as refused:
         messages.error(request, f"Test alert not sent: {refused}.")
     except Exception as error:  # noqa: BLE001 SMTP, network, TLS: said on the page

@@ -22,5 +22,7 @@ urlpatterns = [
     path("alerts/", alerts.alerts, name="alerts"),
     path("alerts/silence/", alerts.silence, name="silence"),
     path("alerts/test/", alerts.send_test, name="send-test-alert"),
+    path("alerts/ack/<str:token>/", alerts.acknowledge, name="ack-alert"),
+    path("alerts/<int:alert_id>/", alerts.alert_history, name="alert"),
     path("search/", search.search, name="search"),
 ]

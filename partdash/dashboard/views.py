@@ -33,11 +33,15 @@ def server(request: HttpRequest, server_id: int) -> HttpResponse:
     return render(request, "dashboard/server.html", context)
 
 
+TABLE_ALERTS = 20  # the latest alerts the table page lists
+
+
 @login_required
 def table(request: HttpRequest, table_id: int) -> HttpResponse:
     """One partitioned table: skew, per-partition sizes and activity, compression, runway."""
     partitioned = get_object_or_404(PartitionedTable.objects.select_related("server"), pk=table_id)
-    return render(request, "dashboard/table.html", {"table": partitioned})
+    alerts = partitioned.alerts.order_by("-started_at", "-pk")[:TABLE_ALERTS]
+    return render(request, "dashboard/table.html", {"table": partitioned, "alerts": alerts})
 
 
 def favicon(request: HttpRequest) -> HttpResponse:

@@ -8,6 +8,7 @@ import time
 from datetime import timedelta
 
 import pytest
+from django.utils import timezone
 
 from partdash.alerts.models import Alert, Notification, Transition
 from tests import builders
@@ -177,3 +178,95 @@ def test_a_worker_killed_at_each_step_loses_nothing(step, delivery_processes, ma
     assert all(len(e.lines("FIRING")) == 3 for e in received)
     assert Transition.objects.filter(notification=notification).count() == 3
     assert Alert.objects.filter(notified_at__isnull=True).count() == 0
+
+
+SECRET = "hook-token-4f9a2c77e1"  # in the channel's URL: never in Redis, tasks or logs
+# A channel's message is sent by a process of its own (about a second, more on a loaded
+# machine): the lease must outlast it, as docs/alerts.md says, or a second worker would
+# take the message over while the first still sends it.
+CHANNEL_LEASE = 8.0
+CHANNEL_ENV = {"ALERT_EMAILS": "", "PARTDASH_ALERT_CLAIM_LEASE_SECONDS": str(CHANNEL_LEASE)}
+
+
+def redis_values(client, key: bytes) -> list:
+    """Every value stored under `key`, whatever its type."""
+    kind = client.type(key)
+    if kind == b"string":
+        return [client.get(key)]
+    if kind == b"list":
+        return client.lrange(key, 0, -1)
+    if kind == b"hash":
+        return [*client.hkeys(key), *client.hvals(key)]
+    if kind in (b"set", b"zset"):
+        return list(client.smembers(key)) if kind == b"set" else client.zrange(key, 0, -1)
+    return []
+
+
+@pytest.mark.parametrize("step", ["grouping", "grouped", "claimed", "accepted"])
+def test_a_channel_message_survives_a_worker_killed_at_each_step(
+    step, delivery_processes, tmp_path, redis_server
+):
+    """The same for a webhook channel (no email recipients: the channel's message is the
+    one the worker stops at): exactly one POST holding the three FIRING transitions,
+    then exactly one holding the RESOLVED ones, but for a worker killed after the
+    receiver took it (the evaluation, the same in both copies, tells them apart)."""
+    from tests.alerts.receiver import Receiver
+    from tests.alerts.test_channels import channel
+
+    receiver = Receiver(tmp_path).start()
+    try:
+        paused = tmp_path / "paused"
+        processes = delivery_processes(
+            **CHANNEL_ENV,
+            PARTDASH_TEST_DELIVERY_PAUSE_AT=step,
+            PARTDASH_TEST_DELIVERY_PAUSE_FILE=str(paused),
+        )
+        processes.wait_ready()
+        db1 = builders.server("db1")
+        channel("hook", f"{receiver.url}/hook/{SECRET}")
+        time.sleep(0.01)  # (the transitions come after the channel)
+        tables = [builders.table(db1, "s", name) for name in ("a", "b", "c")]
+        alerts = [firing(db1, table, fired_at=timezone.now()) for table in tables]
+        for alert in alerts:
+            transition(alert)
+
+        queue(db1, "eval-1")
+        wait_until(paused.exists, 60, f"the worker to stop at {step!r}", processes.logs)
+        processes.kill_worker()
+        assert len(receiver.received) == (1 if step == "accepted" else 0)
+        processes.start_worker(**CHANNEL_ENV)
+        wait_until(
+            lambda: Notification.objects.filter(sent_at__isnull=False).exists(),
+            60,
+            "the message sent after the restart",
+            processes.logs,
+        )
+        settle(None, CHANNEL_LEASE + 2)
+        posts = [r.json() for r in receiver.received]
+        assert len(posts) == (2 if step == "accepted" else 1)
+        assert {p["evaluation"] for p in posts} == {"eval-1"}
+        assert all([t["state"] for t in p["transitions"]] == ["FIRING"] * 3 for p in posts)
+        (message,) = Notification.objects.exclude(channel=None)
+        assert message.carried.count() == 3
+
+        # And the resolutions: one more message, once, from the worker now running.
+        for alert in alerts:
+            transition(alert, kind=Transition.Kind.RESOLVED, evaluation="eval-2")
+        queue(db1, "eval-2")
+        wait_until(lambda: len(receiver.received) == len(posts) + 1, 60, "the RESOLVED post")
+        settle(None, CHANNEL_LEASE + 2)
+        assert len(receiver.received) == len(posts) + 1
+        last = receiver.received[-1].json()
+        assert [t["state"] for t in last["transitions"]] == ["RESOLVED"] * 3
+        assert last["evaluation"] == "eval-2"
+        assert {r.path for r in receiver.received} == {f"/hook/{SECRET}"}
+        # The URL's secret is nowhere else: not in the broker's messages or any key of
+        # Redis, not in the worker's and beat's logs.
+        client = redis_server.client()
+        for key in client.scan_iter(count=1000):
+            for value in [key, *redis_values(client, key)]:
+                assert SECRET.encode() not in (value or b""), key
+        logs = sorted(processes.log_dir.glob("*.log"))
+        assert logs and not any(SECRET in log.read_text(errors="replace") for log in logs)
+    finally:
+        receiver.stop()

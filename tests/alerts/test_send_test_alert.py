@@ -68,7 +68,7 @@ def test_sendtestalert_with_the_smtp_server_down_exits_1_with_its_error(mailbox)
 
 
 def test_sendtestalert_refuses_a_channel_it_does_not_know():
-    with pytest.raises(CommandError, match="invalid choice: 'slack'"):
+    with pytest.raises(CommandError, match="unknown channel 'slack': one of email$"):
         sendtestalert("slack")
 
 

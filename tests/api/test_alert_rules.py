@@ -23,6 +23,9 @@ CONTRACT_FIELDS = [
     "schema",
     "table",
     "recipients",
+    # escalation (issue 26): a channel for the alerts nobody acknowledged in time
+    "escalate_to",
+    "escalate_after_minutes",
 ]
 
 
@@ -45,7 +48,14 @@ def test_an_override_has_exactly_the_contract_fields(staff_api, viewer_api):
     assert created.status_code == 201, created.content
     assert list(created.json()) == CONTRACT_FIELDS
     (listed,) = viewer_api.get(RULES).json()
-    assert listed == {**body, "id": created.json()["id"], "enabled": True, "tag": None}
+    assert listed == {
+        **body,
+        "id": created.json()["id"],
+        "enabled": True,
+        "tag": None,
+        "escalate_to": None,
+        "escalate_after_minutes": None,
+    }
     stored = AlertRule.objects.get()
     assert stored.recipients == "dba@example.com, oncall@example.com"
 

@@ -29,6 +29,10 @@ CONTRACT_FIELDS = [
     "resolved_at",
     "notified_at",
     "silenced",
+    # CONTRACT, "Added with the open issues": acknowledgements
+    "acknowledged_by",
+    "acknowledged_at",
+    "ack_comment",
 ]
 
 

@@ -226,3 +226,45 @@ def test_the_silence_page_needs_a_login(page, live_server, fleet):
     page.goto(f"{live_server.url}/alerts/silence/?server={fleet['db1'].pk}&rule=runway")
 
     assert "/login/?next=" in page.url
+
+
+def test_acknowledging_an_alert_on_the_page_and_its_history(page, live_server, admin_user, fleet):
+    """An operator acknowledges a firing alert with a comment: the page says who and
+    when, without a reload; its history page lists the acknowledgement."""
+    runway = fleet["alerts"]["runway"]
+    log_in(page, live_server)
+    open_page(page, live_server, "/alerts/", "#alerts-page")
+    item = f"#firing li[data-id='{runway.pk}']"
+    page.locator(f"{item} details.ack summary").click()
+    page.fill(f"{item} .ack-form textarea", "adding partitions now")
+    page.locator(f"{item} .ack-form button").click()
+    page.wait_for_selector(f"{item} .acknowledged")
+    said = page.locator(f"{item} .acknowledged").inner_text()
+    assert "Acknowledged by admin" in said and "adding partitions now" in said
+    assert page.locator(f"{item} .acked-badge").count() == 1
+    runway.refresh_from_db()
+    assert runway.ack_comment == "adding partitions now"
+
+    page.locator(f"{item} a.history-link").click()
+    page.wait_for_url(f"**/alerts/{runway.pk}/")
+    assert "acknowledged by admin" in page.locator("#alert-acks").inner_text()
+    assert "adding partitions now" in page.locator("#alert-ack").inner_text()
+    screenshot(page, "alert-history")
+    assert page.console_errors == []
+
+
+def test_the_link_in_a_message_acknowledges_without_a_login(page, live_server, fleet):
+    from partdash.alerts.acks import link_token
+
+    skew = fleet["alerts"]["skew"]
+    page.goto(f"{live_server.url}/alerts/ack/{link_token(skew)}/")
+    assert "shop.events" in page.locator("#ack-alert").inner_text()
+    page.fill("#ack-form textarea", "seen on my phone")
+    page.click("#ack-submit")
+    page.wait_for_selector("#ack-done")
+    assert "someone with the link in a message" in page.locator("#ack-done").inner_text()
+    skew.refresh_from_db()
+    assert skew.acknowledged_at is not None and skew.ack_comment == "seen on my phone"
+    page.goto(f"{live_server.url}/alerts/ack/{link_token(skew)}x/")
+    assert "not one partdash made" in page.locator("#ack-refused").inner_text()
+    assert page.console_errors == [] or all("400" in e for e in page.console_errors)

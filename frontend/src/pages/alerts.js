@@ -2,7 +2,7 @@
 // (filtered by the page's ?server=, ?rule= and ?table=), each with its fix; the silences in
 // force and the alert emails that could not be sent.
 import { alertsPage } from "../alert-badges.js";
-import { getJSON, urls } from "../api.js";
+import { getJSON, sendJSON, urls } from "../api.js";
 import { code, el, link } from "../dom.js";
 import { fixBlock, severityBadge } from "../findings.js";
 import { age, bytes, count, localTime, number } from "../format.js";
@@ -51,6 +51,41 @@ function silenceLink(alert) {
   if (alert.schema) params.set("schema", alert.schema);
   if (alert.table) params.set("table", alert.table);
   return link(`/alerts/silence/?${params}`, "Silence…", { className: "silence-link small" });
+}
+
+const mayWrite = root.dataset.mayWrite === "true";
+
+function acknowledged(alert) {
+  if (!alert.acknowledged_at) return null;
+  const who = alert.acknowledged_by ?? "someone with the link in a message";
+  return el(
+    "div",
+    { className: "acknowledged small" },
+    `Acknowledged by ${who} ${localTime(alert.acknowledged_at)} (${age(alert.acknowledged_at)})`,
+    alert.ack_comment ? [": ", el("em", {}, alert.ack_comment)] : null,
+    "; no reminders while it is.",
+  );
+}
+
+function ackForm(alert) {
+  if (!mayWrite || alert.state !== "firing") return null;
+  const comment = el("textarea", { name: "comment", rows: 2, maxLength: 2000 });
+  const said = el("span", { className: "small ack-said" });
+  const button = el("button", { type: "submit" }, "Acknowledge");
+  const form = el("form", { className: "ack-form" }, comment, " ", button, " ", said);
+  form.addEventListener("submit", async (event) => {
+    event.preventDefault();
+    button.disabled = true;
+    try {
+      await sendJSON(`alerts/${alert.id}/ack/`, { comment: comment.value });
+      await load();
+    } catch (error) {
+      said.textContent = error.message;
+      button.disabled = false;
+    }
+  });
+  const summary = alert.acknowledged_at ? "Acknowledge again…" : "Acknowledge…";
+  return el("details", { className: "ack small" }, el("summary", {}, summary), form);
 }
 
 function when(alert) {
@@ -108,11 +143,18 @@ function alertItem(alert) {
       " ",
       where(alert),
       alert.silenced ? [" ", el("span", { className: "badge silenced-badge" }, "silenced")] : null,
+      alert.acknowledged_at && alert.state !== "resolved"
+        ? [" ", el("span", { className: "badge acked-badge" }, "acknowledged")]
+        : null,
     ),
     el("div", { className: "alert-message" }, alert.message),
     el("div", { className: "alert-figures small" }, figures(alert), when(alert)),
     alert.state === "resolved" ? proposedFix(alert.fix) : fixBlock(alert.fix),
+    alert.state !== "resolved" ? acknowledged(alert) : null,
     alert.state !== "resolved" && !alert.silenced ? silenceLink(alert) : null,
+    " ",
+    link(`/alerts/${alert.id}/`, "History", { className: "history-link small" }),
+    ackForm(alert),
   );
 }
 
@@ -184,7 +226,9 @@ function failureItem(notification) {
       "div",
       {},
       el("strong", {}, notification.subject || "(no subject)"),
-      ` to ${notification.recipients.join(", ") || "ALERT_EMAILS"}`,
+      notification.channel
+        ? ` to channel ${notification.channel}`
+        : ` to ${notification.recipients.join(", ") || "ALERT_EMAILS"}`,
     ),
     el(
       "div",
@@ -201,7 +245,7 @@ function showFailures(notifications) {
   box.replaceChildren(
     notifications.length
       ? el("ul", {}, notifications.map(failureItem))
-      : el("p", { className: "empty" }, "Every alert email was accepted by the mail server."),
+      : el("p", { className: "empty" }, "Every alert email and channel message was delivered."),
   );
 }
 

@@ -1,0 +1,390 @@
+"""Alert channels besides email: Slack, Teams, PagerDuty, Opsgenie, Telegram, Discord,
+Matrix, ntfy (through Apprise) and partdash's own JSON webhook.
+
+A channel keeps the email's guarantees (`delivery`): an evaluation's transitions that a
+channel receives go out in one message for that channel, taken by the INSERT of that
+message (unique per channel and evaluation), so two workers never split or share it; the
+message is claimed, sent, retried with backoff and swept like an email. What it carries
+is fixed when it is made (`Notification.carried`).
+
+Each message is sent by a process of its own (`channel_send`, `run_sender`): the URL
+goes to it on stdin and the error comes back without it.
+"""
+
+import json
+import logging
+import subprocess
+import sys
+from datetime import datetime, timedelta
+from pathlib import Path
+from urllib.parse import urlsplit
+from uuid import uuid4
+
+from django.conf import settings
+from django.db import IntegrityError, transaction
+from django.db.models import Q, QuerySet
+from django.utils import timezone
+
+from partdash.alerts import emails
+from partdash.alerts.models import Alert, Channel, ChannelKind, Notification, Transition
+from partdash.health.fixes import stored_fix
+
+log = logging.getLogger(__name__)
+
+SENDER = Path(__file__).with_name("channel_send.py")
+DOCUMENT_VERSION = 1
+
+# Apprise's schemes for the services named in the docs, and the hosts of the services'
+# own webhook URLs that Apprise takes as they are.
+SCHEMES = {
+    "slack": ChannelKind.SLACK,
+    "msteams": ChannelKind.MSTEAMS,
+    "workflow": ChannelKind.MSTEAMS,
+    "workflows": ChannelKind.MSTEAMS,
+    "pagerduty": ChannelKind.PAGERDUTY,
+    "opsgenie": ChannelKind.OPSGENIE,
+    "tgram": ChannelKind.TELEGRAM,
+    "discord": ChannelKind.DISCORD,
+    "matrix": ChannelKind.MATRIX,
+    "matrixs": ChannelKind.MATRIX,
+    "ntfy": ChannelKind.NTFY,
+    "ntfys": ChannelKind.NTFY,
+}
+NATIVE_HOSTS = {
+    "hooks.slack.com": ChannelKind.SLACK,
+    "discord.com": ChannelKind.DISCORD,
+    "discordapp.com": ChannelKind.DISCORD,
+    "api.telegram.org": ChannelKind.TELEGRAM,
+    "ntfy.sh": ChannelKind.NTFY,
+}
+NATIVE_SUFFIXES = {
+    ".webhook.office.com": ChannelKind.MSTEAMS,
+    ".logic.azure.com": ChannelKind.MSTEAMS,
+}
+
+
+class ChannelRefused(Exception):
+    """A channel URL no sender takes, or a sender that failed: one line, no secret."""
+
+
+def kind_of(url: str) -> ChannelKind:
+    """What `url` reaches: a known Apprise scheme, a service's own webhook URL, any other
+    http(s) URL (partdash's JSON webhook), or any other Apprise URL."""
+    try:
+        parts = urlsplit(url.strip())
+        host = (parts.hostname or "").lower()
+    except ValueError:
+        raise ChannelRefused("not a URL") from None
+    scheme = parts.scheme.lower()
+    if not scheme or "://" not in url:
+        raise ChannelRefused(
+            "not a URL: give SCHEME://… (an Apprise URL, or https://… for a webhook)"
+        )
+    if scheme in SCHEMES:
+        return SCHEMES[scheme]
+    if scheme in ("http", "https"):
+        if host in NATIVE_HOSTS:
+            return NATIVE_HOSTS[host]
+        for suffix, kind in NATIVE_SUFFIXES.items():
+            if host.endswith(suffix):
+                return kind
+        return ChannelKind.WEBHOOK
+    return ChannelKind.APPRISE
+
+
+def run_sender(request: dict, timeout: float | None = None) -> str:
+    """Run `channel_send` on `request`; returns the service's name, or raises
+    ChannelRefused with its one-line error. The process is killed at the timeout."""
+    limit = timeout if timeout is not None else settings.PARTDASH_ALERT_CHANNEL_TIMEOUT_SECONDS
+    try:
+        done = subprocess.run(
+            [sys.executable, "-I", str(SENDER)],
+            input=json.dumps({**request, "timeout": limit}),
+            capture_output=True,
+            text=True,
+            timeout=limit + 15,  # (its own start, and Apprise's import)
+            check=False,
+        )
+    except subprocess.TimeoutExpired:
+        raise ChannelRefused(f"no answer within {limit:.0f} s") from None
+    try:
+        outcome = json.loads(done.stdout.strip().splitlines()[-1])
+    except (IndexError, ValueError):
+        # (stderr is never shown: a crash's traceback may quote the request)
+        raise ChannelRefused(f"the sender failed (exit status {done.returncode})") from None
+    if not outcome.get("ok"):
+        raise ChannelRefused(outcome.get("error") or "no detail")
+    return outcome.get("service") or ""
+
+
+def check_url(url: str) -> ChannelKind:
+    """The kind of `url` once a sender took it (Apprise parses it: a Slack URL without
+    its tokens is refused here, not at the first alert)."""
+    kind = kind_of(url)
+    run_sender({"action": "check", "url": url.strip(), "kind": kind}, timeout=20)
+    return kind
+
+
+# --- routing: which transitions a channel receives ------------------------------------
+
+
+def for_channel(channel: Channel, transitions: QuerySet[Transition]) -> list[Transition]:
+    """Of an evaluation's transitions, those `channel` receives: not silenced, for every
+    channel or for this one, of its rules and severity."""
+    candidates = transitions.filter(silenced=False, email_only=False).filter(
+        Q(only_channel=None) | Q(only_channel=channel)
+    )
+    return [  # (one for this channel alone was chosen for it: an escalation, its welcome)
+        t
+        for t in candidates.select_related("alert").order_by("id")
+        if t.only_channel_id == channel.pk or channel.receives(t.alert.rule, t.alert.severity)
+    ]
+
+
+def group_evaluation(server_id: int, evaluation: str) -> list[Notification]:
+    """One message per enabled channel that receives any of the evaluation's transitions
+    and has none for it yet; returns the messages this call made."""
+    transitions = Transition.objects.filter(server_id=server_id, evaluation=evaluation)
+    first = transitions.order_by("created_at").values_list("created_at", flat=True).first()
+    if first is None:
+        return []
+    taken = Notification.objects.filter(evaluation=evaluation, channel__isnull=False)
+    channels = Channel.objects.filter(enabled=True, created_at__lte=first).exclude(
+        pk__in=taken.values("channel_id")
+    )
+    made = []
+    for channel in channels:
+        carried = for_channel(channel, transitions)
+        if carried:
+            notification = _take(channel, server_id, evaluation, carried)
+            if notification is not None:
+                made.append(notification)
+    return made
+
+
+def _take(channel: Channel, server_id: int, evaluation: str, carried: list[Transition]):
+    try:
+        with transaction.atomic():
+            notification = Notification.objects.create(
+                server_id=server_id,
+                evaluation=evaluation,
+                channel=channel,
+                message_id=f"{channel.kind}-{uuid4().hex}",
+            )
+            notification.carried.set(carried)
+            notification.subject = emails.subject_of(
+                notification.server.name, emails.lines_of(notification)
+            )
+            notification.save(update_fields=["subject"])
+    except IntegrityError:  # another worker made this channel's message first
+        return None
+    return notification
+
+
+def leftovers(now: datetime) -> list[tuple[int, str]]:
+    """Evaluations of the last day, older than a lease, with transitions some enabled
+    channel receives that no message of that channel carries: what a killed worker left
+    ungrouped (`delivery.sweep`)."""
+    lease = timedelta(seconds=settings.PARTDASH_ALERT_CLAIM_LEASE_SECONDS)
+    found: set[tuple[int, str]] = set()
+    for channel in Channel.objects.filter(enabled=True):
+        since = max(channel.created_at, now - timedelta(days=1))
+        waiting = (
+            Transition.objects.filter(silenced=False, email_only=False, created_at__gte=since)
+            .filter(created_at__lt=now - lease)
+            .filter(Q(only_channel=None) | Q(only_channel=channel))
+            .exclude(evaluation__in=channel.notifications.values("evaluation"))
+        )
+        for server_id, evaluation, rule, severity in waiting.values_list(
+            "server_id", "evaluation", "alert__rule", "alert__severity"
+        ):
+            if channel.receives(rule, severity):
+                found.add((server_id, evaluation))
+    return sorted(found)
+
+
+# --- the message ----------------------------------------------------------------------
+
+
+def alert_document(alert: Alert, silenced: bool = False) -> dict:
+    """An alert with the fields the API's alert has, and the link to its page."""
+    return {
+        "id": alert.pk,
+        "rule": alert.rule,
+        "severity": alert.severity,
+        "server_id": alert.server_id,
+        "server": alert.server.name,
+        "table_id": alert.partitioned_table_id,
+        "schema": alert.schema or None,
+        "table": alert.table or None,
+        "partition": alert.partition or None,
+        "state": alert.state,
+        "value": alert.value,
+        "threshold": alert.threshold,
+        "message": alert.message,
+        "fix": stored_fix(alert.fix),
+        "started_at": _iso(alert.started_at),
+        "resolved_at": _iso(alert.resolved_at),
+        "notified_at": _iso(alert.notified_at),
+        "silenced": silenced,
+        "acknowledged_by": _acknowledger(alert),
+        "acknowledged_at": _iso(alert.acknowledged_at),
+        "ack_comment": alert.ack_comment,
+        "url": emails.page_of(alert),
+    }
+
+
+def _acknowledger(alert: Alert) -> str | None:
+    if alert.acknowledged_at is None or alert.acknowledged_by is None:
+        return None
+    return alert.acknowledged_by.get_username()
+
+
+def _iso(moment: datetime | None) -> str | None:
+    return moment.isoformat().replace("+00:00", "Z") if moment else None
+
+
+def document_of(notification: Notification, lines: list[emails.Line]) -> dict:
+    """The webhook's JSON body (docs/alerts.md, "Webhook"): one per message."""
+    server = notification.server
+    return {
+        "version": DOCUMENT_VERSION,
+        "source": "partdash",
+        "evaluation": notification.evaluation,
+        "subject": notification.subject,
+        "server": {"id": server.pk, "name": server.name},
+        "alerts_url": emails.link("/alerts/", {"server": server.pk}),
+        "transitions": [
+            {
+                "kind": line.transition.kind,
+                "state": line.state,
+                "at": _iso(line.transition.created_at),
+                "value": line.transition.value,
+                "threshold": line.transition.threshold,
+                "message": line.transition.message or line.alert.message,
+                "alert": alert_document(line.alert),
+            }
+            for line in lines
+        ],
+    }
+
+
+def body_of(notification: Notification, lines: list[emails.Line]) -> str:
+    """A chat message: one line per transition (FIRING or RESOLVED, the rule, the table,
+    the value and threshold) and the link to its page; past PARTDASH_ALERT_EMAIL_DETAILED
+    lines, how many more and the alerts page."""
+    detailed = settings.PARTDASH_ALERT_EMAIL_DETAILED
+    rows = []
+    if lines and all(line.is_reminder for line in lines):
+        rows.append(f"Still firing after {emails.figure(settings.PARTDASH_ALERT_REPEAT_HOURS)} h:")
+    for line in lines[:detailed]:
+        rows += [line.text, f"  {line.page}"]
+        if line.state == "FIRING":
+            rows.append(f"  acknowledge: {line.ack}")
+    if len(lines) > detailed:
+        link = emails.link("/alerts/", {"server": notification.server_id})
+        rows.append(f"and {len(lines) - detailed} more: {link}")
+    return "\n".join(rows)
+
+
+def send(notification: Notification) -> str:
+    """Send one channel message (raises ChannelRefused with the sender's error)."""
+    channel = notification.channel
+    assert channel is not None
+    lines = emails.lines_of(notification)
+    request = {
+        "action": "send",
+        "url": channel.url(),
+        "kind": channel.kind,
+        "title": notification.subject,
+        "body": body_of(notification, lines),
+        "failure": any(line.state == "FIRING" for line in lines),
+        "document": document_of(notification, lines)
+        if channel.kind == ChannelKind.WEBHOOK
+        else None,
+    }
+    return run_sender(request)
+
+
+# --- a new channel's first message: what is firing already ----------------------------
+
+
+def unannounced() -> QuerySet[Channel]:
+    return Channel.objects.filter(enabled=True, announced_at=None)
+
+
+def welcome(now: datetime | None = None) -> list[tuple[int, str]]:
+    """For each enabled channel not yet told, the alerts firing now that it receives, no
+    silence holds, and whose transitions all came before it was added, announced to it
+    alone, once (taken by the UPDATE of its `announced_at`); an alert with a transition
+    since reached it in that transition's evaluation. Returns the (server, evaluation)
+    pairs to deliver."""
+    from partdash.alerts.belated import announcement
+    from partdash.alerts.service import key_of, silences_for
+    from partdash.health.alert_rules import silenced_keys
+
+    now = now or timezone.now()
+    queued = []
+    for channel in unannounced():
+        with transaction.atomic():
+            if not unannounced().filter(pk=channel.pk).update(announced_at=now):
+                continue  # another sweeper took it
+            # (an alert with a transition since the channel was added reaches it there)
+            firing = (
+                Alert.objects.filter(state=Alert.State.FIRING)
+                .exclude(transitions__created_at__gte=channel.created_at)
+                .select_related("server")
+            )
+            by_server: dict[int, list[Alert]] = {}
+            for alert in firing.order_by("server_id", "pk"):
+                if channel.receives(alert.rule, alert.severity):
+                    by_server.setdefault(alert.server_id, []).append(alert)
+            for server_id, alerts in by_server.items():
+                server = alerts[0].server
+                held = silenced_keys(
+                    silences_for(server), server_id, [key_of(a) for a in alerts], now
+                )
+                evaluation = f"welcome-{uuid4().hex}"
+                told = [
+                    announcement(alert, evaluation, "", now)
+                    for alert in alerts
+                    if key_of(alert) not in held
+                ]
+                for transition in told:
+                    transition.only_channel = channel
+                Transition.objects.bulk_create(told)
+                if told:
+                    queued.append((server_id, evaluation))
+    return queued
+
+
+# --- a test message -------------------------------------------------------------------
+
+
+def send_test(channel: Channel, requested_by: str = "") -> str:
+    """Send a test message through `channel` now; returns the service's name."""
+    who = f" by {requested_by}" if requested_by else ""
+    body = (
+        f"A test alert from partdash, sent{who} at {emails.when(timezone.now())}: "
+        f"alerts of this channel's rules reach here.\n  {emails.link('/alerts/')}"
+    )
+    document = {
+        "version": DOCUMENT_VERSION,
+        "source": "partdash",
+        "test": True,
+        "subject": "[partdash] test alert",
+        "channel": channel.name,
+        "requested_by": requested_by,
+        "alerts_url": emails.link("/alerts/"),
+        "transitions": [],
+    }
+    request = {
+        "action": "send",
+        "url": channel.url(),
+        "kind": channel.kind,
+        "title": "[partdash] test alert",
+        "body": body,
+        "failure": False,
+        "document": document,
+    }
+    return run_sender(request)

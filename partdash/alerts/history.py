@@ -1,0 +1,72 @@
+"""One alert's history: its transitions in order, each with the messages that carried it
+(the email and each channel's, with their delivery outcome), and its acknowledgements.
+The alert's page (`/alerts/{id}/`) and `GET /api/v1/alerts/{id}/history/` show it."""
+
+from datetime import datetime
+from typing import Any
+
+from partdash.alerts.models import Acknowledgement, Alert, Notification, Transition
+
+
+def delivery_of(notification: Notification) -> dict[str, Any]:
+    """A message as the history shows it: where it went and what became of it."""
+    if notification.sent_at is not None:
+        outcome = "sent"
+    elif notification.superseded_by:
+        outcome = "superseded"
+    elif not notification.recipients and notification.channel_id is None:
+        outcome = "no recipients"
+    elif notification.last_error:
+        outcome = "failing"
+    else:
+        outcome = "waiting"
+    return {
+        "id": notification.pk,
+        "channel": notification.channel.name if notification.channel_id else None,
+        "kind": notification.channel.kind if notification.channel_id else "email",
+        "recipients": [a for a in notification.recipients.split(",") if a],
+        "outcome": outcome,
+        "sent_at": notification.sent_at,
+        "attempts": notification.attempts,
+        "last_error": notification.last_error,
+    }
+
+
+def history_of(alert: Alert) -> dict[str, Any]:
+    transitions = (
+        Transition.objects.filter(alert=alert)
+        .select_related("notification", "notification__channel")
+        .prefetch_related("channel_messages", "channel_messages__channel")
+        .order_by("created_at", "pk")
+    )
+    rows = []
+    for transition in transitions:
+        messages = [transition.notification] if transition.notification_id else []
+        messages += list(transition.channel_messages.all())
+        rows.append(
+            {
+                "kind": transition.kind,
+                "at": transition.created_at,
+                "value": transition.value,
+                "threshold": transition.threshold,
+                "message": transition.message,
+                "silenced": transition.silenced,
+                "evaluation": transition.evaluation,
+                "deliveries": [delivery_of(n) for n in sorted(messages, key=_created)],
+            }
+        )
+    acknowledgements = [
+        {
+            "at": ack.at,
+            "who": ack.who or None,
+            "via": ack.via,
+            "comment": ack.comment,
+            "cleared": ack.cleared,
+        }
+        for ack in Acknowledgement.objects.filter(alert=alert).order_by("at", "pk")
+    ]
+    return {"transitions": rows, "acknowledgements": acknowledgements}
+
+
+def _created(notification: Notification) -> datetime:
+    return notification.created_at
