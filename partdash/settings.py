@@ -447,6 +447,20 @@ PARTDASH_ALERT_MAX_ATTEMPTS = env.int("PARTDASH_ALERT_MAX_ATTEMPTS", default=30)
 PARTDASH_ALERT_CHANNEL_TIMEOUT_SECONDS = env.float(
     "PARTDASH_ALERT_CHANNEL_TIMEOUT_SECONDS", default=30.0
 )
+# The written working set's forecast (partdash.health.forecast): a line through its
+# sizes over the last PARTDASH_WORKING_SET_FORECAST_DAYS, crossing this fraction of
+# innodb_buffer_pool_size; fitted again at most every ..._EVERY_SECONDS.
+PARTDASH_WORKING_SET_FORECAST_DAYS = env.float("PARTDASH_WORKING_SET_FORECAST_DAYS", default=7.0)
+PARTDASH_WORKING_SET_FORECAST_FRACTION = env.float(
+    "PARTDASH_WORKING_SET_FORECAST_FRACTION", default=1.0
+)
+PARTDASH_WORKING_SET_FORECAST_EVERY_SECONDS = env.float(
+    "PARTDASH_WORKING_SET_FORECAST_EVERY_SECONDS", default=600.0
+)
+# `working_set_forecast` fires when the forecast crossing is fewer days away than this.
+PARTDASH_ALERT_WORKING_SET_FORECAST_DAYS = env.float(
+    "PARTDASH_ALERT_WORKING_SET_FORECAST_DAYS", default=14.0
+)
 # Alertmanager (partdash.alerts.alertmanager): its base URL (http://host:9093; user and
 # password in it are sent as basic authentication); every firing alert is pushed again
 # every PARTDASH_ALERTMANAGER_PUSH_SECONDS, and a resolved one for

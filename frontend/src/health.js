@@ -1,6 +1,6 @@
 // A server's capability and pressure panels from /api/v1/servers/{id}/health/.
 import { code, el } from "./dom.js";
-import { bytes, count, percent } from "./format.js";
+import { bytes, count, localTime, number, percent } from "./format.js";
 
 // The catalogue key of performance_schema's file I/O (partdash/mysql/catalogue.py).
 export const FILE_IO = "file_io";
@@ -126,7 +126,30 @@ function workingSetGauge(workingSet) {
   return [
     gauge("Working set", workingSet.ratio, workingSet.level, detail),
     workingSet.reason ? el("p", { className: "small" }, workingSet.reason) : null,
+    workingSetForecast(workingSet),
   ];
+}
+
+// When the written working set, on its trend over the last days, outgrows the pool.
+function workingSetForecast(workingSet) {
+  if (!("forecast_reason" in workingSet)) return null;
+  if (!workingSet.forecast_date) {
+    return el(
+      "p",
+      { className: "small working-set-forecast" },
+      `Forecast: none (${workingSet.forecast_reason}).`,
+    );
+  }
+  const day = (text) => (text ? localTime(text).slice(0, 10) : "open-ended");
+  const growth = workingSet.growth_bytes_per_day;
+  return el(
+    "p",
+    { className: "small working-set-forecast" },
+    el("strong", {}, `Outgrows the buffer pool around ${day(workingSet.forecast_date)}`),
+    growth != null ? ` at ${bytes(growth)} a day` : "",
+    ` (${number(workingSet.forecast_days_left)} days; between ${day(workingSet.forecast_earliest)}`,
+    ` and ${day(workingSet.forecast_latest)})`,
+  );
 }
 
 // Server-wide INNODB_CMP, per zip page size, since the server started: each failed

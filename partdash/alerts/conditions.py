@@ -41,6 +41,9 @@ ADVICE = {
     "accepts the monitoring account (Test connection on the server's page).",
     RuleName.STALE_POLLS: "Check that partdash's Celery worker and beat are running "
     "(`make up` starts both) and the server's last poll on its page.",
+    RuleName.WORKING_SET_FORECAST: "Before the date: raise innodb_buffer_pool_size (it is "
+    "dynamic), or write fewer partitions at once (time RANGE partitions rather than HASH "
+    "spreading inserts everywhere), or archive what the application still updates.",
 }
 
 
@@ -166,6 +169,23 @@ def pressure_condition(snapshot: ServerSnapshot) -> Condition:
         message="; ".join(f.get("message", "") for f in found) or "no pressure",
         fix=next((f.get("fix") for f in found if f.get("fix")), None),
     )
+
+
+def working_set_forecast_condition(snapshot: ServerSnapshot) -> Condition:
+    """Days until the written working set, on its trend, crosses the limit (the stored
+    pressure's forecast); unknown (clear) while it is not growing or has too little
+    history."""
+    working = stored_pressure(snapshot.pressure).get("working_set") or {}
+    days = working.get("forecast_days_left")
+    if days is None:
+        reason = working.get("forecast_reason") or "no forecast"
+        return Condition(None, message=f"working set forecast: {reason}")
+    growth = working.get("growth_bytes_per_day") or 0
+    message = (
+        f"the written working set grows {growth / 2**20:,.0f} MiB a day: it outgrows the "
+        f"buffer pool around {(working.get('forecast_date') or '')[:10]} ({days:.1f} days)"
+    )
+    return Condition(days, message=message, fix=advice(RuleName.WORKING_SET_FORECAST))
 
 
 def unreachable_condition(name: str, failed: bool, last_error: str = "") -> Condition:

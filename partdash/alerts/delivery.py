@@ -178,9 +178,8 @@ def record_sent(notification: Notification) -> None:
     now = timezone.now()
     with transaction.atomic():
         Notification.objects.filter(pk=notification.pk).update(sent_at=now)
-        announced = Transition.objects.filter(
-            notification=notification, kind=Transition.Kind.FIRING
-        ).values("alert_id")
+        held = notification.carried if notification.channel_id else notification.transitions
+        announced = held.filter(kind=Transition.Kind.FIRING).values("alert_id")
         Alert.objects.filter(pk__in=announced, notified_at=None).update(notified_at=now)
     log.info("alert %s sent to %s", _what(notification), _to(notification))
 

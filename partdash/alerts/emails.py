@@ -32,7 +32,7 @@ SUBJECT_MAX = 500  # Notification.subject's length
 # Rules whose figure is bytes (shown as a number and in binary units), and rules where a
 # lower value is the worse one (days of runway left).
 BYTE_RULES = {"partition_size": "", "table_size": "", "table_growth": "/day"}
-LOWER_IS_WORSE = {"runway"}
+LOWER_IS_WORSE = {"runway", "working_set_forecast"}
 KIND_ORDER = {Transition.Kind.FIRING: 0, Transition.Kind.REMINDER: 0, Transition.Kind.RESOLVED: 1}
 
 

@@ -25,6 +25,7 @@ class RuleName(models.TextChoices):
     TABLE_GROWTH = "table_growth", "Table growth per day"
     UNREACHABLE = "unreachable", "Unreachable"
     STALE_POLLS = "stale_polls", "No successful poll"
+    WORKING_SET_FORECAST = "working_set_forecast", "Working set outgrows the pool (forecast)"
 
 
 class Severity(models.TextChoices):

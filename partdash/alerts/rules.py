@@ -107,6 +107,19 @@ def catalogue() -> dict[str, BuiltinRule]:
             finding="pressure",
         ),
         BuiltinRule(
+            RuleName.WORKING_SET_FORECAST,
+            "server",
+            "days until the written working set, on its trend, outgrows the buffer pool "
+            "(PARTDASH_WORKING_SET_FORECAST_FRACTION of it)",
+            "days",
+            _rule(
+                RuleName.WORKING_SET_FORECAST,
+                threshold=settings.PARTDASH_ALERT_WORKING_SET_FORECAST_DAYS,
+                worse="below",
+                clear_ratio=RUNWAY_CLEAR_RATIO,
+            ),
+        ),
+        BuiltinRule(
             RuleName.PARTITION_SIZE,
             "partition",
             "a partition's data plus index bytes",

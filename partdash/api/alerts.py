@@ -717,6 +717,9 @@ class NotificationQuery(serializers.Serializer):
         if query.get("failed") is not None:
             # One superseded (its alerts announced once recipients existed) is history.
             failed = notifications.exclude(last_error="").filter(superseded_by="")
+            # An email to nobody is no failure where a channel carried its evaluation.
+            carried = Notification.objects.filter(channel__isnull=False).values("evaluation")
+            failed = failed.exclude(recipients="", channel=None, evaluation__in=carried)
             notifications = failed if query["failed"] else notifications.filter(last_error="")
         if query.get("server") is not None:
             notifications = notifications.filter(server_id=query["server"])

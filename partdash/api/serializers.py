@@ -10,7 +10,7 @@ from django.conf import settings
 from django.core.exceptions import ValidationError as DjangoValidationError
 from django.db.models import OuterRef, Subquery
 from django.utils import timezone
-from drf_spectacular.utils import extend_schema_field
+from drf_spectacular.utils import extend_schema_field, inline_serializer
 from rest_framework import serializers
 
 from partdash.api.schema import NULLABLE_OBJECT
@@ -54,6 +54,54 @@ def validate_host(host: str) -> None:
 # MySQL's own limit on a password is 32 characters (older) to a few hundred; a cap
 # keeps a 1 MB password from being encrypted and stored.
 PASSWORD_MAX_LENGTH = 1024
+
+
+WORKING_SET = inline_serializer(
+    "WorkingSet",
+    {
+        "written_bytes": serializers.IntegerField(),
+        "pool_bytes": serializers.IntegerField(allow_null=True),
+        "ratio": serializers.FloatField(allow_null=True),
+        "growth_bytes_per_day": serializers.FloatField(allow_null=True),
+        "forecast_date": serializers.DateTimeField(allow_null=True),
+        "forecast_days_left": serializers.FloatField(allow_null=True),
+        "forecast_earliest": serializers.DateTimeField(allow_null=True),
+        "forecast_latest": serializers.DateTimeField(allow_null=True),
+        "forecast_limit_bytes": serializers.FloatField(allow_null=True),
+        "forecast_reason": serializers.CharField(allow_null=True),
+    },
+    allow_null=True,
+)
+
+
+def working_set_of(pressure) -> dict | None:
+    """The stored pressure's written working set and its forecast, as the API shows it
+    (CONTRACT: `working_set: {written_bytes, pool_bytes, ratio, growth_bytes_per_day,
+    forecast_date}`, and the forecast's details)."""
+    working = stored_pressure(pressure).get("working_set")
+    if not working:
+        return None
+    return {
+        "written_bytes": working.get("bytes", 0),
+        "pool_bytes": working.get("buffer_pool_bytes"),
+        "ratio": working.get("ratio"),
+        "growth_bytes_per_day": working.get("growth_bytes_per_day"),
+        "forecast_date": working.get("forecast_date"),
+        "forecast_days_left": working.get("forecast_days_left"),
+        "forecast_earliest": working.get("forecast_earliest"),
+        "forecast_latest": working.get("forecast_latest"),
+        "forecast_limit_bytes": working.get("forecast_limit_bytes"),
+        "forecast_reason": working.get("forecast_reason"),
+    }
+
+
+def fleet_working_sets(servers: list[Server]) -> dict[int, dict | None]:
+    """`working_set_of` for each server's latest poll, in one query."""
+    latest = ServerSnapshot.objects.latest_for(OuterRef("server"))
+    snapshots = ServerSnapshot.objects.filter(server_id__in=[s.pk for s in servers]).filter(
+        pk=Subquery(latest.values("pk")[:1])
+    )
+    return {sid: working_set_of(p) for sid, p in snapshots.values_list("server_id", "pressure")}
 
 
 class ServerSerializer(serializers.ModelSerializer):
@@ -101,12 +149,27 @@ class ServerSerializer(serializers.ModelSerializer):
             *LATEST_POLL_FIELDS,
             "backoff",
             "findings",
+            "working_set",
             "warnings",
         ]
         read_only_fields = LATEST_POLL_FIELDS
         optional_in_response = ["warnings"]
 
     findings = serializers.SerializerMethodField()
+    working_set = serializers.SerializerMethodField(
+        help_text="As of the latest poll: the partitions written in the window against the "
+        "buffer pool, the trend and the date it outgrows it (null where unknown)"
+    )
+
+    @extend_schema_field(WORKING_SET)
+    def get_working_set(self, server: Server) -> dict | None:
+        if not server.pk:
+            return None
+        known = self.context.get("working_sets")
+        if known is not None:
+            return known.get(server.pk)
+        snapshot = latest_snapshot(server.pk)
+        return working_set_of(snapshot.pressure if snapshot else None)
 
     @extend_schema_field(serializers.ListField(child=serializers.DictField()))
     def get_findings(self, server: Server) -> list[dict]:

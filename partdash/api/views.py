@@ -26,6 +26,7 @@ from partdash.api.serializers import (
     TableExportSerializer,
     TableSerializer,
     fleet_findings,
+    fleet_working_sets,
     iso,
     partition_rows,
     ranked,
@@ -188,7 +189,11 @@ class ServerViewSet(viewsets.ModelViewSet):
         servers = self.filter_queryset(self.get_queryset())
         page = self.paginate_queryset(servers)
         rows = list(page if page is not None else servers)
-        context = {**self.get_serializer_context(), "findings": fleet_findings(rows)}
+        context = {
+            **self.get_serializer_context(),
+            "findings": fleet_findings(rows),
+            "working_sets": fleet_working_sets(rows),
+        }
         data = self.get_serializer_class()(rows, many=True, context=context).data
         return self.get_paginated_response(data) if page is not None else Response(data)
 

@@ -10,7 +10,7 @@ a table's first analysis or a server's first poll, and none of the keys added si
 was last analysed (at most a day ago). Readers use `.get` for those.
 """
 
-from typing import Any, Literal, TypedDict, cast
+from typing import Any, Literal, NotRequired, TypedDict, cast
 
 from partdash.health.bounds import BoundKind
 from partdash.health.compression import Kind as CompressionKind
@@ -186,6 +186,18 @@ class WorkingSetShape(TypedDict):
     is_finding: bool
     reason: str
     estimated: bool
+    # The trend (`health.forecast`, fitted by `metrics.analysis.working_set_forecast`):
+    # bytes per day; when it crosses the limit (ISO, UTC; None: not growing, or too
+    # little history) and how sure (the slope's 95% interval's dates); why not.
+    growth_bytes_per_day: NotRequired[float | None]
+    forecast_date: NotRequired[str | None]
+    forecast_days_left: NotRequired[float | None]
+    forecast_earliest: NotRequired[str | None]
+    forecast_latest: NotRequired[str | None]
+    forecast_limit_bytes: NotRequired[float | None]
+    forecast_points: NotRequired[int]
+    forecast_reason: NotRequired[str]
+    forecast_at: NotRequired[str | None]
 
 
 class ServerPressure(TypedDict):

@@ -28,6 +28,7 @@ from partdash.health import recent
 from partdash.health.compression import api_fields, table_compression
 from partdash.health.estimates import statistics_age_of
 from partdash.health.fixes import TableFacts
+from partdash.health.forecast import forecast
 from partdash.health.hotspots import (
     SIGNAL_LAG,
     UNKNOWN_SIGNALS,
@@ -535,6 +536,83 @@ def analyse_server(
     return len(tables)
 
 
+FORECAST_POINTS = 2000  # the newest snapshots of the window a forecast is fitted to
+
+
+def working_set_forecast(
+    server, snapshot: ServerSnapshot, written_bytes: int, pool_bytes: int | None
+) -> dict:
+    """The written working set's trend over PARTDASH_WORKING_SET_FORECAST_DAYS and the
+    date it crosses PARTDASH_WORKING_SET_FORECAST_FRACTION of the buffer pool
+    (`health.forecast`), as the stored pressure's `working_set` carries it. Fitted again
+    at most every PARTDASH_WORKING_SET_FORECAST_EVERY_SECONDS; between, the last fit
+    stands (its days left counted from now): a quiet poll reads no history."""
+    now = snapshot.taken_at
+    every = timedelta(seconds=settings.PARTDASH_WORKING_SET_FORECAST_EVERY_SECONDS)
+    previous = (
+        ServerSnapshot.objects.filter(server=server, taken_at__lt=now)
+        .order_by("-taken_at")
+        .values_list(KeyTransform("working_set", "pressure"), flat=True)
+        .first()
+    ) or {}
+    fitted_at = _when(previous.get("forecast_at"))
+    if fitted_at is not None and now - fitted_at < every and "forecast_date" in previous:
+        kept = {key: previous.get(key) for key in FORECAST_KEYS}
+        date = _when(kept["forecast_date"])
+        kept["forecast_days_left"] = (
+            max((date - now).total_seconds() / 86400, 0.0) if date is not None else None
+        )
+        return kept
+    window = timedelta(days=settings.PARTDASH_WORKING_SET_FORECAST_DAYS)
+    history = (
+        ServerSnapshot.objects.filter(server=server, taken_at__gte=now - window, taken_at__lt=now)
+        .exclude(pk=snapshot.pk)
+        .order_by("-taken_at")
+        .values_list("taken_at", KeyTransform("bytes", KeyTransform("working_set", "pressure")))
+    )
+    points = [(t, b) for t, b in history[:FORECAST_POINTS] if b is not None]
+    points.reverse()
+    points.append((now, written_bytes))
+    # A server's first polls know no writes yet (no window): its zeros before the first
+    # working set are no measure of it.
+    while points and not points[0][1]:
+        points.pop(0)
+    limit = pool_bytes * settings.PARTDASH_WORKING_SET_FORECAST_FRACTION if pool_bytes else None
+    ahead = forecast(points, limit, now, window)
+    return {
+        "growth_bytes_per_day": ahead.growth_bytes_per_day,
+        "forecast_date": _iso(ahead.forecast_date),
+        "forecast_days_left": ahead.days_left,
+        "forecast_earliest": _iso(ahead.earliest),
+        "forecast_latest": _iso(ahead.latest),
+        "forecast_limit_bytes": ahead.limit_bytes,
+        "forecast_points": ahead.points,
+        "forecast_reason": ahead.reason,
+        "forecast_at": _iso(now),
+    }
+
+
+FORECAST_KEYS = (
+    "growth_bytes_per_day",
+    "forecast_date",
+    "forecast_days_left",
+    "forecast_earliest",
+    "forecast_latest",
+    "forecast_limit_bytes",
+    "forecast_points",
+    "forecast_reason",
+    "forecast_at",
+)
+
+
+def _iso(moment: datetime | None) -> str | None:
+    return moment.isoformat() if moment is not None else None
+
+
+def _when(text: str | None) -> datetime | None:
+    return datetime.fromisoformat(text) if text else None
+
+
 def server_pressure(server, snapshot: ServerSnapshot) -> ServerPressure:
     """Partitions against the server's limits, the written partitions against the buffer
     pool, and counts of fragmented and stale partitions (from the tables' health)."""
@@ -566,6 +644,7 @@ def server_pressure(server, snapshot: ServerSnapshot) -> ServerPressure:
         snapshot.partitions or 0, variables, other["partitions"] or 0, other["files"] or 0
     )
     found = [rules.limit_finding(limit) for limit in limits] + [rules.working_set_finding(verdict)]
+    ahead = working_set_forecast(server, snapshot, verdict.bytes, verdict.buffer_pool_bytes)
     return {
         "limits": [plain(p) for p in limits],
         "working_set": {
@@ -577,6 +656,7 @@ def server_pressure(server, snapshot: ServerSnapshot) -> ServerPressure:
             "is_finding": verdict.is_finding,
             "reason": verdict.reason,
             "estimated": True,
+            **ahead,
         },
         "fragmented_partitions": fragmented,
         "stale_partitions": stale,

@@ -36,6 +36,10 @@ def gauge(name: str, documentation: str, labels: list[str]) -> GaugeMetricFamily
     return GaugeMetricFamily(f"partdash_{name}", documentation, labels=labels)
 
 
+def _times(value: float | None, factor: float) -> float | None:
+    return None if value is None else value * factor
+
+
 def add(family: GaugeMetricFamily, labels: list[str], value) -> None:
     """A sample, left out where the figure is unknown (null): absent, not zero."""
     if value is not None:
@@ -78,6 +82,17 @@ def server_families(servers: list[Server]) -> Iterator[GaugeMetricFamily]:
         "Data and index bytes of the partitions written in the window over the buffer pool.",
         SERVER,
     )
+    forecast = gauge(
+        "server_working_set_forecast_seconds",
+        "Seconds until the written working set, on its trend, outgrows the buffer pool "
+        "(absent: not growing, or too little history).",
+        SERVER,
+    )
+    growth = gauge(
+        "server_working_set_growth_bytes_per_second",
+        "The written working set's trend.",
+        SERVER,
+    )
     snapshots = latest_snapshots([server.pk for server in servers])
     for server in servers:
         name = [server.name]
@@ -97,8 +112,12 @@ def server_families(servers: list[Server]) -> Iterator[GaugeMetricFamily]:
         for setting in pressure.get("limits") or []:
             add(limit, [server.name, setting["setting"]], setting.get("limit"))
             add(ratio, [server.name, setting["setting"]], setting.get("ratio"))
-        add(working_set, name, (pressure.get("working_set") or {}).get("ratio"))
+        written = pressure.get("working_set") or {}
+        add(working_set, name, written.get("ratio"))
+        add(forecast, name, _times(written.get("forecast_days_left"), 86400))
+        add(growth, name, _times(written.get("growth_bytes_per_day"), 1 / 86400))
     yield from (up, info, duration, age, success, tables, partitions, limit, ratio, working_set)
+    yield from (forecast, growth)
 
 
 # -- tables ----------------------------------------------------------------------------

@@ -389,3 +389,28 @@ def test_each_service_gets_its_own_request(receiver, url, host, path):
     assert "FIRING runway shop.orders value 3 threshold 14" in request.body.decode().replace(
         "\\\\", ""
     )
+
+
+def test_a_team_on_channels_alone(receiver, smtp_settings, operator):
+    """No email recipients, one channel: the firing it carried counts as announced (so
+    reminders come), and the evaluation's email to nobody is not listed as a failure."""
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    smtp_settings.ALERT_EMAILS = []
+    smtp_settings.PARTDASH_ALERT_REPEAT_HOURS = 1
+    db1 = builders.server("db1")
+    channel("hook", webhook_url(receiver))
+    alert = firing(db1, builders.table(db1, "a", "b"))
+    transition(alert)
+    delivery.deliver_evaluation(db1.pk, "eval-1")
+    notified = Alert.objects.get(pk=alert.pk).notified_at
+    assert notified is not None
+    failed = token_client(operator).get("/api/v1/notifications/?failed=true").json()
+    assert failed == []
+    Alert.objects.filter(pk=alert.pk).update(notified_at=timezone.now() - timedelta(hours=2))
+    ((server_id, evaluation),) = delivery.queue_reminders()
+    delivery.deliver_evaluation(server_id, evaluation)
+    reminded = receiver.wait_for(2)[-1].json()
+    assert [t["kind"] for t in reminded["transitions"]] == ["reminder"]

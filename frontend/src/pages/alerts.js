@@ -25,6 +25,7 @@ const UNITS = {
   table_size: bytes,
   table_growth: (value) => (value == null ? "—" : `${bytes(value)}/day`),
   runway: (value) => (value == null ? "—" : `${number(value)} days`),
+  working_set_forecast: (value) => (value == null ? "—" : `${number(value)} days`),
 };
 const figure = (rule, value) => (UNITS[rule] ?? number)(value);
 
