@@ -294,7 +294,9 @@ def recreate_roles() -> None:
 
     from django.apps import apps
 
+    # Every migration that grants a role its permissions, in order.
     importlib.import_module("partdash.accounts.migrations.0002_roles").create_roles(apps, None)
+    importlib.import_module("partdash.accounts.migrations.0005_channel_roles").grant(apps, None)
 
 
 def token_client(user) -> APIClient:
