@@ -114,8 +114,11 @@ def test_the_message_carries_the_link(smtp_settings, mailbox):
     transition(alert)
     delivery.deliver_evaluation(db1.pk, "eval-1")
     (email,) = mailbox.emails()
-    link = f"https://partdash.example.com/alerts/ack/{acks.link_token(alert)}/"
-    assert f"Acknowledge: {link}" in email.text
+    # (A token carries when it was signed: the one in the email is read back from it.)
+    prefix = "Acknowledge: https://partdash.example.com/alerts/ack/"
+    (line,) = [row.strip() for row in email.text.splitlines() if row.strip().startswith(prefix)]
+    token = line.removeprefix(prefix).rstrip("/")
+    assert acks.alert_of_link(token).pk == alert.pk
 
 
 def test_an_alert_nobody_acknowledged_escalates_once(operator):
