@@ -8,6 +8,7 @@ import time
 from datetime import timedelta
 
 import pytest
+from django.db import transaction
 from django.utils import timezone
 
 from partdash.alerts.models import Alert, Notification, Transition
@@ -233,9 +234,10 @@ def test_a_channel_message_survives_a_worker_killed_at_each_step(
         channel("hook", f"{receiver.url}/hook/{SECRET}")
         time.sleep(0.01)  # (the transitions come after the channel)
         tables = [builders.table(db1, "s", name) for name in ("a", "b", "c")]
-        alerts = [firing(db1, table, fired_at=timezone.now()) for table in tables]
-        for alert in alerts:
-            transition(alert)
+        with transaction.atomic():  # as an evaluation writes them: alerts and transitions
+            alerts = [firing(db1, table, fired_at=timezone.now()) for table in tables]
+            for alert in alerts:
+                transition(alert)
 
         queue(db1, "eval-1")
         wait_until(paused.exists, 60, f"the worker to stop at {step!r}", processes.logs)
