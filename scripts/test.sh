@@ -6,7 +6,8 @@
 # pass runs on pytest-xdist workers (6 for SQLite, 3 for PostgreSQL; PARTDASH_TEST_WORKERS
 # sets both, 0 runs each pass in one process). Extra arguments go to both pytest runs (scripts/test.sh -k api);
 # PARTDASH_TEST_STORES=sqlite (or postgres) runs one pass only. Ends by printing the 25
-# slowest tests; exits with the first failing pass's pytest status, 0 when both pass.
+# slowest tests, then the tests that failed (test-artifacts/output-STORE.log holds each
+# pass's output); exits with the first failing pass's pytest status, 0 when both pass.
 source "$(dirname "$0")/lib.sh"
 
 ensure_packages /usr/sbin/mariadbd mariadb-server /usr/bin/mariadb-install-db mariadb-server \
@@ -64,7 +65,7 @@ run_pass() {
   set +e
   PARTDASH_TEST_STORE=$store PARTDASH_TEST_TIMES="$artifacts/times-$store.json" \
     "$VENV/bin/python" -m pytest -p tests.pgstore -p tests.timing -n "${workers[$store]}" --dist loadgroup \
-    "$@" 2>&1 | sed -u "s/^/[$store] /"
+    "$@" 2>&1 | sed -u "s/^/[$store] /" | tee "$artifacts/output-$store.log"
   local pytest_status=${PIPESTATUS[0]}
   # 5 on PostgreSQL: the arguments selected no store-facing test; the SQLite pass said
   # whether any ran.
@@ -94,4 +95,10 @@ for store in $stores; do
   [ "$status" = 0 ] && status=$pass_status
 done
 "$PY" scripts/slowest.py "$artifacts"/times-*.json || true
+# Last, where a CI log's tail shows it: each pass's status and the tests that failed or
+# erred (pytest's short summary), so a red run says why without the whole log.
+for store in $stores; do
+  grep -E "^\[$store\] (FAILED|ERROR) " "$artifacts/output-$store.log" || true
+done
+say "make test: exit status $status"
 exit $status
