@@ -490,6 +490,9 @@ PARTDASH_ALERT_TABLE_GROWTH_BYTES_PER_DAY = env.int(
 # `stale_polls`: no successful poll for this many poll intervals; beat checks this often.
 PARTDASH_ALERT_STALE_POLL_INTERVALS = env.float("PARTDASH_ALERT_STALE_POLL_INTERVALS", default=3)
 PARTDASH_ALERT_STALE_CHECK_SECONDS = env.float("PARTDASH_ALERT_STALE_CHECK_SECONDS", default=60.0)
+# `retention` (a retention job stalled) fires once the oldest partition is past its
+# retention policy by this many days: a daily drop job running hours late sends nothing.
+PARTDASH_RETENTION_GRACE_DAYS = env.float("PARTDASH_RETENTION_GRACE_DAYS", default=1.0)
 
 LOGGING = {
     "version": 1,

@@ -297,6 +297,9 @@ def recreate_roles() -> None:
     # Every migration that grants a role its permissions, in order.
     importlib.import_module("partdash.accounts.migrations.0002_roles").create_roles(apps, None)
     importlib.import_module("partdash.accounts.migrations.0005_channel_roles").grant(apps, None)
+    importlib.import_module("partdash.accounts.migrations.0006_group_and_retention_roles").grant(
+        apps, None
+    )
 
 
 def token_client(user) -> APIClient:

@@ -9,6 +9,7 @@ Each function returns `Condition`s (`partdash.health.alerting`) by `Key`.
 
 from datetime import datetime, timedelta
 
+from django.conf import settings
 from django.db.models import BigIntegerField, ExpressionWrapper, F, OuterRef, Q, Subquery, Value
 from django.db.models.functions import Coalesce
 
@@ -114,6 +115,26 @@ def _staleness(health: TableHealth, finding: FindingShape | None) -> Condition:
     return _finding_condition(finding, count, 1, f"{count} partition(s) with stale statistics")
 
 
+def _drift(health: TableHealth, finding: FindingShape | None) -> Condition:
+    drift = health.get("drift") or {}
+    differences = len(drift.get("differences") or []) if finding else 0
+    return _finding_condition(finding, differences, 1, "in line with its group")
+
+
+def _retention(health: TableHealth, finding: FindingShape | None) -> Condition:
+    """Days the oldest partition is past its retention policy, against the grace
+    (`PARTDASH_RETENTION_GRACE_DAYS`): a daily drop job that runs a few hours late does
+    not page, one that stopped does."""
+    retention = health.get("retention") or {}
+    overdue = retention.get("overdue_days") if finding else 0.0
+    return _finding_condition(
+        finding,
+        overdue,
+        settings.PARTDASH_RETENTION_GRACE_DAYS,
+        "no partition past its retention policy",
+    )
+
+
 FINDING_RULES = {
     RuleName.SKEW: ("skew", _skew),
     RuleName.HOTSPOT: ("hotspot", _hotspot),
@@ -121,6 +142,8 @@ FINDING_RULES = {
     RuleName.COMPRESSION: ("compression", _compression),
     RuleName.FRAGMENTATION: ("fragmentation", _fragmentation),
     RuleName.STALENESS: ("staleness", _staleness),
+    RuleName.RETENTION: ("retention", _retention),
+    RuleName.DRIFT: ("drift", _drift),
 }
 
 
@@ -168,6 +191,20 @@ def pressure_condition(snapshot: ServerSnapshot) -> Condition:
         severity="critical" if critical else "warning",
         message="; ".join(f.get("message", "") for f in found) or "no pressure",
         fix=next((f.get("fix") for f in found if f.get("fix")), None),
+    )
+
+
+def drift_condition(snapshot: ServerSnapshot) -> Condition:
+    """Tables of the server's groups it lacks (the stored pressure's drift finding);
+    tables laid out unlike the group's are each their table's `drift` condition."""
+    found = [
+        f
+        for f in stored_pressure(snapshot.pressure).get("findings") or []
+        if f.get("kind") == "drift"
+    ]
+    missing = len((stored_pressure(snapshot.pressure).get("drift") or {}).get("missing") or [])
+    return _finding_condition(
+        found[0] if found else None, missing, 1, "no table of its groups missing"
     )
 
 

@@ -26,6 +26,8 @@ class RuleName(models.TextChoices):
     UNREACHABLE = "unreachable", "Unreachable"
     STALE_POLLS = "stale_polls", "No successful poll"
     WORKING_SET_FORECAST = "working_set_forecast", "Working set outgrows the pool (forecast)"
+    DRIFT = "drift", "Layout drift in a server group"
+    RETENTION = "retention", "Retention job stalled"
 
 
 class Severity(models.TextChoices):

@@ -3,7 +3,7 @@ threshold and direction. All are on by default; `AlertRule` rows override them p
 server, tag, schema or table (`partdash.health.alert_rules`).
 
 The finding rules (skew, hotspot, runway, compression, fragmentation, staleness,
-pressure) judge the stored finding of their kind: their condition is that the finding
+retention, pressure) judge the stored finding of their kind: their condition is that the finding
 exists, their value the figure the finding is about, their threshold the analysis's own
 limit (README "Health analytics"). An override's threshold can only raise the bar: the
 finding must still exist. The other rules judge stored figures against thresholds from
@@ -96,6 +96,24 @@ def catalogue() -> dict[str, BuiltinRule]:
             "partitions",
             _rule(RuleName.STALENESS),
             finding="staleness",
+        ),
+        BuiltinRule(
+            RuleName.DRIFT,
+            "table",
+            "differences from the table's layout on the rest of its server group (the drift "
+            "finding)",
+            "differences",
+            _rule(RuleName.DRIFT),
+            finding="drift",
+        ),
+        BuiltinRule(
+            RuleName.RETENTION,
+            "table",
+            "days the oldest partition is past its retention policy (the retention finding); "
+            "fires past PARTDASH_RETENTION_GRACE_DAYS: the drop job stalled",
+            "days",
+            _rule(RuleName.RETENTION),
+            finding="retention",
         ),
         BuiltinRule(
             RuleName.PRESSURE,

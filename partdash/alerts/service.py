@@ -78,6 +78,7 @@ def evaluate_after_poll(server: Server, snapshot: ServerSnapshot, memory=None) -
     evaluation.judge_tables(tables)
     evaluation.judge_partitions()
     evaluation.conditions[Key(RuleName.PRESSURE)] = judged.pressure_condition(snapshot)
+    evaluation.conditions[Key(RuleName.DRIFT)] = judged.drift_condition(snapshot)
     evaluation.conditions[Key(RuleName.WORKING_SET_FORECAST)] = (
         judged.working_set_forecast_condition(snapshot)
     )

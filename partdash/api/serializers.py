@@ -326,6 +326,7 @@ class TableSerializer(serializers.ModelSerializer):
     runway = serializers.SerializerMethodField()
     findings = serializers.SerializerMethodField()
     statistics = serializers.SerializerMethodField()
+    retention = serializers.SerializerMethodField()
 
     class Meta:
         model = PartitionedTable
@@ -348,6 +349,7 @@ class TableSerializer(serializers.ModelSerializer):
             "runway",
             "findings",
             "statistics",
+            "retention",
             "score",
             "analysed_at",
             "first_seen_at",
@@ -398,6 +400,15 @@ class TableSerializer(serializers.ModelSerializer):
         stalest partition, `partition` (its `as_of`); `newest_at` the freshest. null
         before the table's first analysis with statistics."""
         return health_fields(table.health)["statistics"]
+
+    @extend_schema_field(NULLABLE_OBJECT)
+    def get_retention(self, table) -> dict | None:
+        """The retention policy matching the table, applied: `{policy_id, pattern,
+        keep_days, keep_partitions, overdue_partitions, partitions (the first 20, oldest
+        first), rows, bytes, oldest_partition, oldest_age_days, overdue_days,
+        overdue_since, reason}`; `reason` says why a policy does not apply (LIST, HASH,
+        id bounds with keep_days). null where no policy matches."""
+        return health_fields(table.health)["retention"]
 
 
 _RENAMED = {f"total_{name}": name for name in ("rows", "data_bytes", "index_bytes", "file_bytes")}

@@ -10,6 +10,9 @@ from partdash.api.alerts import (
     SilenceViewSet,
 )
 from partdash.api.errors import unknown_route
+from partdash.api.groups import ServerGroupViewSet
+from partdash.api.plan import MaintenancePlanView, ServerPlanScriptView
+from partdash.api.retention import RetentionPolicyViewSet
 from partdash.api.search import SearchView
 from partdash.api.views import FindingsView, ServerViewSet, TableViewSet
 
@@ -25,6 +28,7 @@ class IdRouter(DefaultRouter):
 
 router = IdRouter()
 router.register("servers", ServerViewSet)
+router.register("server-groups", ServerGroupViewSet)
 router.register("tables", TableViewSet, basename="table")
 router.register("alerts", AlertViewSet, basename="alert")
 router.register("alert-rules", AlertRuleViewSet)
@@ -32,10 +36,17 @@ router.register("silences", SilenceViewSet)
 router.register("channels", ChannelViewSet)
 router.register("maintenance-windows", MaintenanceWindowViewSet)
 router.register("notifications", NotificationViewSet)
+router.register("retention-policies", RetentionPolicyViewSet)
 
 urlpatterns = [
     path("findings/", FindingsView.as_view(), name="findings"),
     path("search/", SearchView.as_view(), name="api-search"),
+    path("maintenance-plan/", MaintenancePlanView.as_view(), name="maintenance-plan"),
+    re_path(
+        rf"^servers/(?P<pk>{ID})/maintenance-plan\.sql$",
+        ServerPlanScriptView.as_view(),
+        name="server-maintenance-plan-sql",
+    ),
     *router.urls,
     re_path(r"^.*$", unknown_route),
 ]

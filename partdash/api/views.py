@@ -38,6 +38,7 @@ from partdash.health.compression import failure_rate
 from partdash.health.fixes import stored_fix
 from partdash.health.pressure import as_number
 from partdash.health.shapes import stored_pressure
+from partdash.metrics.drift import side_by_side
 from partdash.metrics.history import METRICS, table_history
 from partdash.metrics.models import PartitionedTable, ServerSnapshot
 from partdash.metrics.readings import capabilities, latest_snapshot
@@ -266,6 +267,20 @@ def _partitioned_tables(server: Server, snapshot) -> int | None:
     return snapshot.partitioned_tables + (server.unmonitored_tables or 0)
 
 
+DRIFT = inline_serializer(
+    "TableDrift",
+    {
+        "group": serializers.CharField(),
+        "group_id": serializers.IntegerField(),
+        "kind": serializers.CharField(),
+        "columns": serializers.ListField(child=serializers.DictField()),
+        "rows": serializers.ListField(child=serializers.DictField()),
+        "more_rows": serializers.IntegerField(),
+    },
+    many=True,
+)
+
+
 class TableViewSet(mixins.RetrieveModelMixin, viewsets.GenericViewSet):
     # The model whose permissions a write needs (the configured permission class reads
     # it); what is served is `get_queryset`'s.
@@ -304,6 +319,12 @@ class TableViewSet(mixins.RetrieveModelMixin, viewsets.GenericViewSet):
             return partition_rows(table, as_number(variables.get("innodb_page_size")) or 16384)
 
         return per_poll(request, table.server_id, f"partitions:{table.pk}", build, PARTITIONS)
+
+    @extend_schema(responses=DRIFT)
+    @action(detail=True, methods=["get"])
+    def drift(self, request, pk=None) -> Response:
+        """The table's copies on the members of its server's groups, side by side."""
+        return Response(side_by_side(self.get_object()))
 
     @extend_schema(
         parameters=[

@@ -3,7 +3,7 @@ from django.contrib.auth import views as auth_views
 from django.urls import path
 
 from partdash.accounts.views import tokens
-from partdash.dashboard import alerts, search, views
+from partdash.dashboard import alerts, plan, search, views
 
 urlpatterns = [
     path(
@@ -25,4 +25,5 @@ urlpatterns = [
     path("alerts/ack/<str:token>/", alerts.acknowledge, name="ack-alert"),
     path("alerts/<int:alert_id>/", alerts.alert_history, name="alert"),
     path("search/", search.search, name="search"),
+    path("plan/", plan.plan, name="plan"),
 ]

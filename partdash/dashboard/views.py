@@ -5,6 +5,7 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.templatetags.static import static
 
+from partdash.metrics.drift import side_by_side
 from partdash.metrics.models import PartitionedTable
 from partdash.servers.models import Server
 
@@ -41,7 +42,9 @@ def table(request: HttpRequest, table_id: int) -> HttpResponse:
     """One partitioned table: skew, per-partition sizes and activity, compression, runway."""
     partitioned = get_object_or_404(PartitionedTable.objects.select_related("server"), pk=table_id)
     alerts = partitioned.alerts.order_by("-started_at", "-pk")[:TABLE_ALERTS]
-    return render(request, "dashboard/table.html", {"table": partitioned, "alerts": alerts})
+    groups = side_by_side(partitioned) if partitioned.dropped_at is None else []
+    context = {"table": partitioned, "alerts": alerts, "groups": groups}
+    return render(request, "dashboard/table.html", context)
 
 
 def favicon(request: HttpRequest) -> HttpResponse:

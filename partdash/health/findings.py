@@ -20,6 +20,7 @@ from partdash.health.compression import Compression
 from partdash.health.fixes import Fix, TableFacts
 from partdash.health.hotspots import HotPartition, Hotspots
 from partdash.health.pressure import LimitPressure, WorkingSet
+from partdash.health.retention import Retention
 from partdash.health.runway import Runway
 from partdash.health.runway_fix import bound_words
 from partdash.health.skew import SkewFinding
@@ -31,9 +32,22 @@ RUNWAY_CRITICAL_DAYS = 3
 RUNWAY_HORIZON_DAYS = 2 * RUNWAY_WARNING_DAYS
 # Skew this many times past its limit is critical (a HASH table at 3x the mean).
 SKEW_CRITICAL_FACTOR = 2.0
+# Partitions past their retention policy for longer than this are critical: a drop job
+# stalled for a week, not one running late.
+RETENTION_CRITICAL_DAYS = 7
 
 Severity = Literal["warning", "critical"]
-Kind = Literal["skew", "hotspot", "runway", "compression", "fragmentation", "staleness", "pressure"]
+Kind = Literal[
+    "skew",
+    "hotspot",
+    "runway",
+    "compression",
+    "fragmentation",
+    "staleness",
+    "pressure",
+    "drift",
+    "retention",
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -167,6 +181,32 @@ def staleness_finding(stale: int) -> Finding | None:
     )
 
 
+def retention_finding(retention: Retention | None) -> Finding | None:
+    """Partitions past the table's retention policy, as soon as there are any (the alert
+    waits for a grace, `PARTDASH_RETENTION_GRACE_DAYS`); critical past
+    RETENTION_CRITICAL_DAYS overdue."""
+    if retention is None or not retention.overdue:
+        return None
+    overdue = retention.overdue_days or 0.0
+    severity: Severity = "critical" if overdue > RETENTION_CRITICAL_DAYS else "warning"
+    count, oldest = len(retention.overdue), retention.overdue[0].name
+    age = (
+        f", its rows {retention.oldest_age_days:,.0f}+ days old"
+        if retention.oldest_age_days is not None
+        else ""
+    )
+    rows = f"~{retention.rows:,} rows" if retention.rows is not None else "rows unknown"
+    size = f", {retention.bytes / (1 << 20):,.1f} MiB" if retention.bytes is not None else ""
+    return Finding(
+        "retention",
+        severity,
+        _score(severity, overdue),
+        f"{count} partition(s) past the retention policy {retention.policy.pattern!r} "
+        f"({retention.policy.words}; oldest {oldest}{age}; overdue {overdue:,.1f} days): "
+        f"{rows}{size} to drop",
+    )
+
+
 # What to do when partitions outgrow a server setting.
 LIMIT_ADVICE = {
     "table_open_cache": "each partitioned table open in a session holds its partitions "
@@ -202,6 +242,35 @@ def working_set_finding(working: WorkingSet) -> Finding | None:
         _score("critical", (working.ratio - 1) * 10),
         f"{working.reason}; raise innodb_buffer_pool_size or write fewer partitions at once",
         fixes.working_set_fix(working),
+    )
+
+
+def drift_finding(group: str, compared_with: str, found: list[str], fix: Fix) -> Finding:
+    """A table laid out unlike the rest of its server group."""
+    return Finding(
+        "drift",
+        "warning",
+        _score("warning", len(found)),
+        f"laid out unlike {compared_with} in group {group}: " + "; ".join(found),
+        fix,
+    )
+
+
+def missing_finding(missing: list[str], named: int = 8) -> Finding:
+    """Tables the rest of this server's group holds and it does not (`missing`: one
+    "schema.table (group G: on db1, db2)" each)."""
+    more = len(missing) - named
+    listed = "; ".join(missing[:named]) + (f"; and {more} more" if more > 0 else "")
+    return Finding(
+        "drift",
+        "warning",
+        _score("warning", len(missing)),
+        f"{len(missing)} table(s) of its group missing here: {listed}",
+        Fix(
+            "Create each missing table as the group's other members have it: run SHOW "
+            "CREATE TABLE on one of them and that statement here (for replicas: check why "
+            "replication did not, first)."
+        ),
     )
 
 

@@ -11,6 +11,8 @@ statement to run as is (names quoted, numbers computed to clear the finding).
   of the DEFAULT partition need partitions of their own (advice and the query);
 - pressure: SET GLOBAL of the setting, sized so the partitions fill two thirds of it,
   and the my.cnf line that keeps it after a restart.
+- retention: DROP PARTITION of the partitions past the table's retention policy
+  (`retention.py`): it destroys their rows, and says so.
 Everything else is advice only: where no statement is safe to run blind, `sql` is None.
 
 Every statement has a safety class (`Safety`): instant, copies (the rows and bytes of the
@@ -35,6 +37,7 @@ from partdash.health.partitions import (
     merge_subpartitions,
 )
 from partdash.health.pressure import WARN_RATIO, WORKING_SET_RATIO, LimitPressure, WorkingSet
+from partdash.health.retention import Retention
 from partdash.health.runway import Runway
 from partdash.health.runway_fix import (
     CannotPlan,
@@ -142,6 +145,7 @@ class TableFacts:
     fragmented: Sequence[str] = ()  # partition names (subpartitions' parents)
     fragmented_bytes: int = 0
     stale: Sequence[str] = ()
+    retention: Retention | None = None
 
     @property
     def quoted(self) -> str:
@@ -427,7 +431,32 @@ def hotspot_fix(table: TableFacts) -> Fix:
     )
 
 
+# -- retention --------------------------------------------------------------------------
+
+
+def drop_fix(table: TableFacts) -> Fix:
+    """DROP PARTITION of the partitions past the table's retention policy: it removes
+    their rows for good, so the advice says so before anything else."""
+    retention = table.retention
+    if retention is None or not retention.overdue:
+        return Fix("No partition is past the table's retention policy.")
+    names = ", ".join(name_sql(p.name) for p in retention.overdue)
+    return Fix(
+        f"Irreversible: DROP PARTITION deletes {names} and every row in them "
+        f"({retention.policy.words}, policy {retention.policy.pattern!r}). It is instant "
+        "(the partitions' files are deleted; it waits for a metadata lock on the table), and "
+        "there is no undo. If the rows must be kept, first move each partition out with "
+        "ALTER TABLE ... EXCHANGE PARTITION ... WITH TABLE an empty archive table of the same "
+        "definition, or export it. partdash never runs it: your retention job or you do.",
+        f"ALTER TABLE {table.quoted} DROP PARTITION {names}",
+        "destroys",
+        _known_sum(p.rows for p in retention.overdue),
+        _bytes(retention.overdue),
+    )
+
+
 _TABLE_FIXES = {
+    "retention": drop_fix,
     "fragmentation": rebuild_fix,
     "staleness": analyze_fix,
     "compression": compression_fix,

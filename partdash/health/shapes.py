@@ -123,11 +123,48 @@ class RunwayShape(TypedDict):
     cyclic: str | None
 
 
+class RetentionShape(TypedDict):
+    """The retention policy matching a table, applied (`retention.Retention`): the
+    partitions past it (`partitions`: the first RETENTION_NAMES of them, oldest first),
+    their rows and bytes (data and index), the oldest one, its age in days (time ranges)
+    and how many days it is overdue (`overdue_since`: ISO 8601); `reason` where the policy
+    does not apply."""
+
+    policy_id: int
+    pattern: str
+    keep_days: int | None
+    keep_partitions: int | None
+    overdue_partitions: int
+    partitions: list[str]
+    rows: int | None
+    bytes: int | None
+    oldest_partition: str | None
+    oldest_age_days: float | None
+    overdue_days: float | None
+    overdue_since: str | None
+    reason: str | None
+
+
 class WrittenShape(TypedDict):
     """The table's partitions written in the window (`pressure.working_set`)."""
 
     partitions: int
     bytes: int
+
+
+class DriftShape(TypedDict):
+    """How the table differs from its server group's layout (`partdash.metrics.drift`):
+    which group, whose copy it was compared with (server and table ids, for the side by
+    side view), the differences in words; `only_here`: the rest of the group lacks it."""
+
+    group: str
+    group_id: int
+    compared_with: str
+    server_id: int | None
+    table_id: int | None
+    differences: list[str]
+    only_here: bool
+    evaluated_at: str
 
 
 class TableHealth(TypedDict):
@@ -150,6 +187,11 @@ class TableHealth(TypedDict):
     fragmented: int
     stale: int
     window_ends: int | None
+    # Written apart, by the server group's comparison after the analysis (kept across
+    # analyses until the comparison says otherwise): absent where the table is in line.
+    drift: NotRequired[DriftShape]
+    # The retention policy matching the table (absent: none matches).
+    retention: NotRequired[RetentionShape]
 
 
 class ActivitySignal(TypedDict):
@@ -209,6 +251,9 @@ class ServerPressure(TypedDict):
     fragmented_partitions: int
     stale_partitions: int
     findings: list[FindingShape]
+    # The server groups' comparison (`partdash.metrics.drift`): its fingerprint, this
+    # member's tables with a drift finding, and the group's tables it lacks.
+    drift: NotRequired[dict[str, Any]]
 
 
 # -- reading them back -----------------------------------------------------------------

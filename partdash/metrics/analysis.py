@@ -7,11 +7,12 @@ last hour, `PARTDASH_HOTSPOT_WINDOW_SECONDS`), which the store keeps on each par
 as per-slot deltas (`partdash.health.recent`). A table is analysed again only when its
 figures changed this poll, when a slot of its activity leaves the window, or when it
 was last analysed on an earlier (UTC) day, since runway and ages count down with the
-calendar; a quiet server's poll analyses nothing. What the API and the pages derive from
+calendar, or when a retention policy naming it changed (`partdash.metrics.policies`); a
+quiet server's poll analyses nothing. What the API and the pages derive from
 the stored results on each request is in `partdash.metrics.readings`.
 """
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import fields, is_dataclass, replace
 from datetime import date, datetime, timedelta
 from functools import cache
@@ -51,10 +52,20 @@ from partdash.health.pressure import (
     working_set,
     written_against_pool,
 )
+from partdash.health.retention import Policy, Retention, matching_policy, table_retention
 from partdash.health.runway import table_runway
-from partdash.health.shapes import ActivitySignal, ServerPressure, SkewShape, TableHealth
+from partdash.health.shapes import (
+    ActivitySignal,
+    RetentionShape,
+    ServerPressure,
+    SkewShape,
+    TableHealth,
+    stored_health,
+)
 from partdash.health.skew import SkewFinding, judge_skew
 from partdash.lib.bulk import update_each
+from partdash.metrics import drift
+from partdash.metrics.drift import keep_drift
 from partdash.metrics.models import (
     Partition,
     PartitionedTable,
@@ -62,6 +73,7 @@ from partdash.metrics.models import (
     UnmonitoredTable,
     aware,
 )
+from partdash.metrics.policies import server_policies
 
 if TYPE_CHECKING:
     from partdash.metrics.store import StoredFigures
@@ -246,6 +258,40 @@ def _skew(finding: SkewFinding) -> SkewShape | None:
     }
 
 
+RETENTION_NAMES = 20  # partitions past a retention policy named in the stored health
+
+
+def _overdue_seen_at(table: PartitionedTable, policy: Policy | None) -> datetime | None:
+    """When the table's previous analysis saw partitions past this (keep_partitions)
+    policy, still in force: how long they have been overdue is not in an id's bounds."""
+    before = stored_health(table.health).get("retention")
+    if policy is None or not before or before.get("policy_id") != policy.id:
+        return None
+    since = before.get("overdue_since")
+    if before.get("keep_partitions") != policy.keep_partitions or not since:
+        return None
+    return datetime.fromisoformat(since)
+
+
+def _retention_shape(retention: Retention) -> RetentionShape:
+    policy, overdue = retention.policy, retention.overdue
+    return {
+        "policy_id": policy.id,
+        "pattern": policy.pattern,
+        "keep_days": policy.keep_days,
+        "keep_partitions": policy.keep_partitions,
+        "overdue_partitions": len(overdue),
+        "partitions": [p.name for p in overdue[:RETENTION_NAMES]],
+        "rows": retention.rows,
+        "bytes": retention.bytes,
+        "oldest_partition": overdue[0].name if overdue else None,
+        "oldest_age_days": retention.oldest_age_days,
+        "overdue_days": retention.overdue_days,
+        "overdue_since": plain(retention.overdue_since),
+        "reason": retention.reason,
+    }
+
+
 # The window sums a `PartitionActivity` is made of (what `find_hotspots` reads).
 _ACTIVITY_FIGURES = ("write_bytes", "read_bytes", "modified", "rows_added", "bytes_added")
 
@@ -301,11 +347,13 @@ def table_health(
     windows: dict[str, Window] | None = None,
     signals: Signals = UNKNOWN_SIGNALS,
     why: str | None = None,
+    policy: Policy | None = None,
 ) -> TableHealth:
     """Every health figure of one table, as stored in `PartitionedTable.health`.
     `states` in definition order, `recents` their stored recent activity; `windows`: a
     memo of their window sums (see `_windows`), updated in place when given; `signals`:
-    what the server's latest poll could read (`signals_of`)."""
+    what the server's latest poll could read (`signals_of`); `policy`: the retention
+    policy matching the table (`health.retention.matching_policy`)."""
     if len(recents) != len(states):
         raise ValueError(f"{len(states)} partitions but {len(recents)} recent activities")
     seconds, at = window().total_seconds(), now.timestamp()
@@ -348,6 +396,9 @@ def table_health(
     written = working_set(states, written_labels, buffer_pool)
     fragments = [f for f in map(fragmentation, may_be_fragmented(states)) if f.is_finding]
     stale = stale_partitions(states, now)
+    retention = table_retention(
+        policy, table.method, table.expression, states, now, _overdue_seen_at(table, policy)
+    )
     candidates = [
         rules.skew_finding(skew_rows),
         rules.hotspot_finding(hotspots, table.method),
@@ -355,6 +406,7 @@ def table_health(
         rules.compression_finding(compression),
         rules.fragmentation_finding(len(fragments), sum(f.data_free or 0 for f in fragments)),
         rules.staleness_finding(len(stale)),
+        rules.retention_finding(retention),
     ]
     facts = TableFacts(
         schema=table.schema,
@@ -370,9 +422,10 @@ def table_health(
         fragmented=_partition_names(states, {f.name for f in fragments}),
         fragmented_bytes=sum(f.data_free or 0 for f in fragments),
         stale=_partition_names(states, {s.name for s in stale}),
+        retention=retention,
     )
     found = sorted((rules.with_fix(f, facts) for f in candidates if f), key=lambda f: -f.score)
-    return {
+    health: TableHealth = {
         "skew": _skew(skew_rows),
         "skew_bytes": _skew(skew_bytes),
         "hotspots": hotspots.hot if hotspots else [],
@@ -395,6 +448,9 @@ def table_health(
         # When the window's sums change with nothing written: the next analysis is due.
         "window_ends": min((e for e in ends if e is not None), default=None),
     }
+    if retention is not None:
+        health["retention"] = _retention_shape(retention)
+    return health
 
 
 # -- a server --------------------------------------------------------------------------
@@ -488,6 +544,7 @@ def _analyse(
     variables: dict,
     stored,
     signals: tuple[Signals, str | None],
+    policies: Sequence[Policy] = (),
 ) -> None:
     page_size = as_number(variables.get("innodb_page_size")) or 16384
     seconds = window().total_seconds()
@@ -499,9 +556,11 @@ def _analyse(
         states = [state for state, _ in members]
         recents = [text for _, text in members]
         windows = stored.windows.setdefault(table.pk, {}) if stored else None
+        policy = matching_policy(policies, table.schema, table.name) if policies else None
         health = table_health(
-            table, states, recents, now, page_size, buffer_pool, windows, *signals
+            table, states, recents, now, page_size, buffer_pool, windows, *signals, policy
         )
+        health = keep_drift(table.health, health)  # the group's comparison writes it
         table.health = health
         # Where the shares come from; the shares themselves are derived when asked for
         # (`activity_shares`), which keeps a busy table's stored row from growing.
@@ -529,9 +588,12 @@ def analyse_server(
     tables = _tables_to_analyse(server, changed_tables, now)
     variables = snapshot.variables or {}
     signals = signals_of(snapshot)
+    policies = server_policies(server) if tables else []
     for start in range(0, len(tables), TABLES_PER_BATCH):
-        _analyse(tables[start : start + TABLES_PER_BATCH], now, variables, stored, signals)
+        batch = tables[start : start + TABLES_PER_BATCH]
+        _analyse(batch, now, variables, stored, signals, policies)
     snapshot.pressure = server_pressure(server, snapshot)
+    drift.evaluate(server, snapshot, snapshot.pressure)  # after the tables: it reads them
     ServerSnapshot.objects.filter(pk=snapshot.pk).update(pressure=snapshot.pressure)
     return len(tables)
 

@@ -8,6 +8,7 @@ Counters (I/O, compression) are stored raw, so rates can be derived across reset
 
 from datetime import UTC
 
+from django.core.exceptions import ValidationError
 from django.db import models
 
 from partdash.lib.fields import ClippedCharField
@@ -100,6 +101,10 @@ class PartitionedTable(models.Model):
     subpartition_expression = models.TextField(blank=True)
     create_options = models.TextField(blank=True)
     signature = models.CharField(max_length=40, blank=True)
+    # What the table's layout is, comparable across servers (`health.drift.layout_digest`:
+    # the method, expressions, partition names and bounds): written with its definitions,
+    # so a server group's members are compared by this alone until two differ.
+    layout = models.CharField(max_length=40, blank=True)
     partition_count = models.PositiveIntegerField(default=0)
     first_seen_at = models.DateTimeField()
     definitions_read_at = models.DateTimeField(null=True)
@@ -322,3 +327,68 @@ class RollupCursor(models.Model):
 
     def __str__(self) -> str:
         return f"table {self.table_id} {self.width} rolled up to {self.next_start}"
+
+
+class RetentionPolicy(models.Model):
+    """How long a DBA keeps the partitions of the tables a `schema.table` glob names: days
+    (time RANGE tables) or a number of partitions (any RANGE table). partdash only shows
+    the partitions past it and the DROP PARTITION that enforces it
+    (`partdash.health.retention`); it never drops anything. `server` null: every server."""
+
+    pattern = models.CharField(
+        max_length=200,
+        help_text="schema.table, with * ? [..] wildcards, matched case-insensitively "
+        "(shop.events_*, *.audit).",
+    )
+    keep_days = models.PositiveIntegerField(
+        null=True, blank=True, help_text="Keep this many days (time RANGE tables)."
+    )
+    keep_partitions = models.PositiveIntegerField(
+        null=True,
+        blank=True,
+        help_text="Keep the newest this many partitions holding data (id RANGE tables).",
+    )
+    server = models.ForeignKey(
+        "servers.Server",
+        on_delete=models.CASCADE,
+        null=True,
+        blank=True,
+        related_name="retention_policies",
+        help_text="Empty: every server.",
+    )
+    name = models.CharField(max_length=100, blank=True)
+    comment = models.TextField(blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["pattern", "id"]
+        verbose_name_plural = "retention policies"
+
+    def __str__(self) -> str:
+        keep = (
+            f"{self.keep_days} days"
+            if self.keep_days is not None
+            else f"{self.keep_partitions} partitions"
+        )
+        return f"{self.pattern}: keep {keep}"
+
+    def clean(self) -> None:
+        problem = policy_problem(self.pattern, self.keep_days, self.keep_partitions)
+        if problem:
+            raise ValidationError(problem)
+
+
+def policy_problem(pattern: str | None, keep_days, keep_partitions) -> str | None:
+    """Why a retention policy cannot stand, in one line, or None."""
+    text = (pattern or "").strip()
+    if not text:
+        return "give a pattern: schema.table, with * and ? wildcards (shop.events_*, *.audit)"
+    if text.count(".") > 1:
+        return f"the pattern {text!r} has more than one dot: give schema.table"
+    if (keep_days is None) == (keep_partitions is None):
+        return "give exactly one of keep_days and keep_partitions"
+    keep = keep_days if keep_days is not None else keep_partitions
+    if keep < 1:
+        return "keep_days and keep_partitions must be at least 1"
+    return None

@@ -114,6 +114,7 @@ def health_fields(stored: Any) -> dict[str, Any]:
         "findings": [with_fix(f) for f in health.get("findings") or []],
         "skew_bytes": health.get("skew_bytes"),
         "statistics": health.get("statistics"),
+        "retention": health.get("retention"),
     }
 
 

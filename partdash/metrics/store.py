@@ -17,6 +17,7 @@ from django.utils import timezone
 from partdash.collector.collect import RECHECK, Collection, TableKey, table_key
 from partdash.health import recent
 from partdash.health.counters import counter_delta
+from partdash.health.drift import Layout, layout_digest
 from partdash.health.partitions import PartitionState
 from partdash.metrics.models import (
     SAMPLED_FIGURES as SAMPLED,
@@ -429,6 +430,15 @@ class PollStore:
         table.create_options = definition.create_options
         table.signature = self.collection.signatures[key]
         table.partition_count = len(definition.partitions)
+        table.layout = layout_digest(
+            Layout.of(
+                definition.method,
+                definition.expression,
+                definition.subpartition_method,
+                definition.subpartition_expression,
+                [(p.name, p.subpartition, p.description) for p in definition.partitions],
+            )
+        )
         table.definitions_read_at, table.dropped_at = self.now, None
         table.save()
         self.tables[key] = table

@@ -93,6 +93,16 @@ def server_families(servers: list[Server]) -> Iterator[GaugeMetricFamily]:
         "The written working set's trend.",
         SERVER,
     )
+    drifting = gauge(
+        "server_drift_tables",
+        "Tables laid out unlike the rest of the server's group (absent: in no group).",
+        SERVER,
+    )
+    missing = gauge(
+        "server_missing_group_tables",
+        "Tables of the server's groups it lacks (absent: in no group).",
+        SERVER,
+    )
     snapshots = latest_snapshots([server.pk for server in servers])
     for server in servers:
         name = [server.name]
@@ -116,8 +126,12 @@ def server_families(servers: list[Server]) -> Iterator[GaugeMetricFamily]:
         add(working_set, name, written.get("ratio"))
         add(forecast, name, _times(written.get("forecast_days_left"), 86400))
         add(growth, name, _times(written.get("growth_bytes_per_day"), 1 / 86400))
+        drift = pressure.get("drift")
+        if drift and drift.get("groups"):
+            add(drifting, name, len(drift.get("tables") or []))
+            add(missing, name, len(drift.get("missing") or []))
     yield from (up, info, duration, age, success, tables, partitions, limit, ratio, working_set)
-    yield from (forecast, growth)
+    yield from (forecast, growth, drifting, missing)
 
 
 # -- tables ----------------------------------------------------------------------------

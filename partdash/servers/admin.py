@@ -17,7 +17,7 @@ from partdash.lib.secrets import SecretError
 from partdash.mysql.connection import target_for
 from partdash.mysql.probe import ProbeResult, probe
 from partdash.servers.forms import ServerForm
-from partdash.servers.models import LATEST_POLL_FIELDS, Server
+from partdash.servers.models import LATEST_POLL_FIELDS, Server, ServerGroup
 from partdash.servers.probe_limits import TooManyTests, probe_slot
 
 MAX_SERVERS_PER_TEST = 10
@@ -154,3 +154,28 @@ class ServerAdmin(SecretLookupsRefused):
             )
             return None
         return self._tested(request, servers)
+
+
+@admin.register(ServerGroup)
+class ServerGroupAdmin(admin.ModelAdmin):
+    """Replicas or shards whose tables are compared after each member's poll."""
+
+    list_display = ["name", "kind", "member_names", "reference"]
+    list_filter = ["kind"]
+    search_fields = ["name", "servers__name"]
+    filter_horizontal = ["servers"]
+
+    def get_queryset(self, request):
+        return super().get_queryset(request).prefetch_related("servers")
+
+    @admin.display(description="members")
+    def member_names(self, group: ServerGroup) -> str:
+        return ", ".join(sorted(s.name for s in group.servers.all()))
+
+    def save_related(self, request, form, formsets, change) -> None:
+        super().save_related(request, form, formsets, change)
+        group = form.instance
+        problem = group.reference_problem(group.servers.all())
+        if problem:  # the reference left the group: no reference, said once
+            ServerGroup.objects.filter(pk=group.pk).update(reference=None)
+            self.message_user(request, f"{problem}: cleared it", messages.WARNING)

@@ -282,3 +282,44 @@ class DemoRegistration(models.Model):
 
     def __str__(self) -> str:
         return f"demo registered as {self.name}"
+
+
+class ServerGroup(models.Model):
+    """Servers that should hold the same partitioned tables laid out the same way: the
+    replicas of one primary, or the shards of one schema. Each member's tables are
+    compared with the group's (`partdash.metrics.drift`): with the reference member's
+    where one is set, else with the layout most members share."""
+
+    class Kind(models.TextChoices):
+        REPLICAS = "replicas", "Replicas of one primary"
+        SHARDS = "shards", "Shards of one schema"
+
+    name = models.CharField(
+        max_length=100,
+        unique=True,
+        validators=[RegexValidator(r"^[\w.@+-]+$", "Letters, digits and . @ + - _ only.")],
+    )
+    kind = models.CharField(max_length=10, choices=Kind, default=Kind.REPLICAS)
+    servers = models.ManyToManyField(Server, related_name="server_groups", blank=True)
+    reference = models.ForeignKey(
+        Server,
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="+",
+        help_text="The member the others are compared with; empty: the layout most members share.",
+    )
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["name"]
+
+    def __str__(self) -> str:
+        return self.name
+
+    def reference_problem(self, members) -> str | None:
+        """Why `reference` cannot stand with these members (ids or servers), or None."""
+        ids = {getattr(m, "pk", m) for m in members}
+        if self.reference_id is not None and self.reference_id not in ids:
+            return f"the reference {self.reference} is not a member of the group"
+        return None

@@ -122,6 +122,20 @@ def test_every_page_fits_the_screen_without_errors(
         (f"/tables/{fleet_.range_table.pk}/", "#table-page", "table-range"),
         ("/alerts/", "#alerts-page", "alerts"),
     ]
+    # On the plan page: a statement of one long line scrolls inside its own block.
+    long_fix = {
+        **builders.RUNWAY_FIX,
+        "sql": "ALTER TABLE `shop`.`wide` ANALYZE PARTITION "
+        + ", ".join(f"`p{n}`" for n in range(200)),
+    }
+    long_finding = {
+        "kind": "staleness",
+        "severity": "warning",
+        "score": 11.0,
+        "message": "x" * 400,
+        "fix": long_fix,
+    }
+    builders.table(twins[0], name="wide", health={"findings": [long_finding]}, score=11)
     for path, ready, name in pages:
         open_page(page, live_server, path, ready)
         settle(page)
@@ -133,6 +147,7 @@ def test_every_page_fits_the_screen_without_errors(
     for path, name in [
         (silence, "silence"),
         (f"/search/?q={fleet_.schema}", "search"),
+        ("/plan/", "plan"),
         ("/api/docs/", "api-docs"),
         ("/admin/", "admin"),
         ("/admin/servers/server/", "admin-servers"),

@@ -48,6 +48,38 @@ function partitionCount(table, partitions) {
   return `${count(names)} partitions, ${count(subpartitions)} subpartitions`;
 }
 
+// The retention policy matching the table and what is past it (the finding above has
+// the DROP PARTITION); nothing where no policy matches.
+function retentionFact(retention) {
+  if (!retention) return [];
+  const keep =
+    retention.keep_days != null
+      ? `keep ${count(retention.keep_days)} days`
+      : `keep ${count(retention.keep_partitions)} partitions`;
+  const policy = `${retention.pattern} (${keep})`;
+  let state;
+  if (retention.reason) state = `does not apply: ${retention.reason}`;
+  else if (!retention.overdue_partitions) state = "nothing past it";
+  else {
+    const overdue =
+      retention.overdue_days != null ? `, ${number(retention.overdue_days)} days overdue` : "";
+    state =
+      `${count(retention.overdue_partitions)} partition(s) past it, oldest ` +
+      `${retention.oldest_partition}${overdue}: ~${count(retention.rows)} rows, ` +
+      `${bytes(retention.bytes)}`;
+  }
+  return fact(
+    "Retention",
+    el(
+      "span",
+      { id: "retention-fact", title: (retention.partitions || []).join(", ") },
+      policy,
+      " · ",
+      state,
+    ),
+  );
+}
+
 function showFacts(table, partitions) {
   const asOf = table.skew?.as_of ?? table.runway?.as_of;
   const aged = { statistics: table.statistics };
@@ -69,6 +101,7 @@ function showFacts(table, partitions) {
       "Analysed by partdash",
       el("span", { title: age(table.analysed_at) }, localTime(table.analysed_at)),
     ),
+    retentionFact(table.retention),
   );
   show(
     "table-findings",

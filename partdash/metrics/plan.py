@@ -1,0 +1,321 @@
+"""The maintenance plan: every fix due across the fleet, per server, most urgent first,
+read from the findings the analysis stored (each table's `health["findings"]`, each
+server's latest `ServerSnapshot.pressure["findings"]`), so the plan says exactly what
+the API, the pages and the alerts say. The API, its CSV, the fleet's plan page and the
+per-server SQL script (`partdash.metrics.plan_script`) all read `fleet_plan`.
+
+Urgency: runway first (rows already in the catch-all, then the fewest days left), then
+retention (most overdue first), drift, fragmentation, statistics (staleness), then
+pressure, compression, skew and hotspot; within a kind, critical before warning, then
+the higher score. Any kind added later comes last.
+
+Stale: a fix is computed from the table as its analysis saw it. Without `as_of`, an item
+is stale when the table's definition was read after the fix was computed
+(`definitions_read_at` newer than `analysed_at`). With `as_of` (the `generated_at` of a
+plan the reader holds), an item is stale when the table's definition changed after that
+moment, or the table was dropped since (listed only then, so a plan held does not lose
+it silently). The fix shown is always the latest analysis's.
+
+Reads a handful of queries for the whole fleet, whatever its number of tables.
+"""
+
+from collections.abc import Iterable
+from datetime import datetime
+from typing import Any, TypedDict
+
+from django.db.models import OuterRef, Q, Subquery
+from django.utils import timezone
+
+from partdash.health.fix_values import Unsafe, name_sql
+from partdash.health.fixes import stored_fix
+from partdash.health.shapes import FindingShape, stored_health, stored_pressure
+from partdash.metrics.models import PartitionedTable, ServerSnapshot
+from partdash.servers.models import Server
+
+# The kinds in the order a DBA fixes them; any other kind comes after them.
+URGENCY = (
+    "runway",
+    "retention",
+    "drift",
+    "fragmentation",
+    "staleness",
+    "pressure",
+    "compression",
+    "skew",
+    "hotspot",
+)
+_LATER = len(URGENCY)
+SEVERITY_RANK = {"critical": 0, "warning": 1}
+# The statistics a statement that rewrites partitions leaves at 0 rows (MySQL bug
+# #120318, MDEV-35163: see partdash.health.fixes) until they are analysed.
+REWRITES = ("copies",)
+
+
+class PlanItem(TypedDict):
+    """One fix due: where, which finding, how urgent, the fix, and what it rests on."""
+
+    server: int
+    server_name: str
+    schema: str | None
+    table: str | None
+    table_id: int | None
+    kind: str
+    severity: str
+    score: float
+    message: str
+    urgency: str
+    advice: str
+    sql: str | None
+    safety: str | None
+    rows: int | None
+    bytes: int | None
+    analyze_after: str | None
+    as_of: datetime | None
+    poll: str | None
+    stale: bool
+
+
+class ServerPlan(TypedDict):
+    """One server's items, most urgent first, and the poll its own findings came from."""
+
+    server: int
+    name: str
+    host: str
+    port: int
+    poll: str | None
+    taken_at: datetime | None
+    items: list[PlanItem]
+
+
+class Plan(TypedDict):
+    generated_at: datetime
+    as_of: datetime | None
+    servers: list[ServerPlan]
+
+
+def fleet_plan(
+    servers: Iterable[Server], as_of: datetime | None = None, kinds: set[str] | None = None
+) -> Plan:
+    """The plan of `servers` (most urgent server first; those with nothing due last, by
+    name), optionally of some finding kinds only."""
+    listed = list(servers)
+    snapshots = _latest_snapshots([s.pk for s in listed])
+    ranked = _table_items(listed, as_of) + _server_items(listed, snapshots)
+    if kinds is not None:
+        ranked = [pair for pair in ranked if pair[1]["kind"] in kinds]
+    ranked.sort(key=_urgency_key)
+    by_server: dict[int, list[PlanItem]] = {}
+    for _, item in ranked:
+        by_server.setdefault(item["server"], []).append(item)
+    plans = [
+        _server_plan(server, snapshots.get(server.pk), by_server.get(server.pk, []))
+        for server in listed
+    ]
+    plans.sort(key=_server_order(ranked))
+    return {"generated_at": timezone.now(), "as_of": as_of, "servers": plans}
+
+
+def _server_order(ranked: list[tuple[float, PlanItem]]):
+    """Servers by their most urgent item; those with nothing due last, by name."""
+    first: dict[int, tuple] = {}
+    for pair in ranked:
+        first.setdefault(pair[1]["server"], _urgency_key(pair))
+    return lambda plan: (plan["server"] not in first, first.get(plan["server"], ()), plan["name"])
+
+
+def plan_items(plan: Plan) -> list[PlanItem]:
+    """Every item of the plan, server after server (the CSV's rows)."""
+    return [item for server in plan["servers"] for item in server["items"]]
+
+
+# -- reading ------------------------------------------------------------------------------
+
+_TABLE_FIELDS = (
+    "pk",
+    "server_id",
+    "schema",
+    "name",
+    "health",
+    "analysed_at",
+    "definitions_read_at",
+    "dropped_at",
+)
+
+
+def _latest_snapshots(server_ids: list[int]) -> dict[int, ServerSnapshot]:
+    """Each server's latest poll, in two queries whatever the number of servers."""
+    latest = ServerSnapshot.objects.latest_for(OuterRef("pk")).values("pk")[:1]
+    ids = Server.objects.filter(pk__in=server_ids).annotate(latest=Subquery(latest))
+    chosen = [pk for pk in ids.values_list("latest", flat=True) if pk]
+    fields = ("pk", "server_id", "poll_id", "taken_at", "pressure")
+    return {s.server_id: s for s in ServerSnapshot.objects.filter(pk__in=chosen).only(*fields)}
+
+
+def _tables(servers: list[Server], as_of: datetime | None):
+    """The live tables of `servers`, and with `as_of` those dropped since."""
+    present = Q(dropped_at=None) | Q(dropped_at__gt=as_of) if as_of else Q(dropped_at=None)
+    return (
+        PartitionedTable.objects.filter(present, server_id__in=[s.pk for s in servers])
+        .order_by()
+        .values_list(*_TABLE_FIELDS)
+    )
+
+
+def _polls_at(server_times: set[tuple[int, datetime]]) -> dict[tuple[int, datetime], str]:
+    """The poll id of each (server, time) a table was analysed at (its poll's time)."""
+    if not server_times:
+        return {}
+    found = ServerSnapshot.objects.filter(
+        server_id__in={server for server, _ in server_times},
+        taken_at__in={at for _, at in server_times},
+    ).values_list("server_id", "taken_at", "poll_id")
+    return {(server, at): poll for server, at, poll in found}
+
+
+def _table_items(servers: list[Server], as_of: datetime | None) -> list[tuple[float, PlanItem]]:
+    names = {server.pk: server.name for server in servers}
+    rows = [row for row in _tables(servers, as_of) if stored_health(row[4]).get("findings")]
+    polls = _polls_at({(row[1], row[5]) for row in rows if row[5] is not None})
+    items = []
+    for pk, server_id, schema, name, health, analysed_at, read_at, dropped_at in rows:
+        where = {"server": server_id, "server_name": names[server_id], "schema": schema}
+        where |= {"table": name, "table_id": pk}
+        stale = _is_stale(analysed_at, read_at, dropped_at, as_of)
+        stored = stored_health(health)
+        for finding in stored.get("findings") or []:
+            item = _item(finding, where, analysed_at, polls.get((server_id, analysed_at)), stale)
+            item["urgency"], within = _urgency(finding, stored)
+            items.append((within, item))
+    return items
+
+
+def _server_items(
+    servers: list[Server], snapshots: dict[int, ServerSnapshot]
+) -> list[tuple[float, PlanItem]]:
+    """The servers' own findings (pressure: SET GLOBAL), as of their latest poll."""
+    items = []
+    for server in servers:
+        snapshot = snapshots.get(server.pk)
+        if snapshot is None:
+            continue
+        where = {"server": server.pk, "server_name": server.name, "schema": None}
+        where |= {"table": None, "table_id": None}
+        for finding in stored_pressure(snapshot.pressure).get("findings") or []:
+            items.append((0.0, _item(finding, where, snapshot.taken_at, snapshot.poll_id, False)))
+    return items
+
+
+def _is_stale(
+    analysed_at: datetime | None,
+    read_at: datetime | None,
+    dropped_at: datetime | None,
+    as_of: datetime | None,
+) -> bool:
+    """See the module's docstring."""
+    if dropped_at is not None:
+        return True
+    if read_at is None:
+        return False
+    if as_of is not None:
+        return read_at > as_of
+    return analysed_at is not None and read_at > analysed_at
+
+
+def _item(
+    finding: FindingShape,
+    where: dict[str, Any],
+    as_of: datetime | None,
+    poll: str | None,
+    stale: bool,
+) -> PlanItem:
+    fix = stored_fix(finding.get("fix")) or {
+        "advice": "",
+        "sql": None,
+        "safety": None,
+        "rows": None,
+        "bytes": None,
+    }
+    return {
+        **where,  # type: ignore[typeddict-item]
+        "kind": finding["kind"],
+        "severity": finding["severity"],
+        "score": finding["score"],
+        "message": finding["message"],
+        "urgency": finding["severity"],
+        **fix,
+        "analyze_after": _analyze_after(fix["safety"], where["schema"], where["table"]),
+        "as_of": as_of,
+        "poll": poll,
+        "stale": stale,
+    }
+
+
+def _analyze_after(safety: str | None, schema: str | None, table: str | None) -> str | None:
+    """The ANALYZE a statement that rewrites partitions needs before its table's
+    figures (and its finding) read true again; None for the others."""
+    if safety not in REWRITES or schema is None or table is None:
+        return None
+    try:
+        return f"ALTER TABLE {name_sql(schema)}.{name_sql(table)} ANALYZE PARTITION ALL"
+    except Unsafe:
+        return None
+
+
+# -- urgency ------------------------------------------------------------------------------
+
+# Runway without a catch-all or a known day: after the runway findings that have one.
+_UNKNOWN = 1e18
+
+
+def _urgency(finding: FindingShape, health: Any) -> tuple[str, float]:
+    """A short phrase that says how urgent ("1,200 rows in the catch-all", "3.2 days
+    left", "40 days overdue", else the severity) and the order within the kind: runway,
+    rows in the catch-all first (more first), then fewest days left; retention, most
+    overdue first; other kinds 0 (severity and score decide)."""
+    kind = finding["kind"]
+    if kind == "runway":
+        return _runway_urgency(health.get("runway") or {}, finding["severity"])
+    overdue = _overdue(health) if kind == "retention" else None
+    if overdue is not None:
+        return f"{overdue:g} days overdue", -overdue
+    return finding["severity"], 0.0
+
+
+def _runway_urgency(runway: dict, severity: str) -> tuple[str, float]:
+    rows, days = runway.get("catchall_rows"), runway.get("days_left")
+    if rows:
+        return f"{rows:,} rows in the catch-all", -_UNKNOWN - rows
+    if days is None:
+        return severity, _UNKNOWN
+    return ("past the last bound" if days <= 0 else f"{days:.1f} days left"), float(days)
+
+
+def _overdue(health: Any) -> float | None:
+    value = (health.get("retention") or {}).get("overdue_days")
+    return float(value) if isinstance(value, int | float) else None
+
+
+def _urgency_key(ranked: tuple[float, PlanItem]) -> tuple:
+    within, item = ranked
+    kind = item["kind"]
+    return (
+        URGENCY.index(kind) if kind in URGENCY else _LATER,
+        within,
+        SEVERITY_RANK.get(item["severity"], 2),
+        -item["score"],
+        item["server_name"],
+        item["schema"] or "",
+        item["table"] or "",
+    )
+
+
+def _server_plan(server: Server, snapshot: ServerSnapshot | None, items: list[PlanItem]):
+    return ServerPlan(
+        server=server.pk,
+        name=server.name,
+        host=server.host,
+        port=server.port,
+        poll=snapshot.poll_id if snapshot else None,
+        taken_at=snapshot.taken_at if snapshot else None,
+        items=items,
+    )

@@ -1,0 +1,163 @@
+"""Layout drift against ground truth, on two real MariaDB servers grouped as replicas: one
+lacks a partition and a table the other has; partdash says so on that member alone
+(finding, side by side view, alert), its statement is run there as is, and after the
+next poll the finding and the alert are gone."""
+
+import pytest
+
+from partdash.alerts.models import Alert
+from partdash.metrics.models import PartitionedTable, ServerSnapshot
+from partdash.polling.service import poll_server
+from tests.sql import run
+
+pytestmark = pytest.mark.django_db
+
+EVENTS = (
+    "CREATE TABLE ev (id INT PRIMARY KEY, v INT) PARTITION BY RANGE (id) ("
+    "PARTITION p0 VALUES LESS THAN (100), PARTITION p1 VALUES LESS THAN (200), {extra}"
+    "PARTITION pmax VALUES LESS THAN MAXVALUE)"
+)
+AUDIT = "CREATE TABLE audit (id INT PRIMARY KEY) PARTITION BY HASH (id) PARTITIONS 2"
+
+
+@pytest.fixture
+def other(mariadb_factory):
+    """A second MariaDB: the group's other member."""
+    return mariadb_factory.get({"table_open_cache": 10})
+
+
+def polled(server) -> ServerSnapshot:
+    report = poll_server(server)
+    assert report.ok, report.error
+    return ServerSnapshot.objects.latest_for(server).first()
+
+
+def drift_of(server, name: str = "ev") -> list[dict]:
+    table = PartitionedTable.objects.live().get(server=server, name=name)
+    return [f for f in table.health.get("findings", []) if f["kind"] == "drift"]
+
+
+def test_a_member_lacking_a_partition_is_told_the_ddl_that_clears_it(
+    mariadb, other, make_server, new_schema, admin_client, settings
+):
+    settings.PARTDASH_ALERT_FOR_POLLS = 1
+    schema = new_schema(mariadb)
+    other.execute(f"CREATE DATABASE {schema}")
+    try:
+        run(
+            mariadb,
+            schema,
+            EVENTS.format(extra="PARTITION p2 VALUES LESS THAN (300), "),
+            "INSERT INTO ev SELECT seq, seq FROM seq_1_to_400",
+            AUDIT,
+        )
+        run(
+            other,
+            schema,
+            EVENTS.format(extra=""),
+            "INSERT INTO ev SELECT seq, seq FROM seq_1_to_400",
+        )
+        run(other, schema, "ANALYZE TABLE ev")
+        full, lacking = make_server(mariadb, "full"), make_server(other, "lacking")
+        made = admin_client.post(
+            "/api/v1/server-groups/",
+            {"name": "replicas-1", "kind": "replicas", "servers": [full.pk, lacking.pk]},
+            content_type="application/json",
+        )
+        assert made.status_code == 201, made.content
+        polled(full)
+        snapshot = polled(lacking)
+
+        # The member lacking p2 has the finding, the other none.
+        assert drift_of(full) == []
+        (finding,) = drift_of(lacking)
+        assert "lacks partition(s) p2" in finding["message"]
+        assert "full" in finding["message"] and "replicas-1" in finding["message"]
+        fix = finding["fix"]
+        assert fix["sql"] == (
+            f"ALTER TABLE `{schema}`.`ev` REORGANIZE PARTITION `pmax` INTO (PARTITION `p2` "
+            "VALUES LESS THAN (300), PARTITION `pmax` VALUES LESS THAN MAXVALUE)"
+        )
+        # It copies the catch-all's rows: 400 - 199 of them, as the server counts them.
+        ((in_pmax,),) = run(other, schema, "SELECT COUNT(*) FROM ev PARTITION (pmax)")
+        assert fix["safety"] == "copies" and fix["rows"] == in_pmax == 201
+        # The table it lacks is the server's own finding.
+        missing = [f for f in snapshot.pressure["findings"] if f["kind"] == "drift"]
+        assert len(missing) == 1 and f"{schema}.audit" in missing[0]["message"]
+
+        # Side by side, partition by partition.
+        table = PartitionedTable.objects.get(server=lacking, name="ev")
+        (view,) = admin_client.get(f"/api/v1/tables/{table.pk}/drift/").json()
+        assert [c["server"] for c in view["columns"]] == ["full", "lacking"]
+        assert [c["in_line"] for c in view["columns"]] == [True, False]
+        rows = {row["partition"]: row for row in view["rows"]}
+        assert list(rows) == ["p0", "p1", "p2", "pmax"]
+        assert rows["p2"]["present"] == [True, False] and not rows["p2"]["same"]
+        assert rows["p0"]["same"] and rows["p0"]["bounds"] == ["100", "100"]
+        members = admin_client.get(f"/api/v1/server-groups/{made.json()['id']}/").json()["members"]
+        assert {m["name"]: (m["drifting_tables"], m["missing_tables"]) for m in members} == {
+            "full": (0, 0),
+            "lacking": (1, 1),
+        }
+        page = admin_client.get(f"/tables/{table.pk}/").content.decode()
+        assert "Group replicas-1 (replicas), side by side" in page
+        assert page.count("<em>missing</em>") == 1  # p2 on lacking
+        metrics = admin_client.get("/metrics").content.decode()
+        assert 'partdash_server_drift_tables{server="lacking"} 1' in metrics
+        assert 'partdash_server_missing_group_tables{server="lacking"} 1' in metrics
+        assert 'partdash_server_drift_tables{server="full"} 0' in metrics
+        firing = Alert.objects.filter(server=lacking, rule="drift", state="firing")
+        assert {(a.schema, a.table) for a in firing} == {(schema, "ev"), ("", "")}
+
+        # Run the statement as shown, create the missing table: both clear.
+        run(other, schema, fix["sql"], "ANALYZE TABLE ev", AUDIT)
+        snapshot = polled(lacking)
+        assert drift_of(lacking) == []
+        assert "drift" not in {f["kind"] for f in snapshot.pressure["findings"]}
+        assert not Alert.objects.filter(server=lacking, rule="drift", state="firing").exists()
+        assert Alert.objects.filter(server=lacking, rule="drift", state="resolved").count() == 2
+    finally:
+        other.execute(f"DROP DATABASE IF EXISTS {schema}")
+
+
+def test_a_reference_member_decides_and_leaving_the_group_clears_the_finding(
+    mariadb, other, make_server, new_schema, admin_client
+):
+    schema = new_schema(mariadb)
+    other.execute(f"CREATE DATABASE {schema}")
+    try:
+        run(mariadb, schema, EVENTS.format(extra="PARTITION p2 VALUES LESS THAN (300), "))
+        run(other, schema, EVENTS.format(extra=""))
+        full, lacking = make_server(mariadb, "full"), make_server(other, "lacking")
+        group = admin_client.post(
+            "/api/v1/server-groups/",
+            {"name": "g", "servers": [full.pk, lacking.pk], "reference": lacking.pk},
+            content_type="application/json",
+        ).json()
+        polled(lacking)
+        polled(full)
+        # The reference lacks p2: the member holding it is the one out of line.
+        assert drift_of(lacking) == []
+        (finding,) = drift_of(full)
+        assert "lacking (the reference)" in finding["message"]
+        assert finding["fix"]["sql"] == (
+            f"ALTER TABLE `{schema}`.`ev` REORGANIZE PARTITION `p2`, `pmax` INTO (PARTITION "
+            "`pmax` VALUES LESS THAN MAXVALUE)"
+        )
+        # A reference outside the group is one line, 400; nothing changes.
+        refused = admin_client.patch(
+            f"/api/v1/server-groups/{group['id']}/",
+            {"servers": [full.pk]},
+            content_type="application/json",
+        )
+        assert refused.status_code == 400
+        assert refused.json()["reference"] == ["the reference lacking is not a member of the group"]
+        admin_client.patch(
+            f"/api/v1/server-groups/{group['id']}/",
+            {"servers": [full.pk], "reference": None},
+            content_type="application/json",
+        )
+        polled(full)
+        assert drift_of(full) == []
+    finally:
+        other.execute(f"DROP DATABASE IF EXISTS {schema}")
