@@ -195,6 +195,7 @@ class MaintenanceWindowForm(forms.ModelForm):
             "duration_minutes",
             "timezone",
             "server",
+            "group",
             "schema",
             "table",
             "rule",
@@ -205,6 +206,8 @@ class MaintenanceWindowForm(forms.ModelForm):
         cleaned = super().clean()
         probe = MaintenanceWindow(
             **{f: cleaned.get(f) for f in ("rrule", "duration_minutes", "timezone")},
+            server=cleaned.get("server"),
+            group=cleaned.get("group"),
             created_at=self.instance.created_at,
         )
         for field, problem in windows.problems(probe).items():
@@ -215,7 +218,15 @@ class MaintenanceWindowForm(forms.ModelForm):
 @admin.register(MaintenanceWindow)
 class MaintenanceWindowAdmin(admin.ModelAdmin):
     form = MaintenanceWindowForm
-    list_display = ["name", "rrule", "duration_minutes", "timezone", "server", "next_starts"]
+    list_display = [
+        "name",
+        "rrule",
+        "duration_minutes",
+        "timezone",
+        "server",
+        "group",
+        "next_starts",
+    ]
     search_fields = ["name", "comment"]
 
     @admin.display(description="Next occurrences (UTC)")

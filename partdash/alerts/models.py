@@ -322,6 +322,10 @@ class MaintenanceWindow(models.Model):
     server = models.ForeignKey(
         "servers.Server", null=True, blank=True, on_delete=models.CASCADE, related_name="+"
     )
+    # Or every member of a server group (as it is at each occurrence), not both.
+    group = models.ForeignKey(
+        "servers.ServerGroup", null=True, blank=True, on_delete=models.CASCADE, related_name="+"
+    )
     schema = models.CharField(max_length=64, null=True, blank=True)  # noqa: DJ001
     table = models.CharField(max_length=64, null=True, blank=True)  # noqa: DJ001
     rule = models.CharField(max_length=20, choices=RuleName, null=True, blank=True)  # noqa: DJ001
@@ -356,6 +360,10 @@ class Silence(models.Model):
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL
     )
     created_at = models.DateTimeField(auto_now_add=True)
+    # A group window's occurrence: every member of the group (with `server` null).
+    group = models.ForeignKey(
+        "servers.ServerGroup", null=True, blank=True, on_delete=models.CASCADE, related_name="+"
+    )
     # One occurrence of a maintenance window (made by `windows.plan`), else null.
     window = models.ForeignKey(
         MaintenanceWindow, null=True, blank=True, on_delete=models.CASCADE, related_name="silences"

@@ -426,7 +426,8 @@ def overrides_for(server: Server) -> list[Override]:
 
 def silences_for(server: Server) -> list[SilenceScope]:
     now = timezone.now()
-    rows = Silence.objects.filter(Q(server=None) | Q(server=server), ends_at__gt=now)
+    mine = (Q(server=None) & Q(group=None)) | Q(server=server) | Q(group__servers=server)
+    rows = Silence.objects.filter(mine, ends_at__gt=now).distinct()
     return [
         SilenceScope(s.starts_at, s.ends_at, s.server_id, s.schema, s.table, s.rule) for s in rows
     ]

@@ -3,7 +3,7 @@
 
 A silence's null fields match everything; a non-null field matches only its own value, so
 a silence on a schema never matches a server's own alerts (`unreachable`), which have
-no schema.
+no schema. A maintenance window's silence on a server group matches its members' alerts.
 """
 
 from datetime import datetime, timedelta
@@ -38,7 +38,10 @@ def matching(silences: QuerySet[Silence], prefix: str = "") -> QuerySet[Silence]
         outer = OuterRef(f"{prefix}{name}")
         return Q(**{f"{name}__isnull": True}) | Q(**{name: outer})
 
-    return silences.filter(field("server"), field("schema"), field("table"), field("rule"))
+    member = Q(group__isnull=True) | Q(group__servers=OuterRef(f"{prefix}server"))
+    return silences.filter(
+        field("server"), field("schema"), field("table"), field("rule"), member
+    ).distinct()
 
 
 def alerts_matched_by(alerts: QuerySet, **scope) -> QuerySet:

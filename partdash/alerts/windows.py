@@ -74,6 +74,8 @@ def recurrence(text: str, tz_name: str, anchor: datetime) -> rrules.rrule | rrul
 
 def problems(window: MaintenanceWindow) -> dict[str, str]:
     """What is wrong with a window, by field."""
+    if window.server_id is not None and window.group_id is not None:
+        return {"group": "give a server or a server group, not both"}
     try:
         recurrence(window.rrule, window.timezone, window.created_at or timezone.now())
     except WindowProblem as problem:
@@ -128,6 +130,7 @@ def plan(window: MaintenanceWindow, now: datetime | None = None) -> int:
         for start in wanted:
             fields = {
                 "server": window.server,
+                "group": window.group,
                 "schema": window.schema,
                 "table": window.table,
                 "rule": window.rule,
@@ -147,4 +150,6 @@ def plan(window: MaintenanceWindow, now: datetime | None = None) -> int:
 
 def plan_all(now: datetime | None = None) -> int:
     """Beat, every hour: every window's next occurrences made silences."""
-    return sum(plan(window, now) for window in MaintenanceWindow.objects.select_related("server"))
+    return sum(
+        plan(window, now) for window in MaintenanceWindow.objects.select_related("server", "group")
+    )

@@ -5,7 +5,7 @@ the list's query string whose `apply` filters the queryset (bad values are a 400
 """
 
 from django.utils import timezone
-from drf_spectacular.utils import extend_schema, extend_schema_field, extend_schema_view
+from drf_spectacular.utils import extend_schema, extend_schema_view
 from rest_framework import mixins, serializers, viewsets
 from rest_framework.decorators import action
 from rest_framework.response import Response
@@ -29,7 +29,7 @@ from partdash.alerts.silences import active_silences, silence_problems
 from partdash.alerts.testalert import TestAlertRefused, send_test_alert
 from partdash.api.export import WITH_CSV
 from partdash.api.views import FIX
-from partdash.servers.models import Server
+from partdash.servers.models import Server, ServerGroup
 
 MAX_ID = 2**63 - 1  # larger ids would overflow the database's integer, not just miss
 MAX_LIST = 5000  # rows of one list, at most: a storm of per-partition alerts stays a page
@@ -438,12 +438,16 @@ class SilenceSerializer(serializers.ModelSerializer):
     created_by = serializers.SlugRelatedField(
         slug_field="username", read_only=True, allow_null=True
     )
+    group = serializers.PrimaryKeyRelatedField(
+        read_only=True, help_text="a group maintenance window's: every member's alerts"
+    )
 
     class Meta:
         model = Silence
         fields = [
             "id",
             "server",
+            "group",
             "schema",
             "table",
             "rule",
@@ -588,8 +592,12 @@ class MaintenanceWindowSerializer(serializers.ModelSerializer):
     server = serializers.PrimaryKeyRelatedField(
         queryset=Server.objects.all(), allow_null=True, required=False, default=None
     )
-    group = serializers.SerializerMethodField(
-        help_text="Reserved for server groups; null (the window's scope is its server)."
+    group = serializers.PrimaryKeyRelatedField(
+        queryset=ServerGroup.objects.all(),
+        allow_null=True,
+        required=False,
+        default=None,
+        help_text="A server group: the window holds every member's alerts (not with server)",
     )
     schema = NullableScope(max_length=64)
     table = NullableScope(max_length=64)
@@ -618,10 +626,6 @@ class MaintenanceWindowSerializer(serializers.ModelSerializer):
             "in_force",
         ]
 
-    @extend_schema_field(serializers.IntegerField(allow_null=True))
-    def get_group(self, window: MaintenanceWindow) -> None:
-        return None
-
     def get_next_occurrences(self, window: MaintenanceWindow) -> list[str]:
         return [
             moment.isoformat().replace("+00:00", "Z") for moment in windows.next_occurrences(window)
@@ -631,10 +635,6 @@ class MaintenanceWindowSerializer(serializers.ModelSerializer):
         return windows.in_force(window)
 
     def validate(self, attrs: dict) -> dict:
-        if self.initial_data.get("group") not in (None, ""):
-            raise serializers.ValidationError(
-                {"group": "server groups are not there yet: give a server"}
-            )
         merged = MaintenanceWindow(
             **{**({} if self.instance is None else self._fields_of(self.instance)), **attrs}
         )
@@ -648,7 +648,8 @@ class MaintenanceWindowSerializer(serializers.ModelSerializer):
     @staticmethod
     def _fields_of(window: MaintenanceWindow) -> dict:
         names = ["name", "rrule", "duration_minutes", "timezone", "schema", "table", "rule"]
-        return {"server": window.server, **{name: getattr(window, name) for name in names}}
+        scope = {"server": window.server, "group": window.group}
+        return {**scope, **{name: getattr(window, name) for name in names}}
 
     def create(self, validated_data: dict) -> MaintenanceWindow:
         user = self.context["request"].user

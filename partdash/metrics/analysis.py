@@ -450,7 +450,21 @@ def table_health(
     }
     if retention is not None:
         health["retention"] = _retention_shape(retention)
+        # Due again when the overdue partitions pass the grace: the `retention` alert
+        # then pages within a poll, not at the next day's analysis.
+        stalls_at = _stalls_at(retention)
+        if stalls_at is not None and stalls_at > now.timestamp():
+            ends = [e for e in (health["window_ends"], stalls_at) if e is not None]
+            health["window_ends"] = min(ends)
     return health
+
+
+def _stalls_at(retention: Retention) -> int | None:
+    """When partitions past the policy have been so for the grace (epoch seconds)."""
+    if not retention.overdue or retention.overdue_since is None:
+        return None
+    grace = timedelta(days=settings.PARTDASH_RETENTION_GRACE_DAYS)
+    return int((retention.overdue_since + grace).timestamp()) + 1
 
 
 # -- a server --------------------------------------------------------------------------

@@ -18,7 +18,7 @@ from prometheus_client.core import GaugeMetricFamily
 
 from partdash.alerts.listing import alerts_as_shown
 from partdash.alerts.models import Alert, RuleName, Severity
-from partdash.health.shapes import stored_pressure
+from partdash.health.shapes import stored_health, stored_pressure
 from partdash.metrics.models import Partition, PartitionedTable, ServerSnapshot
 from partdash.metrics.readings import health_fields
 from partdash.servers.choices import ServerStatus
@@ -160,6 +160,21 @@ TABLE_FIGURES = (
         "Failed compressions over compressions in the window (compressed tables).",
         "compression_failure_ratio",
     ),
+    (
+        "table_retention_overdue_partitions",
+        "Partitions past the retention policy matching the table (absent: no policy).",
+        "retention_overdue_partitions",
+    ),
+    (
+        "table_retention_overdue_seconds",
+        "How long the oldest partition has been past its retention policy.",
+        "retention_overdue_seconds",
+    ),
+    (
+        "table_drift_differences",
+        "Differences from the table's layout on its server group (absent: in line or no group).",
+        "drift_differences",
+    ),
     ("table_score", "The table's health score (0 is healthy; the worst finding's).", "score"),
 )
 TABLE_COLUMNS = (
@@ -195,6 +210,19 @@ def table_figures(values: dict) -> dict:
         "compression_failure_ratio": (health["compression"] or {}).get("failure_rate"),
         "score": values["score"],
         "hotspots": health["hotspots"],
+        **_retention_and_drift(stored_health(values["health"])),
+    }
+
+
+def _retention_and_drift(stored) -> dict:
+    retention = stored.get("retention") or {}
+    overdue = retention.get("overdue_days")
+    policy = retention.get("policy_id") is not None
+    drift = stored.get("drift")
+    return {
+        "retention_overdue_partitions": retention.get("overdue_partitions") if policy else None,
+        "retention_overdue_seconds": None if overdue is None else overdue * 86400,
+        "drift_differences": len(drift.get("differences") or []) if drift else None,
     }
 
 

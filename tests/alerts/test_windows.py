@@ -12,6 +12,7 @@ from partdash.alerts import windows
 from partdash.alerts.models import Alert, MaintenanceWindow, Silence, Transition
 from partdash.alerts.service import Evaluation
 from partdash.health.alerting import Condition, Key
+from partdash.servers.models import ServerGroup
 from tests import builders
 from tests.conftest import token_client
 
@@ -131,3 +132,47 @@ def test_a_window_holds_a_transition_and_releases_it_once(settings):
     released = evaluate()
     assert [(t.kind, t.silenced) for t in released] == [("firing", False)]
     assert evaluate() == []
+
+
+def test_a_group_window_holds_its_members_alerts_and_no_one_elses(admin_client, settings):
+    """A window on a server group silences every member's transitions, as members are at
+    each evaluation, and nothing of a server outside it; the API says which are held."""
+    settings.PARTDASH_ALERT_FOR_POLLS = 1
+    db1, db2, other = builders.server("db1"), builders.server("db2"), builders.server("db3")
+    group = ServerGroup.objects.create(name="shards")
+    group.servers.set([db1])
+    now = timezone.now()
+    made = admin_client.post(
+        "/api/v1/maintenance-windows/",
+        {
+            "name": "shard-maintenance",
+            "rrule": f"FREQ=DAILY;BYHOUR={now.hour};BYMINUTE={now.minute}",
+            "duration_minutes": 30,
+            "group": group.pk,
+        },
+        content_type="application/json",
+    )
+    assert made.status_code == 201 and made.json()["group"] == group.pk, made.content
+    both = admin_client.post(
+        "/api/v1/maintenance-windows/",
+        {
+            "name": "x",
+            "rrule": "FREQ=DAILY",
+            "duration_minutes": 5,
+            "group": group.pk,
+            "server": db1.pk,
+        },
+        content_type="application/json",
+    )
+    assert both.json() == {"group": ["give a server or a server group, not both"]}
+    group.servers.add(db2)  # joins after the window was made: held all the same
+
+    def fires(server) -> list[bool]:
+        evaluation = Evaluation(server, timezone.now(), [])
+        evaluation.conditions[Key("skew", "a", "b")] = Condition(3.0, limit=2.0)
+        evaluation.run()
+        return [t.silenced for t in Transition.objects.filter(alert__server=server)]
+
+    assert fires(db1) == [True] and fires(db2) == [True] and fires(other) == [False]
+    shown = {a["server"]: a["silenced"] for a in admin_client.get("/api/v1/alerts/").json()}
+    assert shown == {"db1": True, "db2": True, "db3": False}

@@ -109,6 +109,10 @@ def test_the_drop_partition_of_a_retention_finding_clears_it(
     assert fix["sql"] == f"ALTER TABLE `{schema}`.`events` DROP PARTITION {listed}"
     shown = admin_client.get(f"/api/v1/tables/{table.pk}/").json()
     assert shown["retention"]["partitions"] == past
+    metrics = admin_client.get("/metrics").content.decode()
+    labels = f'{{schema="{schema}",server="db1",table="events"}}'
+    assert f"partdash_table_retention_overdue_partitions{labels} {len(past)}.0" in metrics
+    assert f"partdash_table_retention_overdue_seconds{labels} " in metrics
 
     # Overdue by months: the job is stalled, far past the one-day grace.
     alert = Alert.objects.get(server=server, rule="retention")

@@ -106,6 +106,12 @@ def test_a_member_lacking_a_partition_is_told_the_ddl_that_clears_it(
         assert 'partdash_server_drift_tables{server="lacking"} 1' in metrics
         assert 'partdash_server_missing_group_tables{server="lacking"} 1' in metrics
         assert 'partdash_server_drift_tables{server="full"} 0' in metrics
+        differences = [
+            line for line in metrics.splitlines() if line.startswith("partdash_table_drift_")
+        ]
+        assert differences == [
+            f'partdash_table_drift_differences{{schema="{schema}",server="lacking",table="ev"}} 1.0'
+        ]
         firing = Alert.objects.filter(server=lacking, rule="drift", state="firing")
         assert {(a.schema, a.table) for a in firing} == {(schema, "ev"), ("", "")}
 
