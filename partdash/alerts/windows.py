@@ -136,6 +136,7 @@ def plan(window: MaintenanceWindow, now: datetime | None = None) -> int:
                 "rule": window.rule,
                 "ends_at": start + span,
                 "comment": f"maintenance window {window.name}"
+                + (f" (server group {window.group.name})" if window.group else "")
                 + (f": {window.comment}" if window.comment else ""),
                 "created_by": window.created_by,
             }

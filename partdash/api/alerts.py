@@ -438,16 +438,12 @@ class SilenceSerializer(serializers.ModelSerializer):
     created_by = serializers.SlugRelatedField(
         slug_field="username", read_only=True, allow_null=True
     )
-    group = serializers.PrimaryKeyRelatedField(
-        read_only=True, help_text="a group maintenance window's: every member's alerts"
-    )
 
     class Meta:
         model = Silence
         fields = [
             "id",
             "server",
-            "group",
             "schema",
             "table",
             "rule",

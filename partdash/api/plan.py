@@ -46,7 +46,7 @@ class ScriptQuery(serializers.Serializer):
     )
 
 
-PLAN_ITEM = inline_serializer(
+PLAN_ITEMS = inline_serializer(
     "PlanItem",
     {
         "server": serializers.IntegerField(),
@@ -73,6 +73,7 @@ PLAN_ITEM = inline_serializer(
         "poll": serializers.CharField(allow_null=True),
         "stale": serializers.BooleanField(),
     },
+    many=True,
 )
 PLAN = inline_serializer(
     "MaintenancePlan",
@@ -88,7 +89,7 @@ PLAN = inline_serializer(
                 "port": serializers.IntegerField(),
                 "poll": serializers.CharField(allow_null=True),
                 "taken_at": serializers.DateTimeField(allow_null=True),
-                "items": PLAN_ITEM,
+                "items": PLAN_ITEMS,
             },
             many=True,
         ),

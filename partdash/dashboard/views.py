@@ -37,12 +37,21 @@ def server(request: HttpRequest, server_id: int) -> HttpResponse:
 TABLE_ALERTS = 20  # the latest alerts the table page lists
 
 
+PAGE_DRIFT_ROWS = 200  # partitions side by side on the page; past it, only those differing
+
+
 @login_required
 def table(request: HttpRequest, table_id: int) -> HttpResponse:
     """One partitioned table: skew, per-partition sizes and activity, compression, runway."""
     partitioned = get_object_or_404(PartitionedTable.objects.select_related("server"), pk=table_id)
     alerts = partitioned.alerts.order_by("-started_at", "-pk")[:TABLE_ALERTS]
     groups = side_by_side(partitioned) if partitioned.dropped_at is None else []
+    for group in groups:  # a long table shows only where its copies differ
+        group["in_line"] = all(c["in_line"] for c in group["columns"])
+        if len(group["rows"]) > PAGE_DRIFT_ROWS:
+            shown = [row for row in group["rows"] if not row["same"]][:PAGE_DRIFT_ROWS]
+            group["hidden_same"] = len(group["rows"]) - len(shown) + group["more_rows"]
+            group["rows"], group["more_rows"] = shown, 0
     context = {"table": partitioned, "alerts": alerts, "groups": groups}
     return render(request, "dashboard/table.html", context)
 

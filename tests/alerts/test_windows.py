@@ -174,5 +174,7 @@ def test_a_group_window_holds_its_members_alerts_and_no_one_elses(admin_client, 
         return [t.silenced for t in Transition.objects.filter(alert__server=server)]
 
     assert fires(db1) == [True] and fires(db2) == [True] and fires(other) == [False]
+    comments = set(Silence.objects.filter(window__name="shard-maintenance").values_list("comment"))
+    assert comments == {("maintenance window shard-maintenance (server group shards)",)}
     shown = {a["server"]: a["silenced"] for a in admin_client.get("/api/v1/alerts/").json()}
     assert shown == {"db1": True, "db2": True, "db3": False}

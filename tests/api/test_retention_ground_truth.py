@@ -59,10 +59,11 @@ def server_truth(instance, schema: str, names: list[str]) -> tuple[int, int]:
     return int(rows), int(size)
 
 
-def polled(server) -> PartitionedTable:
+def polled(server, schema: str) -> PartitionedTable:
+    """The table after a poll (the shared server holds other tests' `events` too)."""
     report = poll_server(server)
     assert report.ok, report.error
-    return PartitionedTable.objects.get(server=server, name="events")
+    return PartitionedTable.objects.get(server=server, schema=schema, name="events")
 
 
 def retention_findings(table: PartitionedTable) -> list[dict]:
@@ -84,7 +85,7 @@ def test_the_drop_partition_of_a_retention_finding_clears_it(
     assert len(past) >= 4
     server = make_server(mariadb)
 
-    table = polled(server)
+    table = polled(server, schema)
     assert retention_findings(table) == [] and "retention" not in table.health
 
     # A policy made after the table's analysis: the next poll applies it, unchanged table.
@@ -94,7 +95,7 @@ def test_the_drop_partition_of_a_retention_finding_clears_it(
         content_type="application/json",
     )
     assert created.status_code == 201, created.content
-    table = polled(server)
+    table = polled(server, schema)
     (finding,) = retention_findings(table)
     rows, size = server_truth(mariadb, schema, past)
     retention = table.health["retention"]
@@ -119,7 +120,7 @@ def test_the_drop_partition_of_a_retention_finding_clears_it(
     assert alert.state == "firing" and alert.value > settings.PARTDASH_RETENTION_GRACE_DAYS
 
     run(mariadb, schema, fix["sql"])
-    table = polled(server)
+    table = polled(server, schema)
     assert retention_findings(table) == []
     assert table.health["retention"]["overdue_partitions"] == 0
     assert {p.name for p in table.partitions.live()}.isdisjoint(past)
@@ -147,7 +148,7 @@ def test_a_keep_partitions_policy_on_an_id_range_counts_back_from_the_data(
     )
     server = make_server(mariadb)
     assert poll_server(server).ok
-    table = PartitionedTable.objects.get(server=server, name="orders")
+    table = PartitionedTable.objects.get(server=server, schema=schema, name="orders")
     retention = table.health["retention"]
     assert retention["partitions"] == ["p1", "p2", "p3"]
     ((rows,),) = run(mariadb, schema, "SELECT COUNT(*) FROM orders PARTITION (p1, p2, p3)")

@@ -9,6 +9,7 @@ import pytest
 from django.test import Client
 from django.utils import timezone
 
+from partdash.servers.models import ServerGroup
 from tests import builders
 from tests.conftest import ARTIFACTS, log_in
 from tests.dashboard.test_pages_browser import (  # noqa: F401 (fixtures)
@@ -136,6 +137,15 @@ def test_every_page_fits_the_screen_without_errors(
         "fix": long_fix,
     }
     builders.table(twins[0], name="wide", health={"findings": [long_finding]}, score=11)
+    # The range table's page: its copy on a group member, with bounds of its own, side by
+    # side in a table of its own that scrolls sideways inside its panel.
+    ranged = fleet_.range_table
+    copy = builders.table(twins[0], schema=ranged.schema, name=ranged.name, method="RANGE")
+    for n in range(40):
+        bound = f"'{2020 + n}-01-01 00:00:00','some-long-column-value-{n:04d}'"
+        builders.partition(copy, f"p_{2020 + n}_with_a_long_name", n, description=bound)
+    group = ServerGroup.objects.create(name="replicas-with-a-rather-long-name")
+    group.servers.set([fleet_.server, twins[0]])
     for path, ready, name in pages:
         open_page(page, live_server, path, ready)
         settle(page)

@@ -29,10 +29,11 @@ class At:
         self.monkeypatch.setattr(timezone, "now", lambda: moment)
 
 
-def polled(server) -> PartitionedTable:
+def polled(server, schema: str) -> PartitionedTable:
+    """The table after a poll (the shared server holds other tests' `events` too)."""
     report = poll_server(server)
     assert report.ok, report.error
-    return PartitionedTable.objects.get(server=server, name="events")
+    return PartitionedTable.objects.get(server=server, schema=schema, name="events")
 
 
 def test_the_stall_alert_fires_once_the_grace_has_run_out_the_same_day(
@@ -59,17 +60,17 @@ def test_the_stall_alert_fires_once_the_grace_has_run_out_the_same_day(
     RetentionPolicy.objects.create(pattern=f"{schema}.events", keep_days=1)
     # p_old's range ended at midnight yesterday: past "keep 1 day" since midnight today.
     at(1)
-    table = polled(server)
+    table = polled(server, schema)
     assert table.health["retention"]["partitions"] == ["p_old"]
     assert table.health["retention"]["rows"] == 300
-    assert not Alert.objects.filter(rule="retention").exists()  # within the grace
+    assert not Alert.objects.filter(rule="retention", schema=schema).exists()  # within the grace
     at(3)
-    analysed = polled(server).analysed_at
-    assert not Alert.objects.filter(rule="retention").exists()
+    analysed = polled(server, schema).analysed_at
+    assert not Alert.objects.filter(rule="retention", schema=schema).exists()
     # Six hours and more past: the quiet table is analysed again, and pages.
     at(7)
-    table = polled(server)
+    table = polled(server, schema)
     assert table.analysed_at > analysed
     assert table.health["retention"]["overdue_days"] == pytest.approx(7 / 24, abs=0.01)
-    alert = Alert.objects.get(rule="retention", table="events")
+    alert = Alert.objects.get(rule="retention", schema=schema, table="events")
     assert alert.state == "firing" and alert.value == pytest.approx(7 / 24, abs=0.01)
