@@ -122,6 +122,65 @@ def time_alert_evaluation() -> list[float]:
     return seconds
 
 
+def time_drift_evaluation() -> list[float]:
+    """Times each poll's server-group comparison (`partdash.metrics.drift.evaluate`,
+    within the analysis) into the list returned."""
+    from partdash.metrics import analysis
+
+    seconds: list[float] = []
+    evaluate = analysis.drift.evaluate
+
+    def timed(*args, **kwargs):
+        started = time.monotonic()
+        try:
+            return evaluate(*args, **kwargs)
+        finally:
+            seconds.append(time.monotonic() - started)
+
+    analysis.drift.evaluate = timed
+    return seconds
+
+
+def grouped_polls(monitored, port: int) -> dict:
+    """(3g): the server grouped with a replica of itself (a second registration of the
+    same MariaDB): the group's first comparison, then quiet polls and the share of each
+    spent comparing."""
+    from partdash.polling.service import poll_server
+    from partdash.servers.models import Server, ServerGroup
+
+    drift_seconds = time_drift_evaluation()
+    replica = Server.objects.create(name="bench-replica", host="127.0.0.1", port=port, user="root")
+    assert poll_server(replica).ok
+    group = ServerGroup.objects.create(name="bench-group")
+    group.servers.set([monitored, replica])
+    assert poll_server(replica).ok  # (the replica's comparison: it, not the bench, first)
+    del drift_seconds[:]
+    started = time.monotonic()
+    assert poll_server(monitored).ok
+    first = (time.monotonic() - started, drift_seconds[-1])
+    polls = []
+    for _ in range(5):
+        started = time.monotonic()
+        report = poll_server(monitored)
+        polls.append(time.monotonic() - started)
+        assert report.ok, report.error
+    quiet_drift = drift_seconds[-5:]
+    return {
+        "grouped_first_poll_seconds": first[0],
+        "grouped_first_drift_seconds": first[1],
+        "grouped_quiet_seconds": polls,
+        "grouped_quiet_median": statistics.median(polls),
+        "grouped_drift_seconds": quiet_drift,
+        "grouped_drift_median": statistics.median(quiet_drift),
+        "grouped_drifting_tables": len(
+            (monitored.snapshots.order_by("-taken_at").first().pressure.get("drift") or {}).get(
+                "tables"
+            )
+            or []
+        ),
+    }
+
+
 def main() -> None:
     port, var_dir, tables, partitions = (
         int(sys.argv[1]),
@@ -244,6 +303,8 @@ def run(port: int, var_dir: Path, tables: int, partitions: int) -> None:
         written_fetched.append(sum(memory.fetched.values()) if memory else None)
     size_after = store_bytes()
     peaks["polls after 1% written"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    peak_rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    grouped = grouped_polls(monitored, port)  # last: its replica's first poll adds memory
 
     print(
         json.dumps(
@@ -281,7 +342,8 @@ def run(port: int, var_dir: Path, tables: int, partitions: int) -> None:
                 "store_growth_bytes": size_after - size_before,
                 "bytes_per_partition_per_poll": (size_after - size_before)
                 / (first.partitions_seen * growth_polls),
-                "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+                "peak_rss_mb": peak_rss,
+                **grouped,
             }
         )
     )

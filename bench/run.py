@@ -116,6 +116,18 @@ def report(figures: dict, naive: list[tuple[float, int]]) -> bool:
             "of that poll (no target)",
         ),
         (
+            "(3g) a quiet poll of a server in a group (a replica of itself; median of 5)",
+            f"{figures['grouped_quiet_median']:.2f} s",
+            f"{figures['grouped_quiet_median'] / floor:.2f}x floor; comparing the group: "
+            f"{figures['grouped_drift_median'] * 1000:.1f} ms, "
+            f"{figures['grouped_drift_median'] / figures['grouped_quiet_median']:.1%} of the "
+            f"poll [target < 5%: "
+            f"{verdict(figures['grouped_drift_median'] < 0.05 * figures['grouped_quiet_median'])}]"
+            f"; the group's first comparison {figures['grouped_first_drift_seconds'] * 1000:.0f}"
+            f" ms of a {figures['grouped_first_poll_seconds']:.2f} s poll; "
+            f"{figures['grouped_drifting_tables']} tables drifting (0 expected)",
+        ),
+        (
             "(4) Opened_tables added by one steady-state poll (polls 4-5)",
             str(opened),
             f"[target 0: {verdict(opened == 0)}]",

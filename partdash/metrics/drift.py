@@ -330,7 +330,11 @@ def evaluate(server: Server, snapshot: ServerSnapshot, pressure: dict) -> None:
         for group in groups:
             comparison.group(group, members[group.pk])
         comparison.finish()
-        _write(previous.get("tables") or [], comparison.tables, snapshot.taken_at)
+        # Those the previous poll recorded, and any other holding a drift (a previous
+        # snapshot rolled up, or lost): none keeps one the comparison no longer finds.
+        held = PartitionedTable.objects.filter(server=server, health__has_key="drift")
+        before = {*(previous.get("tables") or []), *held.values_list("id", flat=True)}
+        _write(sorted(before), comparison.tables, snapshot.taken_at)
         state = {
             "fingerprint": mark,
             "groups": [g.name for g in groups],

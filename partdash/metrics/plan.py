@@ -156,6 +156,7 @@ def _tables(servers: list[Server], as_of: datetime | None):
     present = Q(dropped_at=None) | Q(dropped_at__gt=as_of) if as_of else Q(dropped_at=None)
     return (
         PartitionedTable.objects.filter(present, server_id__in=[s.pk for s in servers])
+        .filter(score__gt=0)  # a table with a finding scores 10 or more: skip the rest's health
         .order_by()
         .values_list(*_TABLE_FIELDS)
     )

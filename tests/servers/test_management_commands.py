@@ -650,3 +650,33 @@ def test_rotate_keys_without_the_old_key_changes_nothing(cli, target, old_and_ne
     assert result.returncode == 1
     assert "rot: " in one_line(result.stderr)
     assert cli.server("rot")["password_token"] == before
+
+
+def test_servergroup_makes_changes_lists_and_deletes_a_group_and_refuses_bad_input(here):
+    from partdash.servers.models import Server, ServerGroup
+
+    for name in ("db1", "db2", "db3"):
+        Server.objects.create(name=name, host="127.0.0.1", port=9, user="u")
+    assert here.run("servergroup").stdout == (
+        "no server groups (create one: servergroup NAME --servers a,b)\n"
+    )
+    made = here.run("servergroup", "orders", "--servers", "db1,db2", "--reference", "db1")
+    assert made.returncode == 0, made.stderr
+    assert made.stdout == "created server group orders (replicas): db1, db2, reference db1\n"
+    changed = here.run("servergroup", "orders", "--add", "db3", "--kind", "shards")
+    assert changed.stdout == "updated server group orders (shards): db1, db2, db3, reference db1\n"
+    for args, error in [
+        (("--add", "nope"), "unknown server(s): nope"),
+        (("--remove", "db1"), "the reference db1 is not a member of the group"),
+        (("--kind", "mirrors"), "argument --kind: invalid choice: 'mirrors'"),
+    ]:
+        refused = here.run("servergroup", "orders", *args)
+        assert refused.returncode == 2 and error in refused.stderr, refused.stderr
+        assert refused.stderr.count("\n") == 1
+    group = ServerGroup.objects.get(name="orders")
+    assert sorted(group.servers.values_list("name", flat=True)) == ["db1", "db2", "db3"]
+    here.run("servergroup", "orders", "--reference", "", "--remove", "db1")
+    assert here.run("servergroup").stdout == "orders (shards): db2, db3\n"
+    assert here.run("servergroup", "orders", "--delete").stdout == "deleted server group orders\n"
+    assert here.run("servergroup", "orders", "--delete").returncode == 2
+    assert not ServerGroup.objects.exists()
