@@ -97,8 +97,13 @@ def fill_layouts(table_ids: list[int]) -> dict[int, str]:
 # -- the group's state ------------------------------------------------------------------
 
 
-def _members(groups: list[ServerGroup]) -> dict[int, list[int]]:
+def _members(groups: list[ServerGroup], polling: int | None = None) -> dict[int, list[int]]:
+    """Each group's members. With `polling` (the member whose poll compares), those
+    polled already and it: one never polled holds no table yet, which says nothing of
+    what it lacks."""
     through = ServerGroup.servers.through.objects.filter(servergroup__in=groups)
+    if polling is not None:
+        through = through.filter(Q(server__last_success_at__isnull=False) | Q(server=polling))
     members: dict[int, list[int]] = {g.pk: [] for g in groups}
     for group_id, server_id in through.values_list("servergroup_id", "server_id"):
         members[group_id].append(server_id)
@@ -321,7 +326,7 @@ def evaluate(server: Server, snapshot: ServerSnapshot, pressure: dict) -> None:
     groups = list(ServerGroup.objects.filter(servers=server).order_by("name"))
     if not groups and not previous.get("tables") and not previous.get("missing"):
         return
-    members = _members(groups)
+    members = _members(groups, polling=server.pk)
     mark = fingerprint(groups, members) if groups else ""
     if groups and mark == previous.get("fingerprint"):
         state = previous
@@ -427,7 +432,10 @@ def _rows(columns, layouts: dict[int, Layout], digests: dict[int, str], target) 
         present = [c["table_id"] is not None and key in bounds[c["table_id"]] for c in columns]
         same = all(present) and len({(b or "").replace(" ", "") for b in cells}) <= 1
         # `cells`: the same, as a page walks it, one per member.
-        walked = [{"bound": b, "present": p} for b, p in zip(cells, present, strict=True)]
+        walked = [
+            {"bound": b, "present": p, "has_table": c["table_id"] is not None}
+            for b, p, c in zip(cells, present, columns, strict=True)
+        ]
         rows.append(
             {"partition": name, "bounds": cells, "present": present, "same": same, "cells": walked}
         )

@@ -8,6 +8,7 @@ import pytest
 from partdash.alerts.models import Alert
 from partdash.metrics.models import PartitionedTable, ServerSnapshot
 from partdash.polling.service import poll_server
+from partdash.servers.models import Server
 from tests.sql import run
 
 pytestmark = pytest.mark.django_db
@@ -66,9 +67,16 @@ def test_a_member_lacking_a_partition_is_told_the_ddl_that_clears_it(
         )
         run(other, schema, "ANALYZE TABLE ev")
         full, lacking = make_server(mariadb, "full"), make_server(other, "lacking")
+        # A member never polled (nothing answers there) holds no table yet: it makes no
+        # table "only on" the others.
+        never = Server.objects.create(name="never", host="127.0.0.1", port=9, user="u")
         made = admin_client.post(
             "/api/v1/server-groups/",
-            {"name": "replicas-1", "kind": "replicas", "servers": [full.pk, lacking.pk]},
+            {
+                "name": "replicas-1",
+                "kind": "replicas",
+                "servers": [full.pk, lacking.pk, never.pk],
+            },
             content_type="application/json",
         )
         assert made.status_code == 201, made.content
@@ -95,16 +103,17 @@ def test_a_member_lacking_a_partition_is_told_the_ddl_that_clears_it(
         # Side by side, partition by partition.
         table = PartitionedTable.objects.get(server=lacking, schema=schema, name="ev")
         (view,) = admin_client.get(f"/api/v1/tables/{table.pk}/drift/").json()
-        assert [c["server"] for c in view["columns"]] == ["full", "lacking"]
-        assert [c["in_line"] for c in view["columns"]] == [True, False]
+        assert [c["server"] for c in view["columns"]] == ["full", "lacking", "never"]
+        assert [c["in_line"] for c in view["columns"]] == [True, False, False]
         rows = {row["partition"]: row for row in view["rows"]}
         assert list(rows) == ["p0", "p1", "p2", "pmax"]
-        assert rows["p2"]["present"] == [True, False] and not rows["p2"]["same"]
-        assert rows["p0"]["same"] and rows["p0"]["bounds"] == ["100", "100"]
+        assert rows["p2"]["present"] == [True, False, False] and not rows["p2"]["same"]
+        assert rows["p0"]["bounds"] == ["100", "100", None]
         members = admin_client.get(f"/api/v1/server-groups/{made.json()['id']}/").json()["members"]
         assert {m["name"]: (m["drifting_tables"], m["missing_tables"]) for m in members} == {
             "full": (0, 0),
             "lacking": (1, 1),
+            "never": (0, 0),
         }
         page = admin_client.get(f"/tables/{table.pk}/").content.decode()
         assert "Group replicas-1 (replicas), side by side: differs" in page
