@@ -40,6 +40,7 @@ class AlertRuleForm(forms.ModelForm):
             "for_polls",
             "severity",
             "recipients",
+            "channels",
             "escalate_to",
             "escalate_after_minutes",
         ]
@@ -94,8 +95,16 @@ class AlertRuleAdmin(admin.ModelAdmin):
             "Figures (blank: the less specific rule's, then the built-in default)",
             {"fields": ["threshold", "clear_threshold", "for_polls", "severity"]},
         ),
-        ("Who is told (blank: ALERT_EMAILS)", {"fields": ["recipients"]}),
+        (
+            "Who is told (blank: ALERT_EMAILS, and every channel taking the rule)",
+            {"fields": ["recipients", "channels"]},
+        ),
+        (
+            "Escalation: unacknowledged alerts also go to a channel",
+            {"fields": ["escalate_to", "escalate_after_minutes"]},
+        ),
     ]
+    filter_horizontal = ["channels"]
 
     @admin.display(description="Scope")
     def scope_text(self, rule: AlertRule) -> str:

@@ -130,15 +130,23 @@ def check_url(url: str) -> ChannelKind:
 
 def for_channel(channel: Channel, transitions: QuerySet[Transition]) -> list[Transition]:
     """Of an evaluation's transitions, those `channel` receives: not silenced, for every
-    channel or for this one, of its rules and severity."""
+    channel or for this one, routed to it (`routed`)."""
     candidates = transitions.filter(silenced=False, email_only=False).filter(
         Q(only_channel=None) | Q(only_channel=channel)
     )
     return [  # (one for this channel alone was chosen for it: an escalation, its welcome)
         t
         for t in candidates.select_related("alert").order_by("id")
-        if t.only_channel_id == channel.pk or channel.receives(t.alert.rule, t.alert.severity)
+        if t.only_channel_id == channel.pk or routed(channel, t)
     ]
+
+
+def routed(channel: Channel, transition: Transition) -> bool:
+    """Whether the transition's route takes this channel: the channels its rule's
+    override picked, else (the default route) the channel's own rules and severity."""
+    if transition.channels is not None:
+        return channel.pk in transition.channels
+    return channel.receives(transition.alert.rule, transition.alert.severity)
 
 
 def group_evaluation(server_id: int, evaluation: str) -> list[Notification]:
@@ -195,10 +203,11 @@ def leftovers(now: datetime) -> list[tuple[int, str]]:
             .filter(Q(only_channel=None) | Q(only_channel=channel))
             .exclude(evaluation__in=channel.notifications.values("evaluation"))
         )
-        for server_id, evaluation, rule, severity in waiting.values_list(
-            "server_id", "evaluation", "alert__rule", "alert__severity"
+        for server_id, evaluation, rule, severity, picked in waiting.values_list(
+            "server_id", "evaluation", "alert__rule", "alert__severity", "channels"
         ):
-            if channel.receives(rule, severity):
+            takes = channel.pk in picked if picked is not None else channel.receives(rule, severity)
+            if takes:
                 found.add((server_id, evaluation))
     return sorted(found)
 

@@ -55,6 +55,14 @@ class AlertRule(models.Model):
     schema = models.CharField(max_length=64, null=True, blank=True)  # noqa: DJ001
     table = models.CharField(max_length=64, null=True, blank=True)  # noqa: DJ001
     recipients = models.TextField(blank=True, help_text="Comma-separated email addresses.")
+    # The channels this scope's alerts go to, in place of those whose own rules take
+    # them (none: the default route), as `recipients` stand in for ALERT_EMAILS.
+    channels = models.ManyToManyField(
+        "Channel",
+        blank=True,
+        related_name="+",
+        help_text="Send these alerts to these channels (none: every channel taking it).",
+    )
     # Alerts of this rule still firing and not acknowledged this many minutes after they
     # fired are sent to this channel too, once (`partdash.alerts.acks.escalate`).
     escalate_to = models.ForeignKey(
@@ -281,6 +289,9 @@ class Transition(models.Model):
     # transitions go out together, one email per server per evaluation and recipients.
     evaluation = models.CharField(max_length=64, db_index=True)
     recipients = models.TextField(blank=True)  # resolved when evaluated; "" = ALERT_EMAILS
+    # The channel ids its rule's override picked when evaluated (null: the default
+    # route, each channel's own rules and severity).
+    channels = models.JSONField(null=True, blank=True)
     value = models.FloatField(null=True, blank=True)
     threshold = models.FloatField(null=True, blank=True)
     message = models.TextField(blank=True)

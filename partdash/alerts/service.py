@@ -295,6 +295,7 @@ class Evaluation:
                     kind=t.kind,
                     evaluation=evaluation,
                     recipients=t.recipients,
+                    channels=None if t.channels is None else list(t.channels),
                     value=t.value,
                     threshold=t.threshold,
                     message=t.message,
@@ -403,7 +404,7 @@ def _ensure_ids(server: Server, alerts: dict[Key, Alert]) -> None:
 def overrides_for(server: Server) -> list[Override]:
     """The overrides that can match this server (its own, its tags', everyone's)."""
     tags = set(server.tag_list)
-    rows = AlertRule.objects.filter(Q(server=None) | Q(server=server))
+    rows = AlertRule.objects.filter(Q(server=None) | Q(server=server)).prefetch_related("channels")
     return [
         Override(
             rule=r.rule,
@@ -413,6 +414,7 @@ def overrides_for(server: Server) -> list[Override]:
             for_polls=r.for_polls,
             severity=r.severity or "",
             recipients=r.recipients or "",
+            channels=tuple(sorted(channel.pk for channel in r.channels.all())),
             server=r.server_id,
             tag=r.tag,
             schema=r.schema,

@@ -338,6 +338,14 @@ class AlertRuleSerializer(serializers.ModelSerializer):
     )
     for_polls = serializers.IntegerField(allow_null=True, required=False)
     recipients = RecipientsField(required=False)
+    channels = serializers.PrimaryKeyRelatedField(
+        queryset=Channel.objects.all(),
+        many=True,
+        required=False,
+        help_text="The channels this scope's alerts go to, in place of those whose own rules "
+        "take them (empty: every channel taking the rule), as recipients stand in for "
+        "ALERT_EMAILS",
+    )
     escalate_to = serializers.PrimaryKeyRelatedField(
         queryset=Channel.objects.all(),
         allow_null=True,
@@ -364,6 +372,7 @@ class AlertRuleSerializer(serializers.ModelSerializer):
             "schema",
             "table",
             "recipients",
+            "channels",
             "escalate_to",
             "escalate_after_minutes",
         ]

@@ -4,10 +4,11 @@ of the stored overrides and silences in, decisions out.
 An override matches an alert when each of its scope fields (server, tag, schema, table)
 is unset or equal to the alert's; of those that match, the most specific decides:
 table over schema over tag over server over none (ties: the older override). Each
-figure left unset on it (threshold, clear threshold, for_polls, severity, recipients)
-falls back to the next less specific match, then to the built-in rule; so a table-level
-override with `enabled` off and nothing else switches the rule off for that table alone.
-Recipients fall back to the default addresses (`ALERT_EMAILS`).
+figure left unset on it (threshold, clear threshold, for_polls, severity, recipients,
+channels) falls back to the next less specific match, then to the built-in rule; so a
+table-level override with `enabled` off and nothing else switches the rule off for that
+table alone. Recipients fall back to the default addresses (`ALERT_EMAILS`), channels to
+the default route (each channel's own rules).
 """
 
 import re
@@ -29,6 +30,7 @@ class Override:
     for_polls: int | None = None
     severity: str = ""
     recipients: str = ""
+    channels: tuple[int, ...] = ()
     server: int | None = None
     tag: str | None = None
     schema: str | None = None
@@ -111,6 +113,7 @@ def rule_in_force(
         recipients=recipients_text(
             _first((o.recipients for o in matching), builtin.recipients or default_recipients)
         ),
+        channels=_first((o.channels for o in matching), builtin.channels),
     )
 
 

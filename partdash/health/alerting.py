@@ -79,6 +79,7 @@ class Rule:
     for_polls: int = 2
     severity: str = ""  # "": the condition's
     recipients: str = ""
+    channels: tuple[int, ...] | None = None  # None: every channel taking the rule
     worse: Worse = "above"
     clear_ratio: float = 0.9
 
@@ -126,6 +127,7 @@ class Transition:
     threshold: float | None
     message: str
     recipients: str
+    channels: tuple[int, ...] | None = None
 
 
 @dataclass
@@ -260,4 +262,5 @@ def _transition(key, state: AlertState, kind: Kind, silenced: bool, rule: Rule |
         state.threshold,
         state.message,
         rule.recipients if rule is not None else "",
+        rule.channels if rule is not None else None,
     )

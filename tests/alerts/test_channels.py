@@ -13,11 +13,14 @@ import jsonschema
 import pytest
 from django.core.management import call_command
 from django.core.management.base import CommandError
+from django.utils import timezone
 
 from partdash.alerts import channels, delivery
 from partdash.alerts.listing import alerts_as_shown
 from partdash.alerts.models import Alert, Channel, ChannelKind, Notification, Transition
+from partdash.alerts.service import Evaluation
 from partdash.api.alerts import AlertSerializer
+from partdash.health.alerting import Condition, Key
 from tests import builders
 from tests.alerts.mailbox import transition
 from tests.alerts.receiver import Receiver
@@ -414,3 +417,37 @@ def test_a_team_on_channels_alone(receiver, smtp_settings, operator):
     delivery.deliver_evaluation(server_id, evaluation)
     reminded = receiver.wait_for(2)[-1].json()
     assert [t["kind"] for t in reminded["transitions"]] == ["reminder"]
+
+
+def test_an_alert_rule_picks_the_channels_of_its_scope(receiver, operator, settings):
+    """As an override's recipients stand in for ALERT_EMAILS, its channels stand in for
+    those whose own rules take the alert: the orders table's skew goes to the pager
+    alone, though the pager's own rules would not take skew; the rest keeps the default
+    route."""
+    settings.PARTDASH_ALERT_FOR_POLLS = 1
+    db1 = builders.server("db1")
+    builders.table(db1, "shop", "orders")
+    builders.table(db1, "shop", "events")
+    channel("everyone", webhook_url(receiver))
+    pager = channel("dba pager", webhook_url(receiver) + "&p=1", rules=["hotspot"])
+    made = token_client(operator).post(
+        "/api/v1/alert-rules/",
+        {"rule": "skew", "schema": "shop", "table": "orders", "channels": [pager.pk]},
+        format="json",
+    )
+    assert made.status_code == 201 and made.json()["channels"] == [pager.pk], made.content
+    evaluation = Evaluation(db1, timezone.now(), [])
+    for table in ("orders", "events"):
+        evaluation.conditions[Key("skew", "shop", table)] = Condition(3.0, limit=2.0)
+    evaluation_id = evaluation.run()
+
+    delivery.deliver_evaluation(db1.pk, evaluation_id)
+
+    assert len(receiver.wait_for(2)) == 2
+    by_channel = {
+        n.channel.name: sorted(t.alert.table for t in n.carried.all())
+        for n in Notification.objects.exclude(channel=None)
+    }
+    assert by_channel == {"everyone": ["events"], "dba pager": ["orders"]}
+    assert Transition.objects.get(alert__table="orders").channels == [pager.pk]
+    assert Transition.objects.get(alert__table="events").channels is None

@@ -23,6 +23,7 @@ CONTRACT_FIELDS = [
     "schema",
     "table",
     "recipients",
+    "channels",  # issue 26: the channels this scope's alerts go to ([]: the default route)
     # escalation (issue 26): a channel for the alerts nobody acknowledged in time
     "escalate_to",
     "escalate_after_minutes",
@@ -53,6 +54,7 @@ def test_an_override_has_exactly_the_contract_fields(staff_api, viewer_api):
         "id": created.json()["id"],
         "enabled": True,
         "tag": None,
+        "channels": [],
         "escalate_to": None,
         "escalate_after_minutes": None,
     }
