@@ -391,4 +391,12 @@ def policy_problem(pattern: str | None, keep_days, keep_partitions) -> str | Non
     keep = keep_days if keep_days is not None else keep_partitions
     if keep < 1:
         return "keep_days and keep_partitions must be at least 1"
+    if keep_days is not None and keep_days > MAX_KEEP_DAYS:
+        return f"keep_days is at most {MAX_KEEP_DAYS} (100 years)"
+    if keep_partitions is not None and keep_partitions > MAX_KEEP_PARTITIONS:
+        return f"keep_partitions is at most {MAX_KEEP_PARTITIONS} (a table holds 8,192)"
     return None
+
+
+MAX_KEEP_DAYS = 36500  # past it, "now - keep_days" leaves the calendar's range
+MAX_KEEP_PARTITIONS = 8192  # MySQL's and MariaDB's most partitions in one table
