@@ -150,8 +150,8 @@ class _Comparison:
         self.server, self.now = server, now
         self.tables: dict[int, tuple[DriftShape, FindingShape]] = {}
         self.missing: list[dict[str, Any]] = []
+        # (group, this member's table, the copy it is held to, that copy's server)
         self.pairs: list[tuple[ServerGroup, int, int, int]] = []
-        self.names: dict[int, str] = {}
 
     def group(self, group: ServerGroup, members: list[int]) -> None:
         if self.server.pk not in members:
