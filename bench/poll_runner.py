@@ -103,42 +103,35 @@ def store_bytes() -> int:
         return (pages - free) * cursor.fetchone()[0]
 
 
-def time_alert_evaluation() -> list[float]:
-    """Times each poll's alert evaluation (the poll service's last stage) into the list
-    returned."""
-    from partdash.polling import service
-
+def timed_calls(owner, name: str) -> list[float]:
+    """Replaces `owner.name` by itself timed: each call's seconds go to the list returned."""
     seconds: list[float] = []
-    evaluate = service.evaluate_after_poll
+    call = getattr(owner, name)
 
     def timed(*args, **kwargs):
         started = time.monotonic()
         try:
-            return evaluate(*args, **kwargs)
+            return call(*args, **kwargs)
         finally:
             seconds.append(time.monotonic() - started)
 
-    service.evaluate_after_poll = timed
+    setattr(owner, name, timed)
     return seconds
+
+
+def time_alert_evaluation() -> list[float]:
+    """Times each poll's alert evaluation (the poll service's last stage)."""
+    from partdash.polling import service
+
+    return timed_calls(service, "evaluate_after_poll")
 
 
 def time_drift_evaluation() -> list[float]:
     """Times each poll's server-group comparison (`partdash.metrics.drift.evaluate`,
-    within the analysis) into the list returned."""
+    within the analysis)."""
     from partdash.metrics import analysis
 
-    seconds: list[float] = []
-    evaluate = analysis.drift.evaluate
-
-    def timed(*args, **kwargs):
-        started = time.monotonic()
-        try:
-            return evaluate(*args, **kwargs)
-        finally:
-            seconds.append(time.monotonic() - started)
-
-    analysis.drift.evaluate = timed
-    return seconds
+    return timed_calls(analysis.drift, "evaluate")
 
 
 def grouped_polls(monitored, port: int) -> dict:

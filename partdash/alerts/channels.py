@@ -28,6 +28,7 @@ from django.utils import timezone
 from partdash.alerts import emails
 from partdash.alerts.models import Alert, Channel, ChannelKind, Notification, Transition
 from partdash.health.fixes import stored_fix
+from partdash.lib.times import iso
 
 log = logging.getLogger(__name__)
 
@@ -232,12 +233,12 @@ def alert_document(alert: Alert, silenced: bool = False) -> dict:
         "threshold": alert.threshold,
         "message": alert.message,
         "fix": stored_fix(alert.fix),
-        "started_at": _iso(alert.started_at),
-        "resolved_at": _iso(alert.resolved_at),
-        "notified_at": _iso(alert.notified_at),
+        "started_at": iso(alert.started_at),
+        "resolved_at": iso(alert.resolved_at),
+        "notified_at": iso(alert.notified_at),
         "silenced": silenced,
         "acknowledged_by": _acknowledger(alert),
-        "acknowledged_at": _iso(alert.acknowledged_at),
+        "acknowledged_at": iso(alert.acknowledged_at),
         "ack_comment": alert.ack_comment,
         "url": emails.page_of(alert),
     }
@@ -247,10 +248,6 @@ def _acknowledger(alert: Alert) -> str | None:
     if alert.acknowledged_at is None or alert.acknowledged_by is None:
         return None
     return alert.acknowledged_by.get_username()
-
-
-def _iso(moment: datetime | None) -> str | None:
-    return moment.isoformat().replace("+00:00", "Z") if moment else None
 
 
 def document_of(notification: Notification, lines: list[emails.Line]) -> dict:
@@ -267,7 +264,7 @@ def document_of(notification: Notification, lines: list[emails.Line]) -> dict:
             {
                 "kind": line.transition.kind,
                 "state": line.state,
-                "at": _iso(line.transition.created_at),
+                "at": iso(line.transition.created_at),
                 "value": line.transition.value,
                 "threshold": line.transition.threshold,
                 "message": line.transition.message or line.alert.message,

@@ -16,6 +16,7 @@ from collections.abc import Iterable
 from datetime import datetime
 
 from partdash.health.fixes import safety_words
+from partdash.lib.times import iso
 from partdash.metrics.plan import PlanItem, ServerPlan
 
 SAFETY_ORDER = ("instant", "copies", "blocks", "destroys")
@@ -49,8 +50,8 @@ def _count(items: list, noun: str) -> str:
     return f"{len(items)} {noun}{'' if len(items) == 1 else 's'}"
 
 
-def _iso(moment: datetime | None) -> str:
-    return moment.isoformat().replace("+00:00", "Z") if moment else "never"
+def _shown(moment: datetime | None) -> str:
+    return iso(moment) or "never"
 
 
 def _header(plan: ServerPlan, generated_at: datetime) -> list[str]:
@@ -60,8 +61,8 @@ def _header(plan: ServerPlan, generated_at: datetime) -> list[str]:
     by_class = ", ".join(f"{classes[name]} {name}" for name in SAFETY_ORDER if classes[name])
     lines = [
         f"partdash maintenance plan for server {plan['name']} ({plan['host']}:{plan['port']})",
-        f"Generated at {_iso(generated_at)} (UTC)",
-        f"From poll {plan['poll'] or 'none'} taken at {_iso(plan['taken_at'])}"
+        f"Generated at {_shown(generated_at)} (UTC)",
+        f"From poll {plan['poll'] or 'none'} taken at {_shown(plan['taken_at'])}"
         " (each item names the analysis it rests on)",
         f"{_count(runnable, 'statement')} to run" + (f" ({by_class})" if by_class else ""),
         f"{_count([i for i in items if not i['sql']], 'item')} of advice only, and "
@@ -88,7 +89,7 @@ def _item_lines(number: int, item: PlanItem) -> list[str]:
     lines = [
         comment(f"{number}. {item['severity']} {item['kind']} on {where}{urgency}"),
         comment(item["message"]),
-        comment(f"As of {_iso(item['as_of'])} (poll {item['poll'] or 'unknown'})"),
+        comment(f"As of {_shown(item['as_of'])} (poll {item['poll'] or 'unknown'})"),
     ]
     if not item["sql"]:
         return [*lines, comment(f"Advice only: {item['advice']}")]

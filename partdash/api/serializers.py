@@ -18,6 +18,7 @@ from partdash.health.bounds import bound_to_date, is_catchall
 from partdash.health.partitions import PartitionState
 from partdash.health.shapes import stored_health, stored_pressure
 from partdash.health.sizes import estimated_data_free, row_share
+from partdash.lib.times import iso
 from partdash.metrics.history import METRICS
 from partdash.metrics.models import Partition, PartitionedTable, ServerSnapshot
 from partdash.metrics.readings import (
@@ -422,11 +423,6 @@ TABLE_COLUMNS = (
     ),
     "health",
 )
-
-
-def iso(moment) -> str | None:
-    """A time as DRF's DateTimeField shows it (UTC, `Z`)."""
-    return moment.isoformat().replace("+00:00", "Z") if moment else None
 
 
 def table_rows(tables) -> list[dict]:

@@ -27,7 +27,6 @@ from partdash.api.serializers import (
     TableSerializer,
     fleet_findings,
     fleet_working_sets,
-    iso,
     partition_rows,
     ranked,
     server_findings,
@@ -38,6 +37,7 @@ from partdash.health.compression import failure_rate
 from partdash.health.fixes import stored_fix
 from partdash.health.pressure import as_number
 from partdash.health.shapes import stored_pressure
+from partdash.lib.times import iso
 from partdash.metrics.drift import side_by_side
 from partdash.metrics.history import METRICS, table_history
 from partdash.metrics.models import PartitionedTable, ServerSnapshot

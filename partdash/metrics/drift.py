@@ -25,6 +25,7 @@ from partdash.health import findings as rules
 from partdash.health.drift import (
     Holder,
     Layout,
+    Sizes,
     align_fix,
     differences,
     expected_everywhere,
@@ -49,40 +50,43 @@ def _finding(finding: rules.Finding) -> FindingShape:
 
 def stored_layouts(table_ids: list[int]) -> dict[int, Layout]:
     """The layouts of these tables from their stored definitions and live partitions."""
+    return stored_copies(table_ids)[0]
+
+
+def stored_copies(table_ids: list[int]) -> tuple[dict[int, Layout], dict[int, Sizes]]:
+    """The layouts of these tables, and the rows and bytes of each one's top-level
+    partitions (subpartitions summed, by lower-cased name), in one read of them."""
     tables = PartitionedTable.objects.filter(pk__in=table_ids).values_list(
         "id", "method", "expression", "subpartition_method", "subpartition_expression"
     )
     parts: dict[int, list[tuple[str, str, str | None]]] = defaultdict(list)
+    sizes: dict[int, dict[str, tuple[int | None, int | None]]] = defaultdict(dict)
     rows = (
         Partition.objects.live()
         .filter(table_id__in=table_ids)
         .order_by("table_id", "ordinal", "subpartition_ordinal", "subpartition")
-        .values_list("table_id", "name", "subpartition", "description")
+        .values_list(
+            "table_id", "name", "subpartition", "description", "rows", "data_bytes", "index_bytes"
+        )
     )
-    for table_id, name, subpartition, description in rows.iterator(chunk_size=5000):
+    for table_id, name, subpartition, description, *figures in rows.iterator(chunk_size=5000):
         parts[table_id].append((name, subpartition, description))
-    return {
+        _add_size(sizes[table_id], name.lower(), *figures)
+    layouts = {
         pk: Layout.of(method, expression, sub_method, sub_expression, parts[pk])
         for pk, method, expression, sub_method, sub_expression in tables
     }
+    return layouts, {pk: sizes[pk] for pk in layouts}
 
 
-def _sizes(table_id: int) -> dict[str, tuple[int | None, int | None]]:
-    """Rows and bytes of each top-level partition (its subpartitions summed)."""
-    sizes: dict[str, tuple[int | None, int | None]] = {}
-    rows = (
-        Partition.objects.live()
-        .filter(table_id=table_id)
-        .values_list("name", "rows", "data_bytes", "index_bytes")
+def _add_size(sizes: dict, name: str, count, data, index) -> None:
+    """Add a (sub)partition's rows and data plus index bytes to its partition's."""
+    size = None if data is None else data + (index or 0)
+    before = sizes.get(name, (None, None))
+    sizes[name] = (
+        None if count is None and before[0] is None else (count or 0) + (before[0] or 0),
+        None if size is None and before[1] is None else (size or 0) + (before[1] or 0),
     )
-    for name, count, data, index in rows:
-        size = None if data is None else data + (index or 0)
-        before = sizes.get(name.lower(), (None, None))
-        sizes[name.lower()] = (
-            None if count is None and before[0] is None else (count or 0) + (before[0] or 0),
-            None if size is None and before[1] is None else (size or 0) + (before[1] or 0),
-        )
-    return sizes
 
 
 def fill_layouts(table_ids: list[int]) -> dict[int, str]:
@@ -228,7 +232,7 @@ class _Comparison:
         if not self.pairs:
             return
         ids = sorted({pk for _, mine, theirs, _ in self.pairs for pk in (mine, theirs)})
-        layouts = stored_layouts(ids)
+        layouts, sizes = stored_copies(ids)
         names = dict(
             Server.objects.filter(pk__in={p[3] for p in self.pairs}).values_list("pk", "name")
         )
@@ -249,7 +253,7 @@ class _Comparison:
             else:
                 compared_with = f"{whose}"
             schema, name = tables[mine]
-            fix = align_fix(schema, name, here, there, _sizes(mine))
+            fix = align_fix(schema, name, here, there, sizes[mine])
             finding = rules.drift_finding(group.name, compared_with, found, fix)
             shape = self._shape(group, compared_with, server_id, theirs, found, False)
             self.tables[mine] = (shape, _finding(finding))
