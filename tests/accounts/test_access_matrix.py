@@ -107,6 +107,20 @@ API = [
     ("delete", "/api/v1/silences/{silence}/", None, api_expect(WRITERS)),
     ("get", "/api/v1/notifications/", None, api_expect(None)),
     ("post", "/api/v1/notifications/", {}, nobody()),
+    # Issue 27: server groups, retention policies, the maintenance plan, drift side by side.
+    ("get", "/api/v1/server-groups/", None, api_expect(None)),
+    ("post", "/api/v1/server-groups/", {"name": "g-matrix"}, api_expect(WRITERS)),
+    ("get", "/api/v1/retention-policies/", None, api_expect(None)),
+    (
+        "post",
+        "/api/v1/retention-policies/",
+        {"pattern": "shop.*", "keep_days": 90},
+        api_expect(WRITERS),
+    ),
+    ("get", "/api/v1/maintenance-plan/", None, api_expect(None)),
+    ("post", "/api/v1/maintenance-plan/", {}, nobody()),
+    ("get", "/api/v1/servers/{server}/maintenance-plan.sql", None, api_expect(None)),
+    ("get", "/api/v1/tables/{table}/drift/", None, api_expect(None)),
     ("get", "/api/schema/", None, api_expect(None)),
     ("get", "/metrics", None, api_expect(None)),
     ("post", "/metrics", {}, nobody()),
@@ -168,6 +182,7 @@ PAGES = [
     ("post", "/alerts/silence/", {"duration": "4h"}, page_expect(writers=WRITERS)),
     ("post", "/alerts/test/", None, page_expect(writers=WRITERS)),
     ("get", "/search/?q=orders", None, page_expect()),
+    ("get", "/plan/", None, page_expect()),
     ("get", "/api/docs/", None, page_expect()),
     ("get", "/tokens/", None, page_expect()),
     ("post", "/tokens/", {"name": "mine"}, page_expect()),  # one's own tokens
@@ -186,6 +201,13 @@ PAGES = [
         admin_expect("servers.poll_server"),
     ),
     ("get", "/admin/auth/user/", None, admin_expect("auth.view_user")),
+    ("get", "/admin/servers/servergroup/", None, admin_expect("servers.view_servergroup")),
+    (
+        "get",
+        "/admin/metrics/retentionpolicy/",
+        None,
+        admin_expect("metrics.view_retentionpolicy"),
+    ),
     ("get", "/admin/accounts/apitoken/", None, admin_expect("accounts.view_apitoken")),
 ]
 
