@@ -5,6 +5,7 @@ an idle partition with readings is 0. Stored polls built in the database."""
 from datetime import timedelta
 
 import pytest
+from django.utils import timezone
 
 from partdash.metrics.models import PartitionSample
 from tests import builders
@@ -24,7 +25,10 @@ def polled():
     table = builders.table(server, name="daily", partition_count=3)
     names = ("busy", "late", "idle")
     busy, late, idle = (builders.partition(table, name, i) for i, name in enumerate(names))
-    polls = [builders.snapshot(server, ago=POLL * (3 - i)) for i in range(4)]
+    # Exactly a minute apart: each `ago` read its own now, and a loaded machine put up to
+    # 0.1 s more between two (a rate of 0.998 where 1.0 is measured).
+    now = timezone.now()
+    polls = [builders.snapshot(server, taken_at=now - POLL * (3 - i)) for i in range(4)]
     counters = {busy: [0, 60, 120, 180], late: [None, None, 5, 65], idle: [0, None, None, None]}
     PartitionSample.objects.bulk_create(
         builders.sample(partition, poll, modified_counter=value)
