@@ -364,8 +364,18 @@ PARTDASH_MIN_SAMPLED_READS = env.int("PARTDASH_MIN_SAMPLED_READS", default=16)
 # Hotspots and compression failure rates look at this much recent activity.
 PARTDASH_HOTSPOT_WINDOW_SECONDS = env.int("PARTDASH_HOTSPOT_WINDOW_SECONDS", default=3600)
 # How long a partition must stay hot before it is flagged, in whole slots of the window
-# (a twelfth of it); at least one slot (see partdash.health.hotspots).
-PARTDASH_HOTSPOT_HOLD_SECONDS = env.int("PARTDASH_HOTSPOT_HOLD_SECONDS", default=300)
+# (a twelfth of it); unset, one slot, so it scales with the window (see
+# partdash.metrics.analysis.hold_seconds). A hold longer than the window could never be
+# met: refused here rather than silently turning hotspots off.
+PARTDASH_HOTSPOT_HOLD_SECONDS = env.int("PARTDASH_HOTSPOT_HOLD_SECONDS", default=None)
+if PARTDASH_HOTSPOT_HOLD_SECONDS is not None and not (
+    0 < PARTDASH_HOTSPOT_HOLD_SECONDS <= PARTDASH_HOTSPOT_WINDOW_SECONDS
+):
+    raise ImproperlyConfigured(
+        f"PARTDASH_HOTSPOT_HOLD_SECONDS ({PARTDASH_HOTSPOT_HOLD_SECONDS}) must be between 1 and "
+        f"PARTDASH_HOTSPOT_WINDOW_SECONDS ({PARTDASH_HOTSPOT_WINDOW_SECONDS}): a partition "
+        "cannot be seen hot for longer than the window it is judged over"
+    )
 # Retention: every poll for RAW days, hourly until HOURLY days, daily until DAILY days.
 PARTDASH_RETENTION_RAW_DAYS = env.int("PARTDASH_RETENTION_RAW_DAYS", default=7)
 PARTDASH_RETENTION_HOURLY_DAYS = env.int("PARTDASH_RETENTION_HOURLY_DAYS", default=90)

@@ -31,7 +31,9 @@ The rule has two parts, judged separately for writes and for reads:
   slots adding up to the hold (`PARTDASH_HOTSPOT_HOLD_SECONDS`, whole slots, at least
   one) and in at least half of the active slots (`HOT_SLOT_FRACTION`). On disk I/O and
   growth it must be hot in at least `MIN_DISK_SLOTS` slots: one checkpoint, one
-  diagnostic COUNT(*) or one statistics recalculation fills one or two.
+  diagnostic COUNT(*) or one statistics recalculation fills one or two. Neither asks
+  for more slots than the window can have active (`Hold`): a poll adds to one slot, so
+  a window polled every minute with slots of 10 s has two or three active, never 12.
 All writes into the newest RANGE partition, poll after poll, are hot; a uniformly
 written HASH table (share 1/n each, give or take noise) never is.
 """
@@ -43,6 +45,8 @@ from datetime import timedelta
 from functools import cache, lru_cache
 from operator import attrgetter
 from typing import Literal
+
+from partdash.health.recent import SLOTS_PER_WINDOW, slot_seconds
 
 # The window the dashboard computes hotspots over (a documented default for callers).
 DEFAULT_WINDOW = timedelta(hours=1)
@@ -64,6 +68,27 @@ MIN_DISK_SLOTS = 3
 # What counts as one event: a row changed or grown, a page of I/O or growth (InnoDB's
 # default 16 KiB page).
 PAGE_BYTES = 16384
+
+
+@dataclass(frozen=True, slots=True)
+class Hold:
+    """How persistence is judged: a partition must be hot in `slots` slots (the hold),
+    and no rule asks for more than `capacity`, the active slots the window is sure to
+    have when the table is written at every poll (one slot a poll, at most 12)."""
+
+    slots: int = 1
+    capacity: int = SLOTS_PER_WINDOW
+
+
+def hold_for(window_seconds: float, hold_seconds: float, poll_seconds: float | None = None) -> Hold:
+    """The `Hold` of a window, a hold and a poll interval. A poll adds what it saw to one
+    slot, so where polls are further apart than a slot, a slot stands for the time
+    between polls: the hold counts in polls there, and the window holds
+    `window // interval` of them. A hold longer than the window is clamped to it."""
+    step = max(slot_seconds(window_seconds), poll_seconds or 0)
+    capacity = max(1, min(SLOTS_PER_WINDOW, int(window_seconds // step)))
+    return Hold(max(1, min(math.ceil(hold_seconds / step), capacity)), capacity)
+
 
 Source = Literal["rows_changed", "disk", "growth"]
 Kind = Literal["write", "read"]
@@ -178,15 +203,16 @@ def _passing_share_rule(
 
 
 def slots_needed(
-    slots_active: int, source: Source = "rows_changed", hold_slots: int = 1, kind: Kind = "write"
+    slots_active: int, source: Source = "rows_changed", hold: Hold = Hold(), kind: Kind = "write"
 ) -> int:
     """How many of `slots_active` slots a partition must be hot in: the hold (in whole
     slots), half of the active ones (rounded up), and on disk I/O or growth (signals
-    that arrive in bursts: flushes, statistics recalculations) at least MIN_DISK_SLOTS."""
-    needed = max(1, hold_slots, math.ceil(slots_active * HOT_SLOT_FRACTION))
+    that arrive in bursts: flushes, statistics recalculations) at least MIN_DISK_SLOTS,
+    never more than the window can have active (`Hold.capacity`) but for the half."""
+    needed = hold.slots
     if source != "rows_changed" or kind == "read":
         needed = max(needed, MIN_DISK_SLOTS)
-    return needed
+    return max(1, min(needed, hold.capacity), math.ceil(slots_active * HOT_SLOT_FRACTION))
 
 
 def slot_counts(slots: Sequence[dict[str, float]], partitions: int) -> tuple[dict[str, int], int]:
@@ -216,7 +242,7 @@ def persistent_hot(
     event_size: float = 1,
     window_shares: dict[str, float] | None = None,
     source: Source = "rows_changed",
-    hold_slots: int = 1,
+    hold: Hold = Hold(),
 ) -> list[HotPartition]:
     """The partitions hot for `kind` by both rules (see the module docstring), in the
     order of `amounts` (the window's sums of `field`, every partition of the table).
@@ -234,7 +260,7 @@ def persistent_hot(
     return [
         HotPartition(name, kind, window_shares[name], hot_in.get(name, 0), active)
         for name in candidates
-        if hot_in.get(name, 0) >= slots_needed(active, source, hold_slots, kind)
+        if hot_in.get(name, 0) >= slots_needed(active, source, hold, kind)
     ]
 
 
@@ -292,7 +318,7 @@ def find_hotspots(
     activity: Sequence[PartitionActivity],
     slots: Slots | Callable[[], Slots] = (),
     signals: Signals = UNKNOWN_SIGNALS,
-    hold_slots: int = 1,
+    hold: Hold = Hold(),
 ) -> Hotspots | None:
     """Shares and hot partitions, writes on the best write signal and reads on disk
     reads; None when no signal knows anything (the API shows no hotspots then).
@@ -301,7 +327,7 @@ def find_hotspots(
     function returning them, called only when a partition passes the share rule
     (building them for a busy HASH table costs more than the rest of its analysis).
     Without slots nothing is persistent, so nothing is hot: the shares alone are what is
-    shown. `hold_slots`: how many slots a partition must stay hot in (see
+    shown. `hold`: how many slots a partition must stay hot in (see
     `slots_needed`)."""
     source = choose_source(activity, signals)
     reads_known = signals.disk is not False and _knows(activity, "read_bytes")
@@ -315,12 +341,10 @@ def find_hotspots(
     slots_of = cache(slots) if callable(slots) else lambda: slots
     # Each share computed once: for the rule and for the result.
     write_shares, read_shares = shares(writes), shares(reads)
-    detail = persistent_hot(
-        "write", writes, slots_of, field, size, write_shares, source, hold_slots
-    )
+    detail = persistent_hot("write", writes, slots_of, field, size, write_shares, source, hold)
     if reads:
         detail += persistent_hot(
-            "read", reads, slots_of, "read_bytes", PAGE_BYTES, read_shares, "disk", hold_slots
+            "read", reads, slots_of, "read_bytes", PAGE_BYTES, read_shares, "disk", hold
         )
     if detail:  # rarely: most tables have no hot partition
         order = {a.name: position for position, a in enumerate(activity)}

@@ -12,6 +12,7 @@ quiet server's poll analyses nothing. What the API and the pages derive from
 the stored results on each request is in `partdash.metrics.readings`.
 """
 
+import logging
 from collections.abc import Mapping, Sequence
 from dataclasses import fields, is_dataclass, replace
 from datetime import date, datetime, timedelta
@@ -33,11 +34,13 @@ from partdash.health.forecast import forecast
 from partdash.health.hotspots import (
     SIGNAL_LAG,
     UNKNOWN_SIGNALS,
+    Hold,
     PartitionActivity,
     Signals,
     Source,
     choose_source,
     find_hotspots,
+    hold_for,
     written_partitions,
 )
 from partdash.health.partitions import PartitionState
@@ -78,6 +81,8 @@ from partdash.metrics.policies import server_policies
 if TYPE_CHECKING:
     from partdash.metrics.store import StoredFigures
 
+log = logging.getLogger(__name__)
+
 STATE_FIELDS = tuple(f.name for f in fields(PartitionState))  # its constructor's order
 _STATS_UPDATED = STATE_FIELDS.index("stats_updated_at")
 # What an analysis writes on each table, in this order: `health` a `TableHealth`,
@@ -99,11 +104,34 @@ def window() -> timedelta:
     return timedelta(seconds=settings.PARTDASH_HOTSPOT_WINDOW_SECONDS)
 
 
-def hold_slots() -> int:
-    """How many slots of the window a partition must stay hot in (whole slots, at least
-    one): `PARTDASH_HOTSPOT_HOLD_SECONDS` over the slot's length."""
-    length = recent.slot_seconds(window().total_seconds())
-    return max(1, -(-settings.PARTDASH_HOTSPOT_HOLD_SECONDS // length))
+def hold_seconds() -> int:
+    """`PARTDASH_HOTSPOT_HOLD_SECONDS`, by default one slot of the window (a twelfth of
+    it), so it scales with the window. settings.py refuses a hold longer than the window
+    at start-up; one set later (a test's override) is clamped to it, and said once."""
+    seconds = window().total_seconds()
+    hold = settings.PARTDASH_HOTSPOT_HOLD_SECONDS
+    if hold is None:
+        return recent.slot_seconds(seconds)
+    if hold > seconds:
+        _say_clamped(hold, int(seconds))
+        return int(seconds)
+    return hold
+
+
+@cache
+def _say_clamped(hold: int, seconds: int) -> None:
+    log.warning(
+        "PARTDASH_HOTSPOT_HOLD_SECONDS (%s) is longer than PARTDASH_HOTSPOT_WINDOW_SECONDS "
+        "(%s): hotspots are held for the window instead",
+        hold,
+        seconds,
+    )
+
+
+def hotspot_hold(poll_seconds: float | None = None) -> Hold:
+    """The hold, in slots of the window, for a server polled every `poll_seconds`
+    (`health.hotspots.hold_for`)."""
+    return hold_for(window().total_seconds(), hold_seconds(), poll_seconds)
 
 
 def signals_of(snapshot: ServerSnapshot) -> tuple[Signals, str | None]:
@@ -348,12 +376,14 @@ def table_health(
     signals: Signals = UNKNOWN_SIGNALS,
     why: str | None = None,
     policy: Policy | None = None,
+    hold: Hold | None = None,
 ) -> TableHealth:
     """Every health figure of one table, as stored in `PartitionedTable.health`.
     `states` in definition order, `recents` their stored recent activity; `windows`: a
     memo of their window sums (see `_windows`), updated in place when given; `signals`:
     what the server's latest poll could read (`signals_of`); `policy`: the retention
-    policy matching the table (`health.retention.matching_policy`)."""
+    policy matching the table (`health.retention.matching_policy`); `hold`: the hotspot
+    hold for the server's poll interval (`hotspot_hold`)."""
     if len(recents) != len(states):
         raise ValueError(f"{len(states)} partitions but {len(recents)} recent activities")
     seconds, at = window().total_seconds(), now.timestamp()
@@ -380,7 +410,7 @@ def table_health(
                 [labels[i] for i in entries], [recent.loads(t) for t in entries.values()], now
             ),
             signals,
-            hold_slots(),
+            hold or hotspot_hold(),
         )
         source = hotspots.source if hotspots else None
         written_labels = set(written_partitions(activity, source))
@@ -559,6 +589,7 @@ def _analyse(
     stored,
     signals: tuple[Signals, str | None],
     policies: Sequence[Policy] = (),
+    hold: Hold | None = None,
 ) -> None:
     page_size = as_number(variables.get("innodb_page_size")) or 16384
     seconds = window().total_seconds()
@@ -572,7 +603,7 @@ def _analyse(
         windows = stored.windows.setdefault(table.pk, {}) if stored else None
         policy = matching_policy(policies, table.schema, table.name) if policies else None
         health = table_health(
-            table, states, recents, now, page_size, buffer_pool, windows, *signals, policy
+            table, states, recents, now, page_size, buffer_pool, windows, *signals, policy, hold
         )
         health = keep_drift(table.health, health)  # the group's comparison writes it
         table.health = health
@@ -603,9 +634,10 @@ def analyse_server(
     variables = snapshot.variables or {}
     signals = signals_of(snapshot)
     policies = server_policies(server) if tables else []
+    hold = hotspot_hold(server.poll_interval)
     for start in range(0, len(tables), TABLES_PER_BATCH):
         batch = tables[start : start + TABLES_PER_BATCH]
-        _analyse(batch, now, variables, stored, signals, policies)
+        _analyse(batch, now, variables, stored, signals, policies, hold)
     snapshot.pressure = server_pressure(server, snapshot)
     drift.evaluate(server, snapshot, snapshot.pressure)  # after the tables: it reads them
     ServerSnapshot.objects.filter(pk=snapshot.pk).update(pressure=snapshot.pressure)

@@ -240,6 +240,46 @@ def test_inserts_into_one_partition_are_flagged_and_a_uniform_table_never(
         assert partition["write_share"] == pytest.approx(shares[name], abs=0.02), name
 
 
+def purchases_table(instance, schema: str, names: tuple[str, str, str, str]) -> int:
+    """iiBench's purchases table (three secondary indexes), RANGE by day in four
+    partitions `names`: before today, today, tomorrow, MAXVALUE; 20,000 rows three days
+    old. Returns today's TO_DAYS."""
+    today, tomorrow, after = (
+        instance.execute(f"SELECT TO_DAYS(UTC_DATE() + INTERVAL {k} DAY)")[0][0] for k in (0, 1, 2)
+    )
+    bounds = (today, tomorrow, after, "MAXVALUE")
+    run(
+        instance,
+        schema,
+        "CREATE TABLE purchases (transactionid BIGINT AUTO_INCREMENT, dateandtime DATETIME "
+        "NOT NULL, cashregisterid INT, customerid INT, productid INT, price FLOAT, "
+        "PRIMARY KEY (transactionid, dateandtime), KEY (price, customerid), "
+        "KEY (cashregisterid, price, customerid), KEY (price, dateandtime, customerid)) "
+        "PARTITION BY RANGE (TO_DAYS(dateandtime)) ("
+        + ", ".join(
+            f"PARTITION {name} VALUES LESS THAN ({bound})"
+            if bound != "MAXVALUE"
+            else f"PARTITION {name} VALUES LESS THAN MAXVALUE"
+            for name, bound in zip(names, bounds, strict=True)
+        )
+        + ")",
+        "INSERT INTO purchases (dateandtime, cashregisterid, customerid, productid, price) "
+        "SELECT UTC_DATE() - INTERVAL 3 DAY, seq % 1000, seq % 100000, seq % 10000, seq % 500 "
+        "FROM seq_1_to_20000",
+        "ANALYZE TABLE purchases",
+    )
+    return today
+
+
+def iibench_batch(cursor, rows: int) -> None:
+    """One batch of iiBench's inserts, all timestamped now (today's partition)."""
+    cursor.execute(
+        "INSERT INTO purchases (dateandtime, cashregisterid, customerid, productid, price) "
+        "SELECT UTC_TIMESTAMP(), RAND() * 1000, RAND() * 100000, RAND() * 10000, "
+        f"RAND() * 500 FROM seq_1_to_{rows}"
+    )
+
+
 def test_iibench_inserts_make_the_newest_range_partition_the_only_hotspot(
     mariadb_ps, make_server, new_schema, admin_client, monkeypatch, rows_changed_read, application
 ):
@@ -247,37 +287,13 @@ def test_iibench_inserts_make_the_newest_range_partition_the_only_hotspot(
     with its inserts going to today's partition, batch by batch: today's partition is the
     hotspot, alone, on rows changed, and normal for RANGE (no finding)."""
     schema = new_schema(mariadb_ps)
-    today, tomorrow, after = (
-        mariadb_ps.execute(f"SELECT TO_DAYS(UTC_DATE() + INTERVAL {k} DAY)")[0][0]
-        for k in (0, 1, 2)
-    )
-    run(
-        mariadb_ps,
-        schema,
-        "CREATE TABLE purchases (transactionid BIGINT AUTO_INCREMENT, dateandtime DATETIME "
-        "NOT NULL, cashregisterid INT, customerid INT, productid INT, price FLOAT, "
-        "PRIMARY KEY (transactionid, dateandtime), KEY (price, customerid), "
-        "KEY (cashregisterid, price, customerid), KEY (price, dateandtime, customerid)) "
-        "PARTITION BY RANGE (TO_DAYS(dateandtime)) ("
-        f"PARTITION p_old VALUES LESS THAN ({today}), "
-        f"PARTITION p_today VALUES LESS THAN ({tomorrow}), "
-        f"PARTITION p_next VALUES LESS THAN ({after}), "
-        "PARTITION pmax VALUES LESS THAN MAXVALUE)",
-        "INSERT INTO purchases (dateandtime, cashregisterid, customerid, productid, price) "
-        "SELECT UTC_DATE() - INTERVAL 3 DAY, seq % 1000, seq % 100000, seq % 10000, seq % 500 "
-        "FROM seq_1_to_20000",
-        "ANALYZE TABLE purchases",
-    )
+    today = purchases_table(mariadb_ps, schema, ("p_old", "p_today", "p_next", "pmax"))
     server = make_server(mariadb_ps)
     clock = Clock(monkeypatch, minutes_ago=15)
     clock.poll(server)
     cursor = application(schema)
     for _ in range(5):
-        cursor.execute(
-            "INSERT INTO purchases (dateandtime, cashregisterid, customerid, productid, price) "
-            "SELECT UTC_TIMESTAMP(), RAND() * 1000, RAND() * 100000, RAND() * 10000, "
-            "RAND() * 500 FROM seq_1_to_1000"
-        )
+        iibench_batch(cursor, 1000)
         clock.advance(POLL_SECONDS)
         clock.poll(server)
     table, partitions = table_of(admin_client, server, schema, "purchases")

@@ -243,7 +243,39 @@ def test_on_disk_io_a_hot_partition_must_be_hot_in_half_the_active_slots_and_thr
     ("active", "hold", "needed"), [(0, 1, 1), (1, 1, 1), (2, 1, 1), (3, 1, 2), (1, 2, 2)]
 )
 def test_on_rows_changed_the_hold_and_half_the_active_slots(active, hold, needed):
-    assert hotspots.slots_needed(active, "rows_changed", hold) == needed
+    assert hotspots.slots_needed(active, "rows_changed", hotspots.Hold(hold)) == needed
+
+
+@pytest.mark.parametrize(
+    ("window", "hold", "poll", "expected"),
+    [
+        # The default window (3600 s, slots of 300 s) polled every minute: as before.
+        (3600, 300, 60, hotspots.Hold(1, 12)),
+        (3600, 600, 60, hotspots.Hold(2, 12)),
+        (3600, 3600, 60, hotspots.Hold(12, 12)),
+        # Polled every 10 minutes: a slot stands for a poll's 10 minutes, six in the hour.
+        (3600, 300, 600, hotspots.Hold(1, 6)),
+        (3600, 1800, 600, hotspots.Hold(3, 6)),
+        # Issue 43: a window of two minutes (slots of 10 s) polled every minute holds
+        # two polls. The old hold (300 s over 10 s slots) asked for 30 slots of 12.
+        (120, 10, 60, hotspots.Hold(1, 2)),
+        (120, 120, 60, hotspots.Hold(2, 2)),
+        (120, 300, 60, hotspots.Hold(2, 2)),  # clamped to the window
+        (120, 300, None, hotspots.Hold(12, 12)),
+        # Polls further apart than the window: one poll's worth is all there is.
+        (120, 10, 600, hotspots.Hold(1, 1)),
+    ],
+)
+def test_the_hold_never_asks_for_more_slots_than_the_window_has_polls(window, hold, poll, expected):
+    assert hotspots.hold_for(window, hold, poll) == expected
+
+
+def test_on_disk_io_a_window_with_two_polls_asks_for_two_hot_slots_not_three():
+    two_polls = hotspots.Hold(1, 2)
+    assert hotspots.slots_needed(2, "disk", two_polls) == 2
+    assert hotspots.slots_needed(2, "rows_changed", two_polls) == 1
+    # Extra polls (by hand) in the window still need half of the active slots.
+    assert hotspots.slots_needed(6, "disk", two_polls) == 3
 
 
 def test_one_burst_of_disk_writes_shows_in_the_shares_and_is_not_a_hotspot():
@@ -260,10 +292,10 @@ def test_one_slot_of_rows_changed_is_a_hotspot_and_a_longer_hold_waits():
     one = [[PartitionActivity("p2", modified=300)]]
     window = [PartitionActivity(n, modified=300 if n == "p2" else None) for n in names]
     assert find_hotspots(window, one).hot == ["p2"]
-    assert find_hotspots(window, one, hold_slots=2).hot == []
+    assert find_hotspots(window, one, hold=hotspots.Hold(2)).hot == []
     two = one * 2
     window2 = [PartitionActivity(n, modified=600 if n == "p2" else None) for n in names]
-    assert find_hotspots(window2, two, hold_slots=2).detail == (
+    assert find_hotspots(window2, two, hold=hotspots.Hold(2)).detail == (
         hotspots.HotPartition("p2", "write", 1.0, 2, 2),
     )
 

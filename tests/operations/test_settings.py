@@ -204,3 +204,23 @@ def test_keys_in_both_the_environment_and_a_file_are_refused(tmp_path):
     assert (
         "PARTDASH_ENCRYPTION_KEYS and PARTDASH_ENCRYPTION_KEYS_FILE are both set" in result.stderr
     )
+
+
+def test_a_hotspot_hold_longer_than_the_window_is_refused_at_start_up(tmp_path):
+    """Issue 43: a hold the window cannot hold would turn hotspots off; say so instead."""
+    result = run(
+        tmp_path,
+        "manage.py",
+        "check",
+        DEBUG="1",
+        PARTDASH_HOTSPOT_WINDOW_SECONDS="120",
+        PARTDASH_HOTSPOT_HOLD_SECONDS="300",
+    )
+
+    assert result.returncode != 0
+    assert (
+        "ImproperlyConfigured: PARTDASH_HOTSPOT_HOLD_SECONDS (300) must be between 1 and "
+        "PARTDASH_HOTSPOT_WINDOW_SECONDS (120)"
+    ) in result.stderr
+    shorter = run(tmp_path, "manage.py", "check", DEBUG="1", PARTDASH_HOTSPOT_WINDOW_SECONDS="120")
+    assert shorter.returncode == 0, shorter.stderr
