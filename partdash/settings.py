@@ -438,6 +438,9 @@ ALERT_EMAILS = env.list("ALERT_EMAILS", default=[])
 PARTDASH_BASE_URL = env.str("PARTDASH_BASE_URL", default="http://127.0.0.1:8000").rstrip("/")
 # Alerts still firing are reminded of, one digest per server, this often.
 PARTDASH_ALERT_REPEAT_HOURS = env.float("PARTDASH_ALERT_REPEAT_HOURS", default=24.0)
+# One expansion of a maintenance window's rule stops past this (or its occurrence and
+# calendar limits, partdash.alerts.windows.Walk): a valid weekly rule takes under 1 ms.
+PARTDASH_WINDOW_EXPANSION_MS = env.int("PARTDASH_WINDOW_EXPANSION_MS", default=250)
 PARTDASH_ALERT_REMINDER_EVERY_SECONDS = env.float(
     "PARTDASH_ALERT_REMINDER_EVERY_SECONDS", default=300.0
 )

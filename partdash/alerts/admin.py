@@ -240,7 +240,7 @@ class MaintenanceWindowAdmin(admin.ModelAdmin):
 
     @admin.display(description="Next occurrences (UTC)")
     def next_starts(self, window: MaintenanceWindow) -> str:
-        starts = windows.next_occurrences(window)[:3]
+        starts = windows.stored_next(window)[:3]  # (as the last plan found them)
         return ", ".join(f"{start:%Y-%m-%d %H:%M}" for start in starts) or "none"
 
     def save_model(self, request, obj: MaintenanceWindow, form, change: bool) -> None:

@@ -346,6 +346,9 @@ class MaintenanceWindow(models.Model):
     )
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
+    # The next starts (UTC, ISO 8601) as the last plan found them, so that reading a
+    # window never expands its rule (`windows.stored_next`).
+    upcoming_starts = models.JSONField(default=list, blank=True, editable=False)
 
     class Meta:
         ordering = ["name"]

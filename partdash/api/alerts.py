@@ -608,6 +608,10 @@ class MaintenanceWindowSerializer(serializers.ModelSerializer):
     table = NullableScope(max_length=64)
     rule = serializers.ChoiceField(RuleName.choices, allow_null=True, required=False, default=None)
     timezone = serializers.CharField(max_length=64, required=False, default="UTC")
+    rrule = serializers.CharField(
+        max_length=windows.MAX_RRULE_CHARS,
+        help_text="e.g. FREQ=WEEKLY;BYDAY=SU;BYHOUR=2;BYMINUTE=0 (at most hourly, 400 a year)",
+    )
     next_occurrences = serializers.SerializerMethodField(
         help_text="The next starts (UTC), the one under way first if it is"
     )
@@ -631,13 +635,13 @@ class MaintenanceWindowSerializer(serializers.ModelSerializer):
             "in_force",
         ]
 
+    # Both from the starts the last plan stored (on save, then hourly): a list of
+    # windows never expands a rule (the finding: 27 s per GET of rules that never occur).
     def get_next_occurrences(self, window: MaintenanceWindow) -> list[str]:
-        return [
-            moment.isoformat().replace("+00:00", "Z") for moment in windows.next_occurrences(window)
-        ]
+        return [moment.isoformat().replace("+00:00", "Z") for moment in windows.stored_next(window)]
 
     def get_in_force(self, window: MaintenanceWindow) -> bool:
-        return windows.in_force(window)
+        return windows.stored_in_force(window)
 
     def validate(self, attrs: dict) -> dict:
         merged = MaintenanceWindow(
