@@ -16,6 +16,8 @@ from tests.conftest import token_client
 
 pytestmark = pytest.mark.django_db
 
+WINDOWS = "/admin/alerts/maintenancewindow/"
+
 NEXT_YEAR_AND_MORE = timezone.now() + timedelta(days=400)
 HOSTILE = {
     "secondly": "FREQ=SECONDLY",
@@ -189,3 +191,16 @@ def test_listing_windows_never_expands_a_rule(viewer_api, walks, django_assert_m
     shown = {w["name"]: w for w in listed.json()}
     assert shown["w00"]["in_force"] and shown["w00"]["next_occurrences"] == expected
     assert not shown["w01"]["in_force"] and len(shown["w01"]["next_occurrences"]) == 5
+
+
+def test_the_admin_refuses_a_hostile_rule_and_lists_without_expanding(admin_client, walks):
+    form = {"name": "w", "duration_minutes": "60", "timezone": "UTC", "comment": ""}
+    for rule in (HOSTILE["secondly"], HOSTILE["february 31st"], HOSTILE["count exhausted"]):
+        page = admin_client.post(WINDOWS + "add/", {**form, "rrule": rule})
+        assert page.status_code == 200 and b"errorlist" in page.content, rule
+    assert not MaintenanceWindow.objects.exists()
+    saved = admin_client.post(WINDOWS + "add/", {**form, "rrule": "FREQ=DAILY;BYHOUR=3"})
+    assert saved.status_code == 302 and MaintenanceWindow.objects.get().upcoming_starts
+    walks.clear()
+    listed = admin_client.get(WINDOWS)
+    assert listed.status_code == 200 and b"03:00" in listed.content and walks == []
