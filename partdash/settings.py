@@ -407,7 +407,10 @@ PARTDASH_LOCK_WAIT_TIMEOUT = env.int("PARTDASH_LOCK_WAIT_TIMEOUT", default=3)
 # `link-local`, `private`; the deny list wins, a non-empty allow list admits only itself.
 PARTDASH_CONNECT_ALLOW = env.list("PARTDASH_CONNECT_ALLOW", default=[])
 PARTDASH_CONNECT_DENY = env.list("PARTDASH_CONNECT_DENY", default=[])
-for _setting in ("PARTDASH_CONNECT_ALLOW", "PARTDASH_CONNECT_DENY"):
+# Alert channels answer to both, and reach loopback, link-local and metadata addresses
+# only where this names them (CIDR list or `loopback`, ...; partdash.lib.addresses).
+PARTDASH_CHANNEL_ALLOW = env.list("PARTDASH_CHANNEL_ALLOW", default=[])
+for _setting in ("PARTDASH_CONNECT_ALLOW", "PARTDASH_CONNECT_DENY", "PARTDASH_CHANNEL_ALLOW"):
     try:
         parse_networks(globals()[_setting], _setting)
     except ValueError as _bad:

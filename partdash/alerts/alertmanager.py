@@ -15,8 +15,11 @@ the alert has them), `rule`, `severity`. Annotations: `summary` (the alert's mes
 apply here: silence in Alertmanager what goes through it.
 """
 
+import http.client
 import json
 import logging
+import socket
+import ssl
 import urllib.error
 import urllib.request
 from datetime import UTC, datetime, timedelta
@@ -117,19 +120,45 @@ def push(now: datetime | None = None) -> int:
         request.add_header("Authorization", "Basic " + base64.b64encode(pair).decode())
         request.full_url = f"{shown_url(base)}/api/v2/alerts"
     try:
-        with urllib.request.urlopen(
-            request, timeout=settings.PARTDASH_ALERTMANAGER_TIMEOUT
-        ) as answer:
+        with OPENER.open(request, timeout=settings.PARTDASH_ALERTMANAGER_TIMEOUT) as answer:
             answer.read()
     except urllib.error.HTTPError as error:
-        detail = " ".join(error.read(300).decode(errors="replace").split())
+        moved = " (redirects are not followed)" if 300 <= error.code < 400 else ""
         raise PushFailed(
-            f"Alertmanager at {shown_url(base)} answered HTTP {error.code}: {detail}"
+            f"Alertmanager at {shown_url(base)} answered HTTP {error.code}{moved}"
         ) from None
-    except (urllib.error.URLError, OSError) as error:
-        reason = getattr(error, "reason", error)
-        raise PushFailed(f"Alertmanager at {shown_url(base)} unreachable: {reason}") from None
+    except (urllib.error.URLError, OSError, http.client.HTTPException) as error:
+        raise PushFailed(
+            f"Alertmanager at {shown_url(base)} unreachable: {unreachable(error)}"
+        ) from None
     return len(alerts)
+
+
+class NoRedirects(urllib.request.HTTPRedirectHandler):
+    """A 3xx is an answer, not a new address: urllib would send the Authorization header
+    on to wherever it points, another origin included (issue 37)."""
+
+    def redirect_request(self, req, fp, code, msg, headers, newurl):
+        return None  # (urllib then raises the 3xx as an HTTPError)
+
+
+OPENER = urllib.request.build_opener(NoRedirects)
+
+
+def unreachable(error: BaseException) -> str:
+    """Why, as a class: never the far side's words."""
+    reason = getattr(error, "reason", error)
+    if isinstance(reason, http.client.HTTPException):
+        return "not HTTP"
+    if isinstance(reason, ConnectionRefusedError):
+        return "connection refused"
+    if isinstance(reason, TimeoutError):
+        return "timed out"
+    if isinstance(reason, ssl.SSLError):
+        return "TLS failed"
+    if isinstance(reason, socket.gaierror):
+        return "host not found"
+    return "connection failed"
 
 
 def queue_push() -> None:

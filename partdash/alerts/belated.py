@@ -31,7 +31,9 @@ ANNOUNCING = (Transition.Kind.FIRING, Transition.Kind.REMINDER)
 
 def unaddressed() -> QuerySet[Notification]:
     """Notifications that went to nobody and have not been superseded."""
-    return Notification.objects.filter(recipients="", channel=None, sent_at=None, superseded_by="")
+    return Notification.objects.filter(
+        recipients="", channel=None, channel_name="", sent_at=None, superseded_by=""
+    )
 
 
 def anyone_to_tell() -> bool:

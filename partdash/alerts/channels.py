@@ -9,15 +9,22 @@ is fixed when it is made (`Notification.carried`).
 
 Each message is sent by a process of its own (`channel_send`, `run_sender`): the URL
 goes to it on stdin and the error comes back without it.
+
+A channel's URL is an operator's choice of host, port and bytes on the wire, so (issue
+37) `admissible` refuses at save and again before each send: a scheme not among the
+services the docs list (IRC's plugin wrote a CR/LF-laden nick into a Redis), CR, LF or
+NUL anywhere in the URL once decoded, and a host the address policy refuses; the
+sender then connects only to addresses that policy admits (`channel_policy`).
 """
 
 import json
 import logging
+import socket
 import subprocess
 import sys
 from datetime import datetime, timedelta
 from pathlib import Path
-from urllib.parse import urlsplit
+from urllib.parse import unquote, unquote_plus, urlsplit
 from uuid import uuid4
 
 from django.conf import settings
@@ -28,6 +35,7 @@ from django.utils import timezone
 from partdash.alerts import emails
 from partdash.alerts.models import Alert, Channel, ChannelKind, Notification, Transition
 from partdash.health.fixes import stored_fix
+from partdash.lib.addresses import POLICY_REFUSED, AddressPolicy, channel_policy, plain
 from partdash.lib.times import iso
 
 log = logging.getLogger(__name__)
@@ -90,7 +98,61 @@ def kind_of(url: str) -> ChannelKind:
             if host.endswith(suffix):
                 return kind
         return ChannelKind.WEBHOOK
-    return ChannelKind.APPRISE
+    raise ChannelRefused(
+        f"scheme {scheme}:// is not a channel partdash sends through: one of "
+        f"{', '.join(sorted(SCHEMES))}, or http(s):// for a webhook"
+    )
+
+
+CONTROL = ("\r", "\n", "\0")
+
+
+def refuse_control_characters(url: str) -> None:
+    """CR, LF or NUL in `url`, as written or decoded up to three times over (`%250D`):
+    a line-based service (IRC, SMTP, Redis) would read the rest as a command."""
+    forms = [url]
+    for _ in range(3):
+        forms += [unquote(forms[-1]), unquote_plus(forms[-1])]
+    if any(c in form for form in forms for c in CONTROL):
+        raise ChannelRefused("the URL holds a line break or NUL (CR, LF or NUL, maybe %-encoded)")
+
+
+def policy() -> AddressPolicy:
+    """Where channels may connect (PARTDASH_CONNECT_ALLOW/DENY, PARTDASH_CHANNEL_ALLOW)."""
+    return channel_policy(
+        settings.PARTDASH_CONNECT_ALLOW,
+        settings.PARTDASH_CONNECT_DENY,
+        settings.PARTDASH_CHANNEL_ALLOW,
+    )
+
+
+def refuse_host(url: str, kind: ChannelKind) -> None:
+    """A host the policy refuses, where the URL names a network host: a webhook's
+    (resolved here, once), or a literal address in any scheme. Apprise's other URLs
+    carry tokens where the host goes, never looked up; their sender checks each
+    connection."""
+    host = urlsplit(url.strip()).hostname or ""
+    try:
+        found = [str(plain(host))]
+    except ValueError:
+        if kind != ChannelKind.WEBHOOK:
+            return
+        try:
+            found = [a[4][0] for a in socket.getaddrinfo(host, None, type=socket.SOCK_STREAM)]
+        except (socket.gaierror, UnicodeError):
+            raise ChannelRefused(f"cannot resolve the webhook's host {host!r}") from None
+    reasons = [policy().refusal(address) for address in found]
+    if all(reasons):
+        raise ChannelRefused(f"{POLICY_REFUSED}: {reasons[0]}")
+
+
+def admissible(url: str) -> ChannelKind:
+    """The kind of `url` if partdash may send through it (see the module's docstring);
+    else ChannelRefused with one line. Run at save and before every send."""
+    refuse_control_characters(url)
+    kind = kind_of(url)
+    refuse_host(url, kind)
+    return kind
 
 
 def run_sender(request: dict, timeout: float | None = None) -> str:
@@ -100,7 +162,7 @@ def run_sender(request: dict, timeout: float | None = None) -> str:
     try:
         done = subprocess.run(
             [sys.executable, "-I", str(SENDER)],
-            input=json.dumps({**request, "timeout": limit}),
+            input=json.dumps({**request, "timeout": limit, "policy": policy().as_lists()}),
             capture_output=True,
             text=True,
             timeout=limit + 15,  # (its own start, and Apprise's import)
@@ -121,7 +183,7 @@ def run_sender(request: dict, timeout: float | None = None) -> str:
 def check_url(url: str) -> ChannelKind:
     """The kind of `url` once a sender took it (Apprise parses it: a Slack URL without
     its tokens is refused here, not at the first alert)."""
-    kind = kind_of(url)
+    kind = admissible(url)
     run_sender({"action": "check", "url": url.strip(), "kind": kind}, timeout=20)
     return kind
 
@@ -133,7 +195,7 @@ def for_channel(channel: Channel, transitions: QuerySet[Transition]) -> list[Tra
     """Of an evaluation's transitions, those `channel` receives: not silenced, for every
     channel or for this one, routed to it (`routed`)."""
     candidates = transitions.filter(silenced=False, email_only=False).filter(
-        Q(only_channel=None) | Q(only_channel=channel)
+        Q(only_channel=None, only_channel_name="") | Q(only_channel=channel)
     )
     return [  # (one for this channel alone was chosen for it: an escalation, its welcome)
         t
@@ -201,7 +263,7 @@ def leftovers(now: datetime) -> list[tuple[int, str]]:
         waiting = (
             Transition.objects.filter(silenced=False, email_only=False, created_at__gte=since)
             .filter(created_at__lt=now - lease)
-            .filter(Q(only_channel=None) | Q(only_channel=channel))
+            .filter(Q(only_channel=None, only_channel_name="") | Q(only_channel=channel))
             .exclude(evaluation__in=channel.notifications.values("evaluation"))
         )
         for server_id, evaluation, rule, severity, picked in waiting.values_list(
@@ -298,16 +360,16 @@ def send(notification: Notification) -> str:
     channel = notification.channel
     assert channel is not None
     lines = emails.lines_of(notification)
+    url = channel.url()
+    kind = admissible(url)  # (a channel stored before the rules it breaks never sends)
     request = {
         "action": "send",
-        "url": channel.url(),
-        "kind": channel.kind,
+        "url": url,
+        "kind": kind,
         "title": notification.subject,
         "body": body_of(notification, lines),
         "failure": any(line.state == "FIRING" for line in lines),
-        "document": document_of(notification, lines)
-        if channel.kind == ChannelKind.WEBHOOK
-        else None,
+        "document": document_of(notification, lines) if kind == ChannelKind.WEBHOOK else None,
     }
     return run_sender(request)
 
@@ -384,10 +446,11 @@ def send_test(channel: Channel, requested_by: str = "") -> str:
         "alerts_url": emails.link("/alerts/"),
         "transitions": [],
     }
+    url = channel.url()
     request = {
         "action": "send",
-        "url": channel.url(),
-        "kind": channel.kind,
+        "url": url,
+        "kind": admissible(url),
         "title": "[partdash] test alert",
         "body": body,
         "failure": False,

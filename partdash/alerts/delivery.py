@@ -50,7 +50,9 @@ def recipient_set(raw: str) -> str:
 def waiting(server_id: int | None = None, evaluation: str | None = None) -> QuerySet:
     """Transitions to email that no notification holds yet (silenced ones never are, nor
     a channel's own announcements)."""
-    query = Transition.objects.filter(notification=None, silenced=False, only_channel=None)
+    query = Transition.objects.filter(
+        notification=None, silenced=False, only_channel=None, only_channel_name=""
+    )
     if server_id is not None:
         query = query.filter(server_id=server_id)
     if evaluation is not None:

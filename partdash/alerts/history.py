@@ -9,11 +9,15 @@ from partdash.alerts.models import Acknowledgement, Alert, Notification, Transit
 
 
 def delivery_of(notification: Notification) -> dict[str, Any]:
-    """A message as the history shows it: where it went and what became of it."""
+    """A message as the history shows it: where it went and what became of it (a
+    deleted channel's by the name it had)."""
+    channel = notification.channel if notification.channel_id else None
     if notification.sent_at is not None:
         outcome = "sent"
     elif notification.superseded_by:
         outcome = "superseded"
+    elif notification.channel_name:
+        outcome = "channel deleted"
     elif not notification.recipients and notification.channel_id is None:
         outcome = "no recipients"
     elif notification.last_error:
@@ -22,8 +26,8 @@ def delivery_of(notification: Notification) -> dict[str, Any]:
         outcome = "waiting"
     return {
         "id": notification.pk,
-        "channel": notification.channel.name if notification.channel_id else None,
-        "kind": notification.channel.kind if notification.channel_id else "email",
+        "channel": channel.name if channel else notification.channel_name or None,
+        "kind": channel.kind if channel else notification.channel_kind or "email",
         "recipients": [a for a in notification.recipients.split(",") if a],
         "outcome": outcome,
         "sent_at": notification.sent_at,

@@ -10,6 +10,8 @@ task claims each server's evaluation atomically and sends one email for it.
 from django.conf import settings
 from django.db import models
 from django.db.models import Q
+from django.db.models.signals import pre_delete
+from django.dispatch import receiver
 
 
 class RuleName(models.TextChoices):
@@ -255,8 +257,12 @@ class Notification(models.Model):
     # being listed as a failure.
     superseded_by = models.CharField(max_length=64, blank=True, default="")
     channel = models.ForeignKey(
-        Channel, null=True, blank=True, on_delete=models.CASCADE, related_name="notifications"
+        Channel, null=True, blank=True, on_delete=models.SET_NULL, related_name="notifications"
     )
+    # The channel's name and kind once it is deleted (`keep_deliveries`): its messages
+    # stay in the alerts' histories.
+    channel_name = models.CharField(max_length=100, blank=True, default="")
+    channel_kind = models.CharField(max_length=20, blank=True, default="")
     carried = models.ManyToManyField("Transition", blank=True, related_name="channel_messages")
 
     class Meta:
@@ -300,8 +306,11 @@ class Transition(models.Model):
     # For this channel only (its announcement of what was firing when it was added);
     # null: for email and every channel that receives it.
     only_channel = models.ForeignKey(
-        Channel, null=True, blank=True, on_delete=models.CASCADE, related_name="+"
+        Channel, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
     )
+    # That channel's name once it is deleted: the announcement stays in the alert's
+    # history and goes to nobody else.
+    only_channel_name = models.CharField(max_length=100, blank=True, default="")
     # For email only: an alert announced late to email recipients (`belated`), which
     # the channels heard when it fired.
     email_only = models.BooleanField(default=False)
@@ -395,3 +404,13 @@ class Silence(models.Model):
 
     def __str__(self) -> str:
         return f"silence until {self.ends_at:%Y-%m-%d %H:%M} UTC"
+
+
+@receiver(pre_delete, sender=Channel)
+def keep_deliveries(sender, instance: Channel, **kwargs) -> None:
+    """Before a channel goes (its foreign keys set to null): its name and kind on its
+    messages and on its own announcements, so alert histories keep what it delivered."""
+    Notification.objects.filter(channel=instance).update(
+        channel_name=instance.name, channel_kind=instance.kind
+    )
+    Transition.objects.filter(only_channel=instance).update(only_channel_name=instance.name)

@@ -4,6 +4,7 @@ Viewsets are declarative: a queryset, a serializer and a `query_class`, a serial
 the list's query string whose `apply` filters the queryset (bad values are a 400).
 """
 
+from django.db.models import Q
 from django.utils import timezone
 from drf_spectacular.utils import extend_schema, extend_schema_view
 from rest_framework import mixins, serializers, viewsets
@@ -189,7 +190,9 @@ class DeliverySerializer(serializers.Serializer):
     channel = serializers.CharField(allow_null=True, help_text="null: the email")
     kind = serializers.CharField(help_text="email, or the channel's kind")
     recipients = serializers.ListField(child=serializers.CharField())
-    outcome = serializers.ChoiceField(["sent", "failing", "waiting", "no recipients", "superseded"])
+    outcome = serializers.ChoiceField(
+        ["sent", "failing", "waiting", "no recipients", "superseded", "channel deleted"]
+    )
     sent_at = serializers.DateTimeField(allow_null=True)
     attempts = serializers.IntegerField()
     last_error = serializers.CharField(allow_blank=True)
@@ -688,12 +691,8 @@ class NotificationSerializer(serializers.ModelSerializer):
     server_id = serializers.IntegerField(read_only=True)
     server = serializers.CharField(source="server.name", read_only=True)
     recipients = RecipientsField(read_only=True)
-    channel = serializers.CharField(
-        source="channel.name",
-        read_only=True,
-        allow_null=True,
-        default=None,
-        help_text="the channel it went through; null for an email",
+    channel = serializers.SerializerMethodField(
+        help_text="the channel it went through (its name then, if deleted); null for an email"
     )
 
     class Meta:
@@ -712,6 +711,11 @@ class NotificationSerializer(serializers.ModelSerializer):
         ]
         read_only_fields = fields
 
+    def get_channel(self, notification: Notification) -> str | None:
+        if notification.channel_id is not None:
+            return notification.channel.name
+        return notification.channel_name or None
+
 
 class NotificationQuery(serializers.Serializer):
     failed = serializers.BooleanField(
@@ -728,8 +732,11 @@ class NotificationQuery(serializers.Serializer):
             # One superseded (its alerts announced once recipients existed) is history.
             failed = notifications.exclude(last_error="").filter(superseded_by="")
             # An email to nobody is no failure where a channel carried its evaluation.
-            carried = Notification.objects.filter(channel__isnull=False).values("evaluation")
-            failed = failed.exclude(recipients="", channel=None, evaluation__in=carried)
+            by_channel = Q(channel__isnull=False) | ~Q(channel_name="")
+            carried = Notification.objects.filter(by_channel).values("evaluation")
+            failed = failed.exclude(
+                recipients="", channel=None, channel_name="", evaluation__in=carried
+            )
             notifications = failed if query["failed"] else notifications.filter(last_error="")
         if query.get("server") is not None:
             notifications = notifications.filter(server_id=query["server"])
