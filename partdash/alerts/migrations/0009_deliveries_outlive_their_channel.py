@@ -6,7 +6,7 @@ from django.db import migrations, models
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("alerts", "0007_rule_channels"),
+        ("alerts", "0008_maintenance_window_upcoming_starts"),
     ]
 
     operations = [
