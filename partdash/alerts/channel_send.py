@@ -268,11 +268,23 @@ def policy_of(request: dict):
     return addresses.channel_policy((), (), ())
 
 
+def refuse_url(url: str, request: dict) -> None:
+    """The parent's checks (`channels.admissible`) made again here, so this process never
+    carries a line break to a service, nor speaks a scheme the docs do not list, whoever
+    calls it: the request's `schemes` (Apprise's) and http(s) for webhooks."""
+    if addresses.holds_control_characters(url):
+        raise Undelivered("the URL holds a line break or NUL (CR, LF or NUL, maybe %-encoded)")
+    scheme = urlsplit(url).scheme.lower()
+    if scheme not in {*WEBHOOK_SCHEMES, *request.get("schemes", ())}:
+        raise Undelivered(f"scheme {scheme}:// is not a channel partdash sends through")
+
+
 def handle(request: dict) -> dict:
     url = request.get("url") or ""
     guard = Guard(policy_of(request)).install()
     checking = request.get("action") == "check"
     try:
+        refuse_url(url, request)
         scheme = urlsplit(url).scheme.lower()
         if request.get("kind") == "webhook" or (checking and scheme in WEBHOOK_SCHEMES):
             if scheme not in WEBHOOK_SCHEMES or not urlsplit(url).hostname:

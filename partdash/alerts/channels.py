@@ -24,7 +24,7 @@ import subprocess
 import sys
 from datetime import datetime, timedelta
 from pathlib import Path
-from urllib.parse import unquote, unquote_plus, urlsplit
+from urllib.parse import urlsplit
 from uuid import uuid4
 
 from django.conf import settings
@@ -35,7 +35,13 @@ from django.utils import timezone
 from partdash.alerts import emails
 from partdash.alerts.models import Alert, Channel, ChannelKind, Notification, Transition
 from partdash.health.fixes import stored_fix
-from partdash.lib.addresses import POLICY_REFUSED, AddressPolicy, channel_policy, plain
+from partdash.lib.addresses import (
+    POLICY_REFUSED,
+    AddressPolicy,
+    channel_policy,
+    holds_control_characters,
+    plain,
+)
 from partdash.lib.times import iso
 
 log = logging.getLogger(__name__)
@@ -104,16 +110,10 @@ def kind_of(url: str) -> ChannelKind:
     )
 
 
-CONTROL = ("\r", "\n", "\0")
-
-
 def refuse_control_characters(url: str) -> None:
-    """CR, LF or NUL in `url`, as written or decoded up to three times over (`%250D`):
-    a line-based service (IRC, SMTP, Redis) would read the rest as a command."""
-    forms = [url]
-    for _ in range(3):
-        forms += [unquote(forms[-1]), unquote_plus(forms[-1])]
-    if any(c in form for form in forms for c in CONTROL):
+    """CR, LF or NUL in `url` (`holds_control_characters`): a line-based service (IRC,
+    SMTP, Redis) would read the rest as a command."""
+    if holds_control_characters(url):
         raise ChannelRefused("the URL holds a line break or NUL (CR, LF or NUL, maybe %-encoded)")
 
 
@@ -162,7 +162,9 @@ def run_sender(request: dict, timeout: float | None = None) -> str:
     try:
         done = subprocess.run(
             [sys.executable, "-I", str(SENDER)],
-            input=json.dumps({**request, "timeout": limit, "policy": policy().as_lists()}),
+            input=json.dumps(
+                {**request, "timeout": limit, "policy": policy().as_lists(), "schemes": [*SCHEMES]}
+            ),
             capture_output=True,
             text=True,
             timeout=limit + 15,  # (its own start, and Apprise's import)

@@ -19,6 +19,7 @@ Django) loads this file by its path.
 
 import ipaddress
 from dataclasses import dataclass
+from urllib.parse import unquote, unquote_plus
 
 Network = ipaddress.IPv4Network | ipaddress.IPv6Network
 Address = ipaddress.IPv4Address | ipaddress.IPv6Address
@@ -57,9 +58,39 @@ def plain(address: str) -> Address:
     """The address as a value, an IPv6 zone (`fe80::1%eth0`) dropped and an IPv4-mapped
     IPv6 address (`::ffff:127.0.0.1`) read as the IPv4 address it is."""
     ip = ipaddress.ip_address(address.split("%", 1)[0])
-    if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is not None:
-        return ip.ipv4_mapped
+    if isinstance(ip, ipaddress.IPv6Address):
+        return _embedded_ipv4(ip) or ip
     return ip
+
+
+NAT64 = ipaddress.ip_network("64:ff9b::/96")  # RFC 6052's well-known prefix
+
+
+def _embedded_ipv4(ip: ipaddress.IPv6Address) -> ipaddress.IPv4Address | None:
+    """The IPv4 address an IPv6 address carries to the same host: mapped (`::ffff:a.b.c.d`),
+    NAT64 (`64:ff9b::a.b.c.d`), 6to4 (`2002:AABB:CCDD::`) or Teredo's client; judged as
+    that IPv4 address, so `64:ff9b::127.0.0.1` is loopback to the policy."""
+    if ip.ipv4_mapped is not None:
+        return ip.ipv4_mapped
+    if ip in NAT64:
+        return ipaddress.IPv4Address(int(ip) & 0xFFFFFFFF)
+    if ip.sixtofour is not None:
+        return ip.sixtofour
+    if ip.teredo is not None:
+        return ip.teredo[1]
+    return None
+
+
+CONTROL = ("\r", "\n", "\0")
+
+
+def holds_control_characters(url: str) -> bool:
+    """CR, LF or NUL in `url`, as written or decoded up to three times over (`%250D`): a
+    line-based service (IRC, SMTP, Redis) would read what follows as a command."""
+    forms = [url]
+    for _ in range(3):
+        forms += [unquote(forms[-1]), unquote_plus(forms[-1])]
+    return any(c in form for form in forms for c in CONTROL)
 
 
 @dataclass(frozen=True)

@@ -6,6 +6,7 @@ channel's deliveries stay in the alerts' histories. All against real processes: 
 private Redis (never the session's broker), real HTTP and TCP servers in threads, the
 real sender process."""
 
+import importlib
 import socket
 import threading
 from collections.abc import Iterator
@@ -129,9 +130,15 @@ def test_the_irc_line_break_attack_never_reaches_redis(private_redis, operator, 
     tested = api.post(f"/api/v1/channels/{old.pk}/test/")
     assert tested.status_code == 502 and "line break" in tested.json()["detail"]
 
-    settings.PARTDASH_CHANNEL_ALLOW = []
+    # The sender, handed the URL itself with loopback allowed, refuses it on its own
+    # (CR/LF, then the scheme), and with loopback refused connects to nothing.
     request = {"action": "send", "url": url, "kind": "apprise", "title": "t", "body": "b"}
-    with pytest.raises(channels.ChannelRefused, match="address refused by policy"):
+    with pytest.raises(channels.ChannelRefused, match="line break"):
+        channels.run_sender(request)
+    with pytest.raises(channels.ChannelRefused, match="scheme irc:// is not"):
+        channels.run_sender({**request, "url": clean})
+    settings.PARTDASH_CHANNEL_ALLOW = []
+    with pytest.raises(channels.ChannelRefused, match="line break|address refused by policy"):
         channels.run_sender(request)
     assert redis.get("k") is None
     assert connections_to(redis) == before  # (not one connection but the client's)
@@ -266,3 +273,27 @@ def test_a_deleted_channels_deliveries_stay_in_the_history(operator, viewer_api,
     assert welcome.only_channel_name == "ops hook"
     assert delivery.waiting().filter(pk=welcome.pk).count() == 0
     assert delivery.deliver_evaluation(db1.pk, "welcome-1") == []
+
+
+def test_channel_errors_stored_before_classes_are_withheld_from_viewers(viewer):
+    """Errors a channel stored before failures were told as classes may quote the far
+    side; the migration withholds them, and leaves email errors and new classes alone."""
+    from django.apps import apps
+
+    withhold = importlib.import_module(
+        "partdash.alerts.migrations.0010_channel_errors_as_classes"
+    ).withhold_old_channel_errors
+    on = builders.server("db1")
+    hook = stored_channel("hook", "https://chat.example.com/hook")
+    banner = "SSH-2.0-OpenSSH_9.2p1 Debian-2+deb12u3 secret-token-xyz"
+    old = builders.notification(on, error=f"webhook: {banner}", channel=hook)
+    gone = builders.notification(on, error="ntfy: {'error': 'token tk_9f'}", channel_name="pager")
+    email = builders.notification(on, error="SMTP 451: try again later")
+    withhold(apps, None)
+    for notification in (old, gone):
+        notification.refresh_from_db()
+        assert notification.last_error.startswith("failed (the detail stored before")
+    email.refresh_from_db()
+    assert email.last_error == "SMTP 451: try again later"
+    listed = token_client(viewer).get("/api/v1/notifications/", {"failed": "true"}).json()
+    assert "secret-token-xyz" not in str(listed) and "tk_9f" not in str(listed)

@@ -128,6 +128,23 @@ def test_policy_reads_networks_and_names():
     assert not AddressPolicy().active
 
 
+@pytest.mark.parametrize(
+    "address",
+    [
+        "::ffff:127.0.0.1",
+        "64:ff9b::7f00:1",
+        "2002:7f00:1::1",
+        "2001:0:4136:e378:8000:63bf:80ff:fffe",
+    ],
+)
+def test_ipv6_forms_of_a_loopback_address_are_judged_as_loopback(address):
+    """Mapped, NAT64, 6to4 and Teredo addresses carry an IPv4 address to the same host
+    (Teredo's client 127.0.0.1 here): each is refused as loopback."""
+    policy = AddressPolicy(deny=parse_networks(["loopback"], "PARTDASH_CONNECT_DENY"))
+    assert policy.refusal(address) == "PARTDASH_CONNECT_DENY refuses it"
+    assert policy.refusal("2001:db8::1") is None
+
+
 def test_a_misspelt_network_stops_partdash_at_start_naming_it():
     env = {**os.environ, "DJANGO_SETTINGS_MODULE": "tests.settings"}
     env["PARTDASH_CONNECT_DENY"] = "loopback,10.0.0.0/33"
