@@ -299,3 +299,17 @@ def test_the_plan_page_lists_each_servers_items_with_its_script(client, viewer, 
     assert f"/api/v1/servers/{db1.pk}/maintenance-plan.sql" in page
     assert "/api/v1/maintenance-plan/?format=csv" in page
     assert "copies ~2,000 rows, 5.0 MiB" in page and "1,200 rows in the catch-all" in page
+
+
+def test_the_plan_page_shows_a_non_ascii_statement_after_set_names(client, viewer):
+    """Copied from the page into a client of any character set, the block reads the
+    names as utf8mb4; an ASCII statement needs no such line and gets none."""
+    db = builders.server("db1")
+    drop = "ALTER TABLE `shop`.`café` DROP PARTITION `été`"
+    table(db, "café", finding("retention", fix=fix(drop, "destroys")))
+    table(db, "plain", finding("staleness"))
+    client.force_login(viewer)
+    page = client.get("/plan/").content.decode()
+    assert f"<code>SET NAMES utf8mb4;\n{drop};" in page
+    assert "<code>ALTER TABLE `shop`.`staleness` ANALYZE PARTITION ALL;" in page
+    assert page.count("SET NAMES utf8mb4;") == 1
