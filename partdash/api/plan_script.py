@@ -1,8 +1,10 @@
 """One server's maintenance plan as a SQL script a DBA reviews, then runs with
-`mariadb < plan.sql` (or `mysql`): a header of `--` comments saying what it is, when and
-from which poll it was made and what its statements cost, then each item in urgency
-order (a comment block, then its statement and `;`), then the ANALYZE of the tables the
-statements rewrote. Advice-only items and stale ones are comments only.
+`mariadb < plan.sql` (or `mysql`): the client's `charset utf8mb4` and `SET NAMES
+utf8mb4` (whatever character set the client was started with), a header of `--`
+comments saying what it is, when and from which poll it was made and what its
+statements cost, then each item in urgency order (a comment block, then its statement
+and `;`), then the ANALYZE of the tables the statements rewrote. Advice-only items and
+stale ones are comments only.
 
 Every comment line passes through `comment`: text that came from the monitored server
 (names, messages) cannot end the comment and start a statement. The statements are the
@@ -10,31 +12,39 @@ stored fixes, which partdash built without copying the server's text into them
 (`partdash.health.fix_values`), copied as is.
 """
 
-import unicodedata
 from collections import Counter
 from collections.abc import Iterable
 from datetime import datetime
 
 from partdash.health.fixes import safety_words
+from partdash.lib.quoting import visible
 from partdash.lib.times import iso
 from partdash.metrics.plan import PlanItem, ServerPlan
 
 SAFETY_ORDER = ("instant", "copies", "blocks", "destroys")
 
 
+# The script's first lines, before any text from the server: the client's own `charset`
+# command makes the client read every following byte as utf8mb4 (it also sets the
+# session's), so no name can close its quotes early under a client started with
+# --default-character-set=sjis, cp932, gbk... (measured with mariadb 10.11: without it,
+# a partition name ending in U+5F0C ran the `CREATE TABLE` that followed it). SET NAMES
+# says the same to the server for clients without that command. Both are ASCII, which
+# every client character set reads alike.
+CHARSET_PREFIX = ("charset utf8mb4", "SET NAMES utf8mb4;")
+
+
 def comment(text: str) -> str:
-    """One `-- ` line: every line break and control character (Unicode's Cc, Zl, Zp,
-    which clients or editors may read as a line's end) becomes a space."""
-    clean = "".join(
-        " " if unicodedata.category(char) in ("Cc", "Zl", "Zp") else char for char in text
-    )
-    return f"-- {clean.rstrip()}"  # the space stays: `--` must be followed by one
+    """One `-- ` line: every line break, control and format character (Unicode's Cc, Cf,
+    Zl, Zp: what clients or editors may read as a line's end, and the bidi controls that
+    make an editor show a line otherwise than it reads) is written as `<U+202E>`."""
+    return f"-- {visible(text).rstrip()}"  # the space stays: `--` must be followed by one
 
 
 def script(plan: ServerPlan, generated_at: datetime) -> str:
     """The whole script, lines ending in `\\n`."""
     items = plan["items"]
-    lines = _header(plan, generated_at)
+    lines = [*CHARSET_PREFIX, *_header(plan, generated_at)]
     for number, item in enumerate(items, 1):
         lines += ["", *_item_lines(number, item)]
     lines += _analyze_lines(items)

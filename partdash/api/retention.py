@@ -11,8 +11,9 @@ from partdash.servers.models import Server
 class RetentionPolicySerializer(serializers.ModelSerializer):
     pattern = serializers.CharField(
         max_length=200,
-        help_text="schema.table, with * ? [..] wildcards, case-insensitive (shop.events_*, "
-        "*.audit); the most specific matching policy wins",
+        help_text="schema.table, with * ? [..] wildcards (shop.events_*, *.audit): the "
+        "schema part matches the schema, the table part the table, case-sensitively where "
+        "the server's lower_case_table_names is 0; the most specific matching policy wins",
     )
     keep_days = serializers.IntegerField(
         min_value=1, allow_null=True, required=False, default=None, help_text="time RANGE tables"

@@ -20,5 +20,9 @@ def plan(request: HttpRequest) -> HttpResponse:
             item["safety_words"] = safety_words(  # type: ignore[typeddict-unknown-key]
                 item["safety"], item["rows"], item["bytes"]
             )
+            # A statement naming non-ASCII names is shown after SET NAMES utf8mb4, in the
+            # block a DBA copies: in a session of another character set the server would
+            # read those names as other characters (docs/maintenance-plan.md).
+            item["set_names"] = not (item["sql"] or "").isascii()  # type: ignore[typeddict-unknown-key]
     due = sum(len(server["items"]) for server in built["servers"])
     return render(request, "dashboard/plan.html", {"plan": built, "due": due})

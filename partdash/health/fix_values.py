@@ -12,7 +12,10 @@ by partdash; what does not parse raises `Unsafe`, and the fix is advice without 
   any client character set. Anything else (hex, an expression, `;`) is refused.
 - Names (schemas, tables, partitions, columns): back-quoted by `lib.quoting`, refused
   where the server would refuse them (NUL, characters beyond the BMP, a trailing space,
-  over 64 characters) or a client could misread them (control characters).
+  over 64 characters) or a client could misread them: control and format characters
+  (bidi overrides that make an editor show other text than runs), and bytes that a
+  multi-byte client character set (sjis, cp932, gbk, big5, gb18030) reads together with
+  the closing backtick, which would end the name early and run the rest as SQL.
 - Partitioning expressions: columns (re-quoted), integers, `+ - * / % MOD DIV`,
   parentheses, commas, and the functions MySQL allows in a partitioning expression.
 """
@@ -20,7 +23,7 @@ by partdash; what does not parse raises `Unsafe`, and the fix is advice without 
 import re
 from typing import cast
 
-from partdash.lib.quoting import identifier
+from partdash.lib.quoting import identifier, invisible, misreading_charset, visible
 
 MAX_NAME_LENGTH = 64
 # Functions MySQL and MariaDB allow in partitioning expressions (the manual's list, less
@@ -148,7 +151,26 @@ def name_problem(name: str) -> str | None:
         return f"the name {name!r} holds control characters"
     if any(ord(char) > 0xFFFF for char in name):
         return f"the name {name!r} holds characters the server refuses in names"
-    return None
+    if any(invisible(char) for char in name):
+        return (
+            f"the name {visible(name)!r} holds invisible characters (bidi controls or other "
+            "format characters) that make a statement show otherwise than it runs"
+        )
+    return charset_problem(identifier(name))
+
+
+def charset_problem(sql: str) -> str | None:
+    """Why a statement is unsafe in some client character set, or None: one of its
+    names, read in sjis, cp932, gbk, big5 or gb18030, swallows its own closing quote
+    (`lib.quoting.misreading_charset`), and what follows would run as SQL."""
+    charset = misreading_charset(sql)
+    if charset is None:
+        return None
+    return (
+        f"a name in it, read by a client whose character set is {charset}, would swallow "
+        "its closing quote and run what follows as SQL; partdash writes no statement a "
+        "client could read so"
+    )
 
 
 def name_sql(name: str) -> str:

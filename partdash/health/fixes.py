@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from partdash.health.bounds import is_catchall, parse_expression
 from partdash.health.compression import Compression
-from partdash.health.fix_values import Unsafe, name_sql, table_problem
+from partdash.health.fix_values import Unsafe, charset_problem, name_sql, table_problem
 from partdash.health.partitions import (
     LIST_METHODS,
     PartitionState,
@@ -47,7 +47,7 @@ from partdash.health.runway_fix import (
     runway_plan,
 )
 from partdash.health.skew_fix import skew_plan
-from partdash.lib.quoting import identifier
+from partdash.lib.quoting import identifier, invisible
 
 if TYPE_CHECKING:
     from partdash.health.shapes import FixShape
@@ -534,14 +534,29 @@ def working_set_fix(working: WorkingSet) -> Fix:
     )
 
 
+def statement_problem(sql: str) -> str | None:
+    """Why a stored statement may not be shown as one to run, or None: it holds an
+    invisible character, or a client character set would read it otherwise (a fix
+    stored before partdash checked names so, or drift DDL of a member's names)."""
+    if any(invisible(char) for char in sql.replace("\n", " ")):  # lines: runway's
+        return "it holds invisible characters (bidi controls or other format characters)"
+    return charset_problem(sql)
+
+
 def stored_fix(fix: Mapping[str, Any] | None) -> "FixShape | None":
     """A fix as stored (a finding's or an alert's JSON) in the contract's shape. One
     stored before fixes had a safety class was written by a partdash that copied what the
     server sent into its statement: its `sql` is withheld until the table's next analysis
-    (at most a day later) writes it again."""
+    (at most a day later) writes it again. A statement that `statement_problem` refuses
+    is withheld too, with the reason: every reader (pages, API, emails, the plan) reads
+    fixes through here."""
     if fix is None:
         return None
     advice, sql = fix.get("advice") or "", fix.get("sql")
+    problem = sql and statement_problem(sql)
+    if problem:
+        advice = f"{advice} (partdash withholds its statement: {problem}.)".lstrip()
+        return {"advice": advice, "sql": None, "safety": None, "rows": None, "bytes": None}
     if "safety" in fix:
         rows, size = fix.get("rows"), fix.get("bytes")
         return {"advice": advice, "sql": sql, "safety": fix["safety"], "rows": rows, "bytes": size}

@@ -1,9 +1,11 @@
 """Retention policies: which partitions of a RANGE table are past the policy that
 matches it, so a DBA sees what the drop job should have dropped (partdash drops nothing).
 
-A policy names tables by a `schema.table` glob (`shop.events_*`, `*.audit`, compared
-case-insensitively) and keeps either days (`keep_days`, time ranges) or partitions
-(`keep_partitions`, any RANGE table). Where several match a table the most specific
+A policy names tables by a `schema.table` glob (`shop.events_*`, `*.audit`): the part
+before the dot matched against the schema, the part after against the table, each
+case-sensitively where the server's lower_case_table_names is 0 (`matches`), and keeps
+either days (`keep_days`, time ranges) or partitions (`keep_partitions`, any RANGE
+table). Where several match a table the most specific
 wins: one scoped to the table's server before a fleet-wide one, then the pattern with
 the fewest wildcards, then the longest literal text, then the lowest id.
 
@@ -53,13 +55,27 @@ class Policy:
         return f"keep {self.keep_partitions} partitions"
 
 
-def matches(pattern: str, schema: str, table: str) -> bool:
-    """Whether `schema.table` matches the glob, case-insensitively (a pattern without a
-    dot names a table in any schema)."""
-    glob = pattern.strip().lower()
-    if "." not in glob:
-        glob = f"*.{glob}"
-    return fnmatchcase(f"{schema}.{table}".lower(), glob)
+def matches(pattern: str, schema: str, table: str, case_sensitive: bool = True) -> bool:
+    """Whether the table matches the pattern: its part before the dot against the schema,
+    its part after against the table, each alone (a pattern without a dot names a table
+    in any schema). Matching the dotted `schema.table` whole let `s.*` match schema
+    `s.keep`, and a `*` in the table part reach across the dot. Case-sensitively where
+    the server compares names so (lower_case_table_names=0: `Events` and `events` are
+    two tables), else on lower-cased names."""
+    schema_glob, dot, table_glob = pattern.strip().partition(".")
+    if not dot:
+        schema_glob, table_glob = "*", schema_glob
+    if not case_sensitive:
+        schema_glob, table_glob = schema_glob.lower(), table_glob.lower()
+        schema, table = schema.lower(), table.lower()
+    return fnmatchcase(schema, schema_glob) and fnmatchcase(table, table_glob)
+
+
+def names_case_sensitive(lower_case_table_names: str | None) -> bool:
+    """Whether the server tells schema and table names apart by case: its
+    lower_case_table_names is 0 (1 stores them lower-cased, 2 compares them so). Unknown
+    counts as case-sensitive: a policy then matches fewer tables, never a second one."""
+    return str(lower_case_table_names or "0").strip() == "0"
 
 
 def specificity(policy: Policy) -> tuple[bool, int, int, int]:
@@ -69,9 +85,11 @@ def specificity(policy: Policy) -> tuple[bool, int, int, int]:
     return policy.server_scoped, -wildcards, literal, -policy.id
 
 
-def matching_policy(policies: Iterable[Policy], schema: str, table: str) -> Policy | None:
+def matching_policy(
+    policies: Iterable[Policy], schema: str, table: str, case_sensitive: bool = True
+) -> Policy | None:
     """The most specific policy matching the table, or None."""
-    found = [p for p in policies if matches(p.pattern, schema, table)]
+    found = [p for p in policies if matches(p.pattern, schema, table, case_sensitive)]
     return max(found, key=specificity, default=None)
 
 

@@ -55,7 +55,13 @@ from partdash.health.pressure import (
     working_set,
     written_against_pool,
 )
-from partdash.health.retention import Policy, Retention, matching_policy, table_retention
+from partdash.health.retention import (
+    Policy,
+    Retention,
+    matching_policy,
+    names_case_sensitive,
+    table_retention,
+)
 from partdash.health.runway import table_runway
 from partdash.health.shapes import (
     ActivitySignal,
@@ -595,13 +601,18 @@ def _analyse(
     seconds = window().total_seconds()
     buffer_pool = variables.get("innodb_buffer_pool_size")
     table_ids = [t.pk for t in tables]
+    case_sensitive = names_case_sensitive(variables.get("lower_case_table_names"))
     by_table = stored and stored.partitions_of(table_ids) or _partitions_of(table_ids)
     for table in tables:
         members = by_table[table.pk]
         states = [state for state, _ in members]
         recents = [text for _, text in members]
         windows = stored.windows.setdefault(table.pk, {}) if stored else None
-        policy = matching_policy(policies, table.schema, table.name) if policies else None
+        policy = (
+            matching_policy(policies, table.schema, table.name, case_sensitive)
+            if policies
+            else None
+        )
         health = table_health(
             table, states, recents, now, page_size, buffer_pool, windows, *signals, policy, hold
         )

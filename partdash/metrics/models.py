@@ -337,8 +337,9 @@ class RetentionPolicy(models.Model):
 
     pattern = models.CharField(
         max_length=200,
-        help_text="schema.table, with * ? [..] wildcards, matched case-insensitively "
-        "(shop.events_*, *.audit).",
+        help_text="schema.table, with * ? [..] wildcards (shop.events_*, *.audit): the "
+        "schema part matches the schema, the table part the table; case-sensitive where "
+        "the server's lower_case_table_names is 0.",
     )
     keep_days = models.PositiveIntegerField(
         null=True, blank=True, help_text="Keep this many days (time RANGE tables)."

@@ -41,7 +41,9 @@ def make_due(scopes: list[tuple[str, int | None]]) -> int:
         if server_id is not None:
             tables = tables.filter(server_id=server_id)
         rows = tables.values_list("id", "schema", "name")
-        due.update(pk for pk, schema, name in rows if matches(pattern, schema, name))
+        # Case-insensitively on every server: a few tables more analysed again, never
+        # one that the policy now matches left out.
+        due.update(pk for pk, schema, name in rows if matches(pattern, schema, name, False))
     ids = sorted(due)
     for start in range(0, len(ids), _IN_LIST):
         chunk = ids[start : start + _IN_LIST]

@@ -195,7 +195,7 @@ def test_hostile_names_are_escaped_in_html_and_cannot_break_a_line():
     Alert.objects.filter(pk=alert.pk).update(
         fix={
             "advice": 'Rebuild x"\nFIRING fake.',
-            "sql": "ALTER TABLE `t\u202e`\nFIRING x",
+            "sql": "ALTER TABLE `t`\nFIRING x",
             "safety": "instant",
         }
     )
@@ -208,7 +208,7 @@ def test_hostile_names_are_escaped_in_html_and_cannot_break_a_line():
         'FIRING skew <script>alert(1)</script>.x"\\nFIRING fake\\u202e value 3 threshold 14'
     ]
     assert '  Fix: Rebuild x"\n       FIRING fake.\n' in sent.body
-    assert "    ALTER TABLE `t\\u202e`\n    FIRING x\n" in sent.body
+    assert "    ALTER TABLE `t`\n    FIRING x\n" in sent.body
     assert "\u202e" not in sent.body and "\u202e" not in sent.subject
     html = html_of(sent)
     assert "<script>" not in html and "<b>p0</b>" not in html and "<img" not in html

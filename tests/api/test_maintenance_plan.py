@@ -5,6 +5,7 @@ JSON, CSV and one server's SQL script; stale items marked; viewers read it."""
 import codecs
 import csv
 import io
+import unicodedata
 from datetime import timedelta
 
 import pytest
@@ -243,7 +244,11 @@ def test_the_script_lists_the_statements_in_urgency_order_then_the_analyze(viewe
     db1, _ = fleet
     text, _ = script(viewer_api, db1)
     statements = [line for line in text.splitlines() if line and not line.startswith("--")]
-    assert statements[0] == "ALTER TABLE `shop`.`runway` ANALYZE PARTITION ALL;"
+    # First, before any name: the client reads what follows as utf8mb4, whatever its own
+    # character set (tests/api/test_plan_script_charsets.py runs it under sjis).
+    assert statements[:2] == ["charset utf8mb4", "SET NAMES utf8mb4;"]
+    assert text.startswith("charset utf8mb4\nSET NAMES utf8mb4;\n-- partdash maintenance")
+    assert statements[2] == "ALTER TABLE `shop`.`runway` ANALYZE PARTITION ALL;"
     assert "ALTER TABLE `shop`.`holey` REBUILD PARTITION `p0`;" in statements
     assert statements[-1] == "ALTER TABLE `shop`.`holey` ANALYZE PARTITION ALL;"
     assert "-- Safety: copies ~2,000 rows, 5.0 MiB" in text
@@ -256,10 +261,24 @@ def test_a_newline_in_a_message_cannot_start_a_line_outside_a_comment(viewer_api
     table(db, "bad\nDROP DATABASE x;", finding("hotspot", message=hostile, fix=fix(None)))
     table(db, "ok", finding("staleness", message=hostile))
     text, _ = script(viewer_api, db)
-    for line in text.splitlines():
+    for line in text.splitlines()[2:]:
         assert line == "" or line.startswith("-- ") or line.startswith("ALTER TABLE `shop`."), line
     assert "DROP DATABASE shop;" in text  # as words inside a comment, on its line
-    assert comment("a\nb\u2029c\x00") == "-- a b c"
+    assert comment("a\nb\u2029c\x00") == "-- a<U+000A>b<U+2029>c<U+0000>"
+
+
+def test_bidi_controls_in_names_and_messages_are_written_out_in_comments(viewer_api):
+    """U+202E (right-to-left override) and its kin would make an editor show a comment
+    line, or the statement after it, otherwise than the client reads it."""
+    db = builders.server("db1")
+    name = "evt\u202e;1 ELBAT PORD\u2066x\u2069\u200b"
+    message = f"skew on {name}\u061c\ufeff"
+    table(db, name, finding("hotspot", message=message, fix=fix(None)))
+    text, _ = script(viewer_api, db)
+    assert "evt<U+202E>;1 ELBAT PORD<U+2066>x<U+2069><U+200B>" in text
+    assert "<U+061C><U+FEFF>" in text
+    assert not any(unicodedata.category(char) in ("Cf", "Zl", "Zp") for char in text)
+    assert all(char == "\n" or unicodedata.category(char) != "Cc" for char in text)
 
 
 def test_a_stale_item_is_in_the_script_as_comments_only(viewer_api):
@@ -280,3 +299,17 @@ def test_the_plan_page_lists_each_servers_items_with_its_script(client, viewer, 
     assert f"/api/v1/servers/{db1.pk}/maintenance-plan.sql" in page
     assert "/api/v1/maintenance-plan/?format=csv" in page
     assert "copies ~2,000 rows, 5.0 MiB" in page and "1,200 rows in the catch-all" in page
+
+
+def test_the_plan_page_shows_a_non_ascii_statement_after_set_names(client, viewer):
+    """Copied from the page into a client of any character set, the block reads the
+    names as utf8mb4; an ASCII statement needs no such line and gets none."""
+    db = builders.server("db1")
+    drop = "ALTER TABLE `shop`.`café` DROP PARTITION `été`"
+    table(db, "café", finding("retention", fix=fix(drop, "destroys")))
+    table(db, "plain", finding("staleness"))
+    client.force_login(viewer)
+    page = client.get("/plan/").content.decode()
+    assert f"<code>SET NAMES utf8mb4;\n{drop};" in page
+    assert "<code>ALTER TABLE `shop`.`staleness` ANALYZE PARTITION ALL;" in page
+    assert page.count("SET NAMES utf8mb4;") == 1

@@ -12,8 +12,15 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from partdash.health.compression import Compression
-from partdash.health.fix_values import Unsafe, bound_values, expression_sql
-from partdash.health.fixes import Fix, TableFacts, limit_fix, table_fix, working_set_fix
+from partdash.health.fix_values import Unsafe, bound_values, expression_sql, name_problem
+from partdash.health.fixes import (
+    Fix,
+    TableFacts,
+    limit_fix,
+    stored_fix,
+    table_fix,
+    working_set_fix,
+)
 from partdash.health.partitions import PartitionState
 from partdash.health.pressure import limit_pressure, written_against_pool
 from partdash.health.runway import table_runway
@@ -235,12 +242,12 @@ def test_the_proxys_grant_and_drop_database_never_reach_a_statement():
 
 
 def test_odd_but_legal_names_and_strings_are_written_not_refused():
-    names = ["p`1", "p;2 -- x", "p#3 /* y */", "día 表"]
+    names = ["p`1", "p;2 -- x", "p#3 /* y */", "表 día"]
     rest = ",'O''Brien; DROP DATABASE shop; -- #'"
     facts = columns_table(rest, "MAXVALUE,MAXVALUE", names, "sh`op;", "or`ders\\")
     fix = checked("runway", facts)
     assert "'O''Brien; DROP DATABASE shop; -- #'" in fix.sql
-    assert "PARTITION `día 表` VALUES LESS THAN (MAXVALUE,MAXVALUE)" in fix.sql
+    assert "PARTITION `表 día` VALUES LESS THAN (MAXVALUE,MAXVALUE)" in fix.sql
 
 
 def test_server_fixes_are_one_set_global():
@@ -275,3 +282,31 @@ def test_names_the_server_would_refuse_get_no_statement():
         facts = columns_table(",0", "MAXVALUE,MAXVALUE", ["p1", "p2", "p3", bad], "s", "t")
         assert table_fix("runway", facts, 28).sql is None, repr(bad)
         assert table_fix("staleness", replace(facts, stale=[bad]), 28).sql is None, repr(bad)
+
+
+def test_names_a_cjk_client_charset_reads_across_their_quote_get_no_statement():
+    """U+5F0C ends in 8C, which sjis, cp932 and gbk read with the backtick after it;
+    U+8868 (表) ends in A8, which gbk and big5 read so. Both closed the name early."""
+    for name, charset in (("\u5f0c", "sjis"), ("表", "gbk"), ("día 表", "gbk")):
+        problem = name_problem(name)
+        assert problem is not None and charset in problem, name
+    for name in ("表 día", "café", "été", "日本語テーブル_1"):
+        assert name_problem(name) is None, name
+
+
+def test_names_with_bidi_or_format_characters_get_no_statement():
+    for name in ("p\u202e1", "evt\u2066x\u2069", "zero\u200bwidth", "bom\ufeff", "a\u2028b"):
+        problem = name_problem(name)
+        assert problem is not None and "invisible" in problem, name
+
+
+def test_a_stored_statement_a_client_would_misread_is_withheld():
+    for sql in (
+        "ALTER TABLE `s`.`t` DROP PARTITION `\u5f0c``;DROP DATABASE s;#`",
+        "ALTER TABLE `s`.`t\u202e` ANALYZE PARTITION ALL",
+    ):
+        stored = stored_fix({"advice": "Drop.", "sql": sql, "safety": "destroys"})
+        assert stored is not None and stored["sql"] is None and stored["safety"] is None
+        assert stored["advice"].startswith("Drop. (partdash withholds its statement: ")
+    kept = "ALTER TABLE `s`.`caf\u00e9` ANALYZE PARTITION ALL"
+    assert stored_fix({"advice": "", "sql": kept, "safety": "instant"})["sql"] == kept

@@ -163,8 +163,10 @@ def id_steps(today: date) -> tuple[str, list[str]]:
 
 
 # Each runway table is renamed to this after it is built: the fix must quote it.
-ODD = "día `t` 表"
-ODD_QUOTED = "`día ``t`` 表`"
+# Non-ASCII, but none of it read across a quote by a CJK client charset (a name ending
+# in 表 would be: gbk reads its last byte with the closing backtick; see fix_values).
+ODD = "表 `t` día"
+ODD_QUOTED = "`表 ``t`` día`"
 
 RUNWAY_TABLES = {
     "daily TO_DAYS, rows in the catch-all": (daily_to_days, "pmax", ["p{:%Y%m%d}"]),

@@ -8,7 +8,13 @@ import pytest
 
 from partdash.health.findings import retention_finding, with_fix
 from partdash.health.fixes import TableFacts
-from partdash.health.retention import Policy, matches, matching_policy, table_retention
+from partdash.health.retention import (
+    Policy,
+    matches,
+    matching_policy,
+    names_case_sensitive,
+    table_retention,
+)
 from tests.health.builders import NOW, MiB, monthly, ranged, table
 
 DAYS_90 = Policy(1, "shop.events", keep_days=90)
@@ -179,16 +185,36 @@ def test_names_with_backquotes_are_quoted():
     ("pattern", "schema", "name", "expected"),
     [
         ("shop.events_*", "shop", "events_2026", True),
-        ("shop.events_*", "Shop", "EVENTS_x", True),
         ("shop.events_*", "shop2", "events_x", False),
         ("*.audit", "any", "audit", True),
         ("audit", "any", "audit", True),
         ("*.audit", "any", "audit_log", False),
         ("s?op.[eo]*", "shop", "orders", True),
+        # Schema and table are matched each alone, never as the dotted `schema.table`.
+        ("s.*", "s.keep", "events", False),
+        ("s.*", "s", "keep.events", True),
+        ("s*.events", "s.keep", "events", True),
+        ("s.keep*", "s", "keep", True),
+        ("s.keep*", "s.keep", "x", False),
+        ("*", "s.keep", "x", True),
     ],
 )
-def test_patterns_are_case_insensitive_schema_table_globs(pattern, schema, name, expected):
+def test_patterns_match_the_schema_and_the_table_each_alone(pattern, schema, name, expected):
     assert matches(pattern, schema, name) is expected
+    assert matches(pattern, schema, name, case_sensitive=False) is expected
+
+
+@pytest.mark.parametrize(
+    ("pattern", "schema", "name"),
+    [("s.events", "s", "Events"), ("shop.events_*", "Shop", "events_x"), ("S.*", "s", "t")],
+)
+def test_patterns_tell_case_apart_where_the_server_does(pattern, schema, name):
+    assert matches(pattern, schema, name) is False  # lower_case_table_names=0
+    assert matches(pattern, schema, name, case_sensitive=False) is True
+
+
+def test_only_lower_case_table_names_0_and_unknown_tell_case_apart():
+    assert [names_case_sensitive(v) for v in ("0", None, "1", "2")] == [True, True, False, False]
 
 
 def test_the_most_specific_policy_wins():
