@@ -252,16 +252,16 @@ def test_odd_names_are_quoted_and_kept():
     parts = table(
         [f"día `{d:%Y%m%d}` ç" for d in days],
         [to_days(d + timedelta(1)) for d in days],
-        catchall="max `all` ✓",
+        catchall="max ✓ `all`",
     )
-    plan = runway_plan("sch`ema", "tab le 表", "RANGE", "to_days(`d`)", parts, HORIZON)
+    plan = runway_plan("sch`ema", "tab 表 le", "RANGE", "to_days(`d`)", parts, HORIZON)
 
     assert plan.sql.startswith(
-        "ALTER TABLE `sch``ema`.`tab le 表` REORGANIZE PARTITION `max ``all`` ✓` INTO ("
+        "ALTER TABLE `sch``ema`.`tab 表 le` REORGANIZE PARTITION `max ✓ ``all``` INTO ("
     )
     added = new_partitions(plan.sql)
     assert added[0][0] == f"día `{TODAY:%Y%m%d}` ç"
-    assert added[-1] == ("max `all` ✓", "MAXVALUE")
+    assert added[-1] == ("max ✓ `all`", "MAXVALUE")
     assert "PARTITION `día ``" in plan.sql
 
 
