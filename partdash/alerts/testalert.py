@@ -129,6 +129,8 @@ def run_limited(user_id: int, sends: list[Callable[[], T]]) -> list[T | BaseExce
     """Run `sends` side by side in threads of their own, in one of `user_id`'s slots,
     waiting for them up to the deadline; the slot is given back when the last one ends,
     which may be after this returns."""
+    if not sends:
+        return []
     limit = test_alert_limit()
     claimed = claim(limit, user_id, weight=len(sends))
     pool = ThreadPoolExecutor(max_workers=len(sends), thread_name_prefix="test-alert")
