@@ -25,7 +25,7 @@ from partdash.alerts.testalert import (
     MAX_CHANNELS_PER_TEST,
     TestAlertLate,
     TooMany,
-    test_channels_as,
+    send_channel_tests_as,
 )
 from partdash.lib.shown import shown
 
@@ -227,7 +227,7 @@ class ChannelAdmin(admin.ModelAdmin):
             )
             return
         try:
-            outcomes = test_channels_as(request.user, chosen)
+            outcomes = send_channel_tests_as(request.user, chosen)
         except TooMany as limited:
             self.message_user(request, f"No test alert sent: {limited}", messages.ERROR)
             return

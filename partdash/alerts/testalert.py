@@ -26,7 +26,7 @@ from partdash.alerts.models import AlertRule, Channel
 from partdash.alerts.overrides import recipient_list
 from partdash.lib.user_limits import TooMany, UserLimit, claim, release
 
-__all__ = ["TooMany", "send_test_alert", "send_test_alert_as", "test_channels_as"]
+__all__ = ["TooMany", "send_test_alert", "send_test_alert_as", "send_channel_tests_as"]
 T = TypeVar("T")
 
 EMAIL = "email"
@@ -47,7 +47,7 @@ class TestAlertLate(Exception):
     channel's or SMTP's own timeout) and may still arrive."""
 
 
-def test_alert_limit() -> UserLimit:
+def sending_limit() -> UserLimit:
     """Test alerts' limits, read from settings at each test."""
     # A send outlives the wait: a channel's process is killed at its timeout plus 15 s of
     # start-up (`channels.run_sender`), an email after a few SMTP steps of EMAIL_TIMEOUT.
@@ -72,7 +72,7 @@ def email_recipients() -> list[str]:
     return sorted({address.strip().lower() for address in addresses if address.strip()})
 
 
-def test_send(channel: str | None, requested_by: str, timeout: float | None = None):
+def prepared_send(channel: str | None, requested_by: str, timeout: float | None = None):
     """The send of a test alert through `channel` (None, "" or `email`: email to
     `email_recipients()`; else a channel's name), to call later: it returns who it went
     to. Refused here (`TestAlertRefused`) when there is nobody to send to."""
@@ -102,21 +102,23 @@ def send_test_alert(channel: str | None = None, requested_by: str = "") -> list[
     """Send the test alert through `channel` now, with no limit (`manage.py
     sendtestalert`); returns who it went to. SMTP failures are raised as they come, a
     channel's as `channels.ChannelRefused`."""
-    return test_send(channel, requested_by)()
+    return prepared_send(channel, requested_by)()
 
 
 def send_test_alert_as(user, channel: str | None = None) -> list[str]:
     """`send_test_alert` for `user` in a web request: refused past the user's limits
     (`TooMany`), `TestAlertLate` past the deadline."""
-    deadline = test_alert_limit().deadline
-    send = test_send(channel, user.get_username(), timeout=min(settings.EMAIL_TIMEOUT, deadline))
+    deadline = sending_limit().deadline
+    send = prepared_send(
+        channel, user.get_username(), timeout=min(settings.EMAIL_TIMEOUT, deadline)
+    )
     (outcome,) = run_limited(user.pk, [send])
     if isinstance(outcome, BaseException):
         raise outcome
     return outcome
 
 
-def test_channels_as(user, chosen: list[Channel]) -> list[str | BaseException]:
+def send_channel_tests_as(user, chosen: list[Channel]) -> list[str | BaseException]:
     """Test messages through `chosen` channels for `user` in a web request, side by side:
     each the service's name, or the exception it failed with (`ChannelRefused`,
     `TestAlertLate`). `TooMany` past the user's limits (each channel counts in the
@@ -131,7 +133,7 @@ def run_limited(user_id: int, sends: list[Callable[[], T]]) -> list[T | BaseExce
     which may be after this returns."""
     if not sends:
         return []
-    limit = test_alert_limit()
+    limit = sending_limit()
     claimed = claim(limit, user_id, weight=len(sends))
     pool = ThreadPoolExecutor(max_workers=len(sends), thread_name_prefix="test-alert")
     futures = [pool.submit(_in_thread, send) for send in sends]

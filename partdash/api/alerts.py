@@ -30,8 +30,8 @@ from partdash.alerts.testalert import (
     TestAlertLate,
     TestAlertRefused,
     TooMany,
+    send_channel_tests_as,
     send_test_alert_as,
-    test_channels_as,
 )
 from partdash.api.export import WITH_CSV
 from partdash.api.views import FIX
@@ -602,7 +602,7 @@ class ChannelViewSet(viewsets.ModelViewSet):
         answer (never the URL) when it failed; 504 past PARTDASH_TEST_ALERT_SECONDS."""
         channel = self.get_object()
         try:
-            (outcome,) = test_channels_as(request.user, [channel])
+            (outcome,) = send_channel_tests_as(request.user, [channel])
         except TooMany as limited:
             return too_many(limited)
         if isinstance(outcome, TestAlertLate):
