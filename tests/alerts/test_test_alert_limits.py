@@ -14,7 +14,6 @@ from partdash.alerts.models import AlertRule, Channel
 from partdash.alerts.testalert import sending_limit
 from partdash.lib.shared_redis import redis_client
 from partdash.lib.user_limits import user_slot
-from tests.alerts.receiver import Receiver
 from tests.conftest import token_client, user_in, wait_until
 
 pytestmark = pytest.mark.django_db
@@ -32,13 +31,6 @@ def limits(settings):
     settings.PARTDASH_TEST_ALERT_PER_USER = 1
     settings.PARTDASH_TEST_ALERT_PER_MINUTE = 3
     return settings
-
-
-@pytest.fixture
-def receiver(tmp_path):
-    box = Receiver(tmp_path).start()
-    yield box
-    box.stop()
 
 
 @pytest.fixture
