@@ -401,6 +401,14 @@ PARTDASH_MAX_BYTES_PER_SOURCE = env.int("PARTDASH_MAX_BYTES_PER_SOURCE", default
 PARTDASH_TEST_CONNECTION_SECONDS = env.float("PARTDASH_TEST_CONNECTION_SECONDS", default=20.0)
 PARTDASH_TEST_CONNECTION_PER_USER = env.int("PARTDASH_TEST_CONNECTION_PER_USER", default=2)
 PARTDASH_TEST_CONNECTION_PER_MINUTE = env.int("PARTDASH_TEST_CONNECTION_PER_MINUTE", default=10)
+# Test alerts sent from a web request (the alerts page, the API, the admin's channel action):
+# the web thread waits at most PARTDASH_TEST_ALERT_SECONDS for the answer (a channel's
+# sender starts in 0.35 s and sends in well under a second to a service that answers); each
+# user sends at most PARTDASH_TEST_ALERT_PER_USER at once and PARTDASH_TEST_ALERT_PER_MINUTE
+# a minute (10 unlimited tests to a slow webhook held all 8 web threads for 31 s).
+PARTDASH_TEST_ALERT_SECONDS = env.float("PARTDASH_TEST_ALERT_SECONDS", default=10.0)
+PARTDASH_TEST_ALERT_PER_USER = env.int("PARTDASH_TEST_ALERT_PER_USER", default=2)
+PARTDASH_TEST_ALERT_PER_MINUTE = env.int("PARTDASH_TEST_ALERT_PER_MINUTE", default=10)
 PARTDASH_STATEMENT_TIMEOUT = env.int("PARTDASH_STATEMENT_TIMEOUT", default=20)
 PARTDASH_LOCK_WAIT_TIMEOUT = env.int("PARTDASH_LOCK_WAIT_TIMEOUT", default=3)
 # Addresses partdash may connect to (partdash.lib.addresses): CIDR lists or `loopback`,

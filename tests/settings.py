@@ -35,6 +35,9 @@ PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
 # one test to the next); tests/servers/test_test_connection_limits.py sets the limits.
 PARTDASH_TEST_CONNECTION_PER_USER = 1000
 PARTDASH_TEST_CONNECTION_PER_MINUTE = 100000
+# Likewise test alerts (tests/alerts/test_test_alert_limits.py sets the limits).
+PARTDASH_TEST_ALERT_PER_USER = 1000
+PARTDASH_TEST_ALERT_PER_MINUTE = 100000
 # Tests reuse server ids within seconds of each other: no "Poll now" debounce, except
 # where a test turns it on (tests/api/test_poll_now.py).
 PARTDASH_POLL_NOW_DEBOUNCE_SECONDS = 0

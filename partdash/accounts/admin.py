@@ -1,6 +1,8 @@
 """API tokens in the admin: admins see and revoke everyone's; a new token's key is shown
 once, in the message after saving. Users: Django's list, with no filter on the password."""
 
+from axes.admin import AccessAttemptAdmin
+from axes.models import AccessAttempt
 from django.contrib import admin, messages
 from django.contrib.auth import admin as auth_admin
 from django.contrib.auth import get_user_model
@@ -48,3 +50,15 @@ admin.site.unregister(get_user_model())
 @admin.register(get_user_model())
 class UserAdmin(SecretLookupsRefused, auth_admin.UserAdmin):
     pass
+
+
+# django-axes' lockouts, less an action anyone who may see them could run: its clean-up
+# deletes, so it needs the delete permission (as Django's own "Delete selected" does).
+admin.site.unregister(AccessAttempt)
+
+
+@admin.register(AccessAttempt)
+class LockoutAdmin(AccessAttemptAdmin):
+    @admin.action(description="Clean up expired attempts", permissions=["delete"])
+    def cleanup_expired_attempts(self, request, queryset):
+        return super().cleanup_expired_attempts(request, queryset)

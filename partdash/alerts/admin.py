@@ -7,6 +7,7 @@ from django.contrib import admin, messages
 from django.utils import timezone
 from django.utils.html import format_html
 
+from partdash.accounts.permissions import SEND_TEST_ALERT, can
 from partdash.alerts import channels, windows
 from partdash.alerts.models import (
     Alert,
@@ -20,6 +21,12 @@ from partdash.alerts.models import (
 )
 from partdash.alerts.overrides import override_problems, recipient_list, recipient_problems
 from partdash.alerts.silences import active_silences, silence_problems
+from partdash.alerts.testalert import (
+    MAX_CHANNELS_PER_TEST,
+    TestAlertLate,
+    TooMany,
+    send_channel_tests_as,
+)
 from partdash.lib.shown import shown
 
 
@@ -165,11 +172,30 @@ class ChannelForm(forms.ModelForm):
 
 @admin.register(Channel)
 class ChannelAdmin(admin.ModelAdmin):
+    """Channels: the URL is entered, never shown; everyone who may see a channel sees its
+    scheme and host (`Channel.url_shown`), and nothing here decrypts the URL."""
+
     form = ChannelForm
-    list_display = ["name", "kind", "receives", "min_severity", "enabled", "last_failure"]
+    list_display = ["name", "kind", "address", "receives", "min_severity", "enabled"]
+    list_display += ["last_failure"]
     list_filter = ["kind", "enabled"]
     search_fields = ["name"]
+    readonly_fields = ["address"]
     actions = ["send_test"]
+
+    def get_fields(self, request, obj=None) -> list[str]:
+        """The URL's box only for who may change the channel: a read-only field would
+        show `Channel.url()`, the decrypted URL."""
+        fields = ["name", "address", "url", "rules", "min_severity", "enabled"]
+        if obj is None:
+            fields.remove("address")  # a new channel: nothing stored yet
+        elif not self.has_change_permission(request, obj):
+            fields.remove("url")
+        return fields
+
+    @admin.display(description="URL (scheme and host)")
+    def address(self, channel: Channel) -> str:
+        return channel.url_shown or "—"
 
     @admin.display(description="Rules")
     def receives(self, channel: Channel) -> str:
@@ -182,17 +208,45 @@ class ChannelAdmin(admin.ModelAdmin):
             return "—"
         return format_html('<span class="errornote">{}</span>', failed.last_error)
 
-    @admin.action(description="Send a test alert through the selected channels")
+    def has_send_test_permission(self, request) -> bool:
+        """Test alerts: whoever may edit the alert rules (operators, admins), as on the
+        alerts page and the API; not staff status or view permission alone."""
+        return can(request.user, SEND_TEST_ALERT)
+
+    @admin.action(
+        description="Send a test alert through the selected channels", permissions=["send_test"]
+    )
     def send_test(self, request, queryset) -> None:
-        for channel in queryset:
-            try:
-                service = channels.send_test(channel, request.user.get_username())
-            except channels.ChannelRefused as refused:
-                self.message_user(
-                    request, f"{channel.name}: test alert not sent: {refused}", messages.ERROR
-                )
-            else:
-                self.message_user(request, f"{channel.name}: test alert sent ({service})")
+        chosen = list(queryset.order_by("name")[: MAX_CHANNELS_PER_TEST + 1])
+        if len(chosen) > MAX_CHANNELS_PER_TEST:
+            self.message_user(
+                request,
+                f"Select at most {MAX_CHANNELS_PER_TEST} channels to test at a time "
+                f"({queryset.count()} selected).",
+                messages.ERROR,
+            )
+            return
+        try:
+            outcomes = send_channel_tests_as(request.user, chosen)
+        except TooMany as limited:
+            self.message_user(request, f"No test alert sent: {limited}", messages.ERROR)
+            return
+        for channel, outcome in zip(chosen, outcomes, strict=True):
+            self._say_tested(request, channel, outcome)
+
+    def _say_tested(self, request, channel: Channel, outcome: str | BaseException) -> None:
+        if isinstance(outcome, TestAlertLate):
+            self.message_user(
+                request, f"{channel.name}: test alert not confirmed: {outcome}", messages.WARNING
+            )
+        elif isinstance(outcome, channels.ChannelRefused):
+            self.message_user(
+                request, f"{channel.name}: test alert not sent: {outcome}", messages.ERROR
+            )
+        elif isinstance(outcome, BaseException):
+            raise outcome
+        else:
+            self.message_user(request, f"{channel.name}: test alert sent ({outcome})")
 
 
 class MaintenanceWindowForm(forms.ModelForm):

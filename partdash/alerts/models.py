@@ -197,6 +197,9 @@ class Channel(models.Model):
     name = models.CharField(max_length=100, unique=True)
     kind = models.CharField(max_length=20, choices=ChannelKind, editable=False)
     url_token = models.TextField(editable=False)  # Fernet (partdash.lib.secrets)
+    # What may be shown of the URL (its scheme and host, `partdash.lib.redacted`), kept
+    # when it is set so that showing a channel never decrypts its URL.
+    url_shown = models.CharField(max_length=300, blank=True, editable=False)
     rules = models.JSONField(default=list, blank=True)  # rule names; [] = every rule
     min_severity = models.CharField(max_length=10, choices=Severity, default=Severity.WARNING)
     enabled = models.BooleanField(default=True)
@@ -213,8 +216,10 @@ class Channel(models.Model):
 
     def set_url(self, url: str) -> None:
         from partdash.lib import secrets
+        from partdash.lib.redacted import scheme_and_host
 
         self.url_token = secrets.encrypt(url)
+        self.url_shown = scheme_and_host(url)
 
     def url(self) -> str:
         from partdash.lib import secrets

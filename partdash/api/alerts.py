@@ -27,7 +27,13 @@ from partdash.alerts.models import (
 )
 from partdash.alerts.overrides import override_problems, recipient_list, recipient_problems
 from partdash.alerts.silences import active_silences, silence_problems
-from partdash.alerts.testalert import TestAlertRefused, send_test_alert
+from partdash.alerts.testalert import (
+    TestAlertLate,
+    TestAlertRefused,
+    TooMany,
+    send_channel_tests_as,
+    send_test_alert_as,
+)
 from partdash.api.export import WITH_CSV
 from partdash.api.views import FIX
 from partdash.servers.models import Server, ServerGroup
@@ -294,15 +300,26 @@ class AlertViewSet(QueryFilteredMixin, viewsets.ReadOnlyModelViewSet):
     @action(detail=False, methods=["post"], url_path="test")
     def send_test(self, request) -> Response:
         """Operators: send a test alert now, one email to ALERT_EMAILS and every enabled
-        rule's recipients. 200 with `sent_to`; 400 when there is nobody to send to; 502
-        with the SMTP server's answer when it could not be sent."""
+        rule's recipients. 200 with `sent_to`; 400 when there is nobody to send to; 429
+        with `Retry-After` past the user's limits; 502 with the SMTP server's answer when
+        it could not be sent; 504 past PARTDASH_TEST_ALERT_SECONDS."""
         try:
-            recipients = send_test_alert(requested_by=request.user.get_username())
+            recipients = send_test_alert_as(request.user)
         except TestAlertRefused as refused:
             return Response({"detail": str(refused)}, status=400)
+        except TooMany as limited:
+            return too_many(limited)
+        except TestAlertLate as late:
+            return Response({"detail": f"test alert not confirmed: {late}"}, status=504)
         except Exception as error:  # noqa: BLE001 SMTP, network, TLS: said, not raised
             return Response({"detail": f"test alert not sent: {one_line(error)}"}, status=502)
         return Response({"sent_to": recipients})
+
+
+def too_many(limited: TooMany) -> Response:
+    """429, the reason, and `Retry-After` in seconds (as the API's rate limits answer)."""
+    headers = {"Retry-After": str(limited.retry_after)}
+    return Response({"detail": str(limited)}, status=429, headers=headers)
 
 
 # --- alert rules ----------------------------------------------------------------------
@@ -584,13 +601,20 @@ class ChannelViewSet(viewsets.ModelViewSet):
     @action(detail=True, methods=["post"], url_path="test")
     def send_test(self, request, pk=None) -> Response:
         """Operators: send a test message through this channel now. 200 with the service
-        reached; 502 with the service's answer (never the URL) when it failed."""
+        reached; 429 with `Retry-After` past the user's limits; 502 with the service's
+        answer (never the URL) when it failed; 504 past PARTDASH_TEST_ALERT_SECONDS."""
         channel = self.get_object()
         try:
-            service = channels.send_test(channel, requested_by=request.user.get_username())
-        except channels.ChannelRefused as refused:
-            return Response({"detail": f"test alert not sent: {refused}"}, status=502)
-        return Response({"sent_to": channel.name, "service": service})
+            (outcome,) = send_channel_tests_as(request.user, [channel])
+        except TooMany as limited:
+            return too_many(limited)
+        if isinstance(outcome, TestAlertLate):
+            return Response({"detail": f"test alert not confirmed: {outcome}"}, status=504)
+        if isinstance(outcome, channels.ChannelRefused):
+            return Response({"detail": f"test alert not sent: {outcome}"}, status=502)
+        if isinstance(outcome, BaseException):
+            raise outcome
+        return Response({"sent_to": channel.name, "service": outcome})
 
 
 # --- maintenance windows --------------------------------------------------------------

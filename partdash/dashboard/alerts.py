@@ -20,7 +20,12 @@ from partdash.alerts.history import history_of
 from partdash.alerts.listing import OPEN, alerts_as_shown
 from partdash.alerts.models import Alert, Channel, RuleName, Silence
 from partdash.alerts.silences import DURATIONS, alerts_matched_by
-from partdash.alerts.testalert import TestAlertRefused, send_test_alert
+from partdash.alerts.testalert import (
+    TestAlertLate,
+    TestAlertRefused,
+    TooMany,
+    send_test_alert_as,
+)
 from partdash.metrics.models import PartitionedTable
 from partdash.servers.models import Server
 
@@ -97,9 +102,13 @@ def send_test(request: HttpRequest) -> HttpResponse:
         return HttpResponse("Operators only.", status=403, content_type="text/plain")
     try:
         channel = request.POST.get("channel") or None
-        recipients = send_test_alert(channel, requested_by=request.user.get_username())
+        recipients = send_test_alert_as(request.user, channel)
     except TestAlertRefused as refused:
         messages.error(request, f"Test alert not sent: {refused}.")
+    except TooMany as limited:
+        messages.error(request, f"Test alert not sent: {limited}")
+    except TestAlertLate as late:
+        messages.warning(request, f"Test alert not confirmed: {late}.")
     except Exception as error:  # noqa: BLE001 SMTP, network, TLS: said on the page
         messages.error(request, f"Test alert not sent: {one_line(error)}")
     else:

@@ -81,6 +81,17 @@ class ServerAdmin(SecretLookupsRefused):
         ),
     ]
 
+    def get_fieldsets(self, request, obj=None):
+        """The password's boxes only for who may change the server: nothing of the
+        password (not even an empty box) is a view-only user's."""
+        if obj is None or self.has_change_permission(request, obj):
+            return self.fieldsets
+        secret = {"password", "clear_password"}
+        return [
+            (name, {**options, "fields": [f for f in options["fields"] if f not in secret]})
+            for name, options in self.fieldsets
+        ]
+
     @admin.display(description="Status", ordering="status")
     def status_badge(self, server: Server) -> str:
         return format_html('<span class="status-{}">{}</span>', server.status, server.status)

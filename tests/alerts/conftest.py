@@ -11,6 +11,7 @@ import pytest
 from django.conf import settings
 
 from tests.alerts.mailbox import Mailbox
+from tests.alerts.receiver import Receiver
 from tests.conftest import CeleryProcesses, wait_until
 from tests.services import log_tail
 
@@ -32,6 +33,14 @@ DELIVERY_ENV = {
 def mailbox():
     """A real SMTP server on a free port, running."""
     box = Mailbox().start()
+    yield box
+    box.stop()
+
+
+@pytest.fixture
+def receiver(tmp_path):
+    """A local HTTP receiver for webhooks, running (tests.alerts.receiver)."""
+    box = Receiver(tmp_path).start()
     yield box
     box.stop()
 

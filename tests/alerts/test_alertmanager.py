@@ -37,13 +37,6 @@ receivers:
 
 
 @pytest.fixture
-def receiver(tmp_path):
-    box = Receiver(tmp_path).start()
-    yield box
-    box.stop()
-
-
-@pytest.fixture
 def manager(tmp_path, receiver, settings):
     """A real Alertmanager on a free port, sending to `receiver`."""
     if not Path(BINARY).exists():
