@@ -38,8 +38,10 @@ def mailbox():
 
 
 @pytest.fixture
-def receiver(tmp_path):
-    """A local HTTP receiver for webhooks, running (tests.alerts.receiver)."""
+def receiver(tmp_path, settings):
+    """A local HTTP receiver for webhooks, running (tests.alerts.receiver), on loopback,
+    which channels may reach only where PARTDASH_CHANNEL_ALLOW names it (issue 37)."""
+    settings.PARTDASH_CHANNEL_ALLOW = ["loopback"]
     box = Receiver(tmp_path).start()
     yield box
     box.stop()

@@ -3,6 +3,7 @@ a channel or a server sees no part of its secret, and no admin page decrypts a c
 URL to show it; who may change it still replaces it."""
 
 import html
+import socket
 
 import pytest
 from django.test import Client
@@ -69,7 +70,16 @@ def test_no_admin_page_decrypts_a_channel_s_url(django_user_model, admin_client)
         assert "https://hooks.example.com/…" in page(client, "/admin/alerts/channel/")
 
 
-def test_an_operator_replaces_the_url_and_sees_it_shown_anew(django_user_model):
+def test_an_operator_replaces_the_url_and_sees_it_shown_anew(django_user_model, monkeypatch):
+    # hooks.example.com resolves nowhere here: its webhook host is looked up at save
+    # (the address policy), so it is given a public documentation address.
+    resolve = socket.getaddrinfo
+    public = [(socket.AF_INET, socket.SOCK_STREAM, 6, "", ("192.0.2.10", 0))]
+    monkeypatch.setattr(
+        socket,
+        "getaddrinfo",
+        lambda host, *a, **k: public if host == "hooks.example.com" else resolve(host, *a, **k),
+    )
     made = channel("ops", SLACK)
     operator = staff_in(django_user_model, "operators")
     change = page(operator, f"/admin/alerts/channel/{made.pk}/change/")
