@@ -5,7 +5,7 @@ import { el, estimate, show } from "../dom.js";
 import { findingList } from "../findings.js";
 import { age, bytes, count, localTime, number, shown } from "../format.js";
 import { watchPolls } from "../live.js";
-import { foldBars, TOP_BARS } from "../fold.js";
+import { foldBars, othersLabel, TOP_BARS } from "../fold.js";
 import { hasRates, heatLegend, heatmap } from "../heatmaps.js";
 import { bytesChart, historyChart, rowsChart } from "../partition-charts.js";
 import { showRunway } from "../runway.js";
@@ -218,6 +218,18 @@ function toLatestPoll(history, rates) {
   return { ...history, points: [...history.points, [polled, ...last.slice(1)]] };
 }
 
+// A large table's answer names its busiest partitions and sums the rest in a last series
+// (`other` of them): a heatmap row is one partition's rate, so there it is their mean.
+function othersAsMean(history) {
+  if (!history.other) return history;
+  const n = history.other;
+  return {
+    ...history,
+    partitions: [...history.partitions.slice(0, -1), `${othersLabel(n)} (mean)`],
+    points: history.points.map((p) => [...p.slice(0, -1), p.at(-1) == null ? null : p.at(-1) / n]),
+  };
+}
+
 async function drawActivity() {
   const window = chosenWindow();
   const query =
@@ -231,9 +243,10 @@ async function drawActivity() {
   );
   // Partition names label the charts' series, drawn on a canvas: escaped as any text is.
   for (const history of fetched) history.partitions = history.partitions.map((p) => shown(p));
-  activity = Object.fromEntries(metrics.map((m, i) => [m, fetched[i]]));
+  activity = Object.fromEntries(metrics.map((m, i) => [m, othersAsMean(fetched[i])]));
   drawHeatmaps();
-  const levels = toLatestPoll(activity[view.metric], activity.write_bytes_per_s);
+  const chosen = fetched[metrics.indexOf(view.metric)];
+  const levels = toLatestPoll(chosen, activity.write_bytes_per_s);
   const axis = axisWindow(levels, window);
   drawOrExplain(
     "history-box",
