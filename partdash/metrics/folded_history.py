@@ -12,6 +12,7 @@ chosen partitions alone (`history.history_points`), and `other` is the total les
 """
 
 from collections.abc import Iterable
+from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
 from partdash.metrics import history
@@ -27,7 +28,7 @@ from partdash.metrics.history import (
     window_buckets,
 )
 from partdash.metrics.models import Partition, PartitionedTable
-from partdash.metrics.rollups import DELTA_OF, LADDER, latest_before
+from partdash.metrics.rollups import DELTA_OF, LADDER, latest_before, latest_before_in_table
 
 MAX_SERIES = 24  # partitions named in one answer, at most
 MAX_CELLS = 25_000  # points times series (`other` included) in one answer, at most
@@ -79,15 +80,17 @@ def folded_history(
             return _shape(answer, metric, width, partitions, points, 0)
         totals = [(point[0], _sum(point[1:])) for point in points]
         scores = _row_scores(points, partitions, metric)
+        read_after = _read_after(points, partitions, since)
     else:
-        totals, scores = tally(answer, table, partitions, metric, width, since, until)
-    if metric in LEVEL_METRICS:
-        scores = level_scores(table, partitions, metric, until)
+        totals, scores, read_after = tally(answer, table, partitions, metric, width, since, until)
+    if metric in LEVEL_METRICS and until is None:
+        scores = {p.pk: getattr(p, metric) or 0 for p in partitions}
     named = max(0, min(MAX_SERIES, MAX_CELLS // max(len(totals), 1) - 1))
     shown = (wanted or busiest(partitions, scores))[:named]
     folded = len(partitions) - len(shown)
     points = list(history_points(answer, table, shown, metric, width, since, until))
-    merged = with_other(points, totals, len(shown), metric, folded > 0)
+    other_after = _other_read_after(metric, partitions, shown, read_after, since)
+    merged = with_other(points, totals, len(shown), metric, folded > 0, other_after)
     return _shape(answer, metric, width, shown, merged, folded)
 
 
@@ -112,14 +115,28 @@ def busiest(partitions: list[Partition], scores: dict[int, float]) -> list[Parti
     return sorted(partitions, key=lambda p: (-(scores.get(p.pk) or 0), order[p.pk]))
 
 
-def level_scores(table, partitions, metric: str, until: datetime | None) -> dict[int, float]:
-    """A level's busiest are the largest at the window's end: now, each partition's own
-    figure; else its last sample at or before `until`."""
-    if until is None:
-        return {p.pk: getattr(p, metric) or 0 for p in partitions}
-    first_after = history.first_poll_at_or_after(table, until + timedelta(microseconds=1))
-    found = latest_before([p.pk for p in partitions], (metric,), first_after)
-    return {pk: values[metric] for pk, values in found.items()}
+def _other_read_after(metric: str, partitions, shown, read_after: dict, since: datetime):
+    """From when `other` has a figure: after the earliest moment any folded partition
+    has one (a rate needs two readings; null before, never a 0 it was not measured at).
+    A level's `other` always has one (the total carries what is known)."""
+    if metric in LEVEL_METRICS:
+        return since - timedelta(days=1)
+    named = {p.pk for p in shown}
+    moments = [read_after[p.pk] for p in partitions if p.pk not in named and p.pk in read_after]
+    return min(moments, default=None)
+
+
+def _read_after(points: list[list], partitions, since: datetime) -> dict[int, datetime]:
+    """Each partition's moment after which its points have a figure (the point before
+    its first; before `since` when its first point has one)."""
+    found: dict[int, datetime] = {}
+    previous = since - timedelta(microseconds=1)
+    for point in points:
+        for p, value in zip(partitions, point[1:], strict=True):
+            if value is not None and p.pk not in found:
+                found[p.pk] = previous
+        previous = datetime.fromisoformat(point[0])
+    return found
 
 
 def _sum(values: Iterable) -> float | None:
@@ -140,11 +157,17 @@ def _row_scores(points: list[list], partitions, metric: str) -> dict[int, float]
 
 
 def with_other(
-    points: list[list], totals: list[tuple], shown: int, metric: str, fold: bool
+    points: list[list],
+    totals: list[tuple],
+    shown: int,
+    metric: str,
+    fold: bool,
+    other_after: datetime | None,
 ) -> list[list]:
     """The chosen partitions' points at the first pass's times (a level carries its last
-    values to a time where only folded partitions changed), and `other`: the total less
-    the chosen partitions' known values."""
+    values to a time where only folded partitions changed), and where `fold`, `other`:
+    the total less the chosen partitions' known values, null until after `other_after`
+    (None: never), while no folded partition has a figure."""
     by_time = {point[0]: point[1:] for point in points}
     carried: list = [None] * shown
     merged = []
@@ -153,11 +176,13 @@ def with_other(
         if values is None:
             values = carried if metric in LEVEL_METRICS else [None] * shown
         carried = values
-        if fold:
-            rest = None if total is None else total - sum(v for v in values if v is not None)
-            merged.append([stamp, *values, rest])
-        else:
+        if not fold:
             merged.append([stamp, *values])
+            continue
+        at = datetime.fromisoformat(stamp)
+        known = total is not None and other_after is not None and at > other_after
+        rest = total - sum(v for v in values if v is not None) if known else None
+        merged.append([stamp, *values, rest])
     return merged
 
 
@@ -173,15 +198,30 @@ def tally(
     since: datetime,
     until: datetime | None,
     tail: bool = False,
-) -> tuple[list[tuple], dict[int, float]]:
+) -> tuple[list[tuple], dict[int, float], dict[int, datetime]]:
     """(time, table total) per point, as `history_points` would give them for all of
-    `partitions`, and each partition's score; never more than one bucket's figures held."""
-    scores: dict[int, float] = {}
-    totals = _tally(answer, table, partitions, metric, width, since, until, scores, tail)
-    return totals, scores
+    `partitions`; each partition's score (a rate's sum, a level's value at the window's
+    end) and the moment after which it has figures; never more than one bucket's
+    figures held."""
+    seen = Seen()
+    totals = _tally(answer, table, partitions, metric, width, since, until, seen, tail)
+    return totals, seen.scores, seen.read_after
 
 
-def _tally(answer, table, partitions, metric, width, since, until, scores, tail) -> list[tuple]:
+@dataclass
+class Seen:
+    """What the first pass learns of each partition besides the totals."""
+
+    scores: dict[int, float] = field(default_factory=dict)
+    read_after: dict[int, datetime] = field(default_factory=dict)
+
+    def read(self, found: dict[int, datetime]) -> None:
+        for pk, moment in found.items():
+            if pk not in self.read_after or moment < self.read_after[pk]:
+                self.read_after[pk] = moment
+
+
+def _tally(answer, table, partitions, metric, width, since, until, seen: Seen, tail) -> list:
     if width == POLL:
         if tail and history.polls_in(table, since, until) > 2 * MAX_RAW_POLLS:
             answer.complete = False
@@ -189,54 +229,80 @@ def _tally(answer, table, partitions, metric, width, since, until, scores, tail)
         # A window read poll by poll holds few samples (`history.width_for`).
         points = list(history_points(answer, table, partitions, metric, POLL, since, until))
         for pk, score in _row_scores(points, partitions, metric).items():
-            scores[pk] = scores.get(pk, 0.0) + score
+            seen.scores[pk] = seen.scores.get(pk, 0.0) + score
+        if metric in LEVEL_METRICS and points:  # the values at its last poll, carried
+            seen.scores.update(
+                (p.pk, v or 0) for p, v in zip(partitions, points[-1][1:], strict=True)
+            )
+        seen.read(_read_after(points, partitions, since))
         return [(point[0], _sum(point[1:])) for point in points]
     buckets = window_buckets(answer, table, width, since, until)
     if metric in RATE_METRICS:
-        totals = _rate_totals(table, partitions, metric, buckets, scores)
+        totals = _rate_totals(table, partitions, metric, buckets, seen)
     else:
-        totals = _level_totals(table, partitions, metric, buckets, since, until)
+        totals = _level_totals(table, partitions, metric, buckets, since, until, seen)
     last_taken = buckets[-1][2] if buckets else None
     if until is not None and last_taken is not None and last_taken >= until:
         return totals
     finer = LADDER[LADDER.index(width) - 1] if width != LADDER[0] else POLL
-    rest = _tally(
-        answer, table, partitions, metric, finer, last_taken or since, until, scores, True
-    )
+    rest = _tally(answer, table, partitions, metric, finer, last_taken or since, until, seen, True)
     if not totals:
         return rest
     last = datetime.fromisoformat(totals[-1][0])
     return totals + [t for t in rest if datetime.fromisoformat(t[0]) > last]
 
 
-def _rate_totals(table, partitions, metric: str, buckets, scores: dict) -> list[tuple]:
+def _rate_totals(table, partitions, metric: str, buckets, seen: Seen) -> list[tuple]:
     """Per bucket the sum of the partitions' rates (0 where none moved, null while none
-    has a reading); each partition's score gains its rate."""
+    has a reading); each partition's score gains its rate, and its figures start after
+    its first reading (as `history.bucket_history`'s)."""
+    if not buckets:
+        return []
     counter = RATE_METRICS[metric]
     live = {p.pk for p in partitions}
     read = any(getattr(p, counter) is not None for p in partitions)
     sums: list = [0.0 if read else None] * len(buckets)
+    first: dict[int, tuple[int, bool]] = {}  # its first bucket with a reading, a delta in it
     for i, ids, deltas, lasts in rollup_rows(table, buckets, (DELTA_OF[counter], counter)):
         seconds = buckets[i][3]
-        if lasts and any(v is not None for v in lasts):
-            read = True
-            sums[i] = sums[i] or 0.0
+        for n, pk in enumerate(ids if lasts else ()):
+            if lasts[n] is not None:  # rows come in any order: keep the earliest
+                read = True
+                sums[i] = sums[i] or 0.0
+                if pk not in first or i < first[pk][0]:
+                    first[pk] = (i, bool(deltas) and deltas[n] is not None)
         if not deltas or not seconds:
             continue
         total = 0.0
         for pk, delta in zip(ids, deltas, strict=True):
             if delta is not None and pk in live:
                 rate = delta / seconds
-                scores[pk] = scores.get(pk, 0.0) + rate
+                seen.scores[pk] = seen.scores.get(pk, 0.0) + rate
                 total += rate
         sums[i] = total
+    seen.read(_rates_after(partitions, counter, buckets, first))
     return [
         (taken_at.isoformat(), total)
         for (_, _, taken_at, _), total in zip(buckets, sums, strict=True)
     ]
 
 
-def _level_totals(table, partitions, metric: str, buckets, since, until) -> list[tuple]:
+def _rates_after(partitions, counter: str, buckets, first: dict) -> dict[int, datetime]:
+    """After which moment each partition has a rate: from the start where its first
+    bucket with a reading has a delta (it was read before), or where one not read in the
+    window has a reading now; else after that first bucket."""
+    from_start = buckets[0][2] - timedelta(microseconds=1)
+    found = {}
+    for p in partitions:
+        if p.pk in first:
+            i, had_delta = first[p.pk]
+            found[p.pk] = from_start if had_delta else buckets[i][2]
+        elif getattr(p, counter) is not None:
+            found[p.pk] = from_start
+    return found
+
+
+def _level_totals(table, partitions, metric: str, buckets, since, until, seen: Seen) -> list:
     """Per bucket the sum of the partitions' levels at its last poll, with a point at
     `since` when a value from before carries in (as `history.bucket_history`). Streamed:
     each partition's value before the window is looked up once the window showed which
@@ -266,8 +332,15 @@ def _level_totals(table, partitions, metric: str, buckets, since, until) -> list
         changed |= history.sampled_after(table, partitions, metric, buckets[-1][2])
     look_up = live if until is not None else changed
     before_poll = history.first_poll_at_or_after(table, buckets[0][1])
-    found = latest_before(look_up, (metric,), before_poll) if look_up else {}
+    if until is not None:  # every partition's: one query, not a batch of ids
+        found = latest_before_in_table(table.pk, (metric,), before_poll)
+    else:
+        found = latest_before(look_up, (metric,), before_poll) if look_up else {}
     before = {pk: found.get(pk, {}).get(metric) for pk in look_up}
+    # A level's busiest are the largest at the window's end.
+    seen.scores.update((p.pk, getattr(p, metric) or 0) for p in partitions)
+    seen.scores.update((pk, v or 0) for pk, v in before.items())
+    seen.scores.update(latest)
     base = [getattr(p, metric) for p in partitions if p.pk not in look_up]
     known = any(v is not None for v in base) or any(v is not None for v in before.values())
     base_sum = sum(v for v in base if v is not None)

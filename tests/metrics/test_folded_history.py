@@ -177,3 +177,54 @@ def test_a_request_rolls_up_for_its_budget_not_per_width(polled, monkeypatch):
     monkeypatch.setattr(history, "ROLL_UP_SECONDS", 0)
     folded_history.folded_history(table, "rows", polls[0].taken_at - timedelta(days=8))
     assert [width for width, _ in calls] == ["hour"]  # the first width only, once
+
+
+def test_other_is_null_where_no_folded_partition_has_a_rate_yet(polled, resolution):
+    """The folded partitions' first reading comes late: until a second one, `other` has
+    nothing to sum and says null, not a 0 they were not measured at."""
+    table, polls = polled
+    named = sorted(range(PARTITIONS), key=write_rate, reverse=True)[: folded_history.MAX_SERIES]
+    folded = [p for p in table.partitions.all() if int(p.name[1:]) not in named]
+    late = len(polls) // 2
+    PartitionSample.objects.filter(partition__in=folded, snapshot__in=polls[:late]).update(
+        write_bytes=None
+    )
+    since = polls[0].taken_at - timedelta(seconds=1)
+    answer = folded_history.folded_history(table, "write_bytes_per_s", since)
+
+    assert answer["partitions"][-1] == OTHER
+    first_read = polls[late].taken_at.isoformat()
+    before = [p for p in answer["points"] if p[0] <= first_read]
+    after = [p for p in answer["points"] if p[0] > polls[late + 5].taken_at.isoformat()]
+    assert before and [point[-1] for point in before] == [None] * len(before), [
+        (p[0], p[-1]) for p in before
+    ]
+    assert all(point[1] is not None for point in before[1:])  # the named have rates
+    rest = sum(write_rate(i) for i in range(PARTITIONS) if i not in named)
+    assert after and all(point[-1] == pytest.approx(rest, rel=1e-3) for point in after)
+
+
+def test_a_past_level_window_ranks_without_a_probe_per_partition(polled, resolution):
+    """A window ending in the past ranks by each partition's level at its end: read with
+    the first pass's one lookup, not a second lookup of every partition."""
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    table, polls = polled
+    since = polls[0].taken_at - timedelta(seconds=1)
+    until = polls[100].taken_at
+    for width in rollups.LADDER:  # as the periodic task has: its own lookups are not counted
+        rollups.roll_up(table, width, seconds=60)
+    with CaptureQueriesContext(connection) as queries:
+        answer = folded_history.folded_history(table, "rows", since, until)
+
+    largest = sorted(range(PARTITIONS), key=lambda i: (-rows_at(i, 100), i))
+    assert answer["partitions"] == [f"p{i}" for i in largest[: folded_history.MAX_SERIES]] + [OTHER]
+    lookups = [
+        q["sql"]
+        for q in queries
+        if 'FROM "metrics_partition"' in q["sql"] and "LIMIT 1)" in q["sql"]
+    ]
+    whole_table = [sql for sql in lookups if '"metrics_partition"."table_id" =' in sql]
+    assert len(lookups) <= 2, lookups  # the first pass's, and the chosen 24's own
+    assert resolution == "poll" or len(whole_table) == 1
