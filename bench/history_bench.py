@@ -52,6 +52,33 @@ WINDOWS = {
 METRICS = ("rows", "rows_changed_per_s", "write_bytes_per_s", "data_bytes")
 
 
+def insert_polls(connection, server_id: int, start: datetime, polls: int) -> list[int]:
+    """`polls` polls of a server, POLL_SECONDS apart from `start`, in bulk SQL; their ids
+    in time order."""
+    connection.executemany(
+        "INSERT INTO metrics_serversnapshot (server_id, taken_at, poll_id, resolution, flavor,"
+        " version, variables, status_counters, innodb_cmp, sources, changed,"
+        " definitions_read, files_cover_partitions, warnings, seconds, pressure)"
+        " VALUES (?, ?, ?, 'raw', 'mariadb', '10.11', '{}', '{}', '[]', '{}', 0, 0, 1, '[]',"
+        " 0.1, '{}')",
+        (
+            (
+                server_id,
+                (start + timedelta(seconds=POLL_SECONDS * i)).isoformat(" "),
+                uuid.uuid4().hex,
+            )
+            for i in range(polls)
+        ),
+    )
+    return [
+        row[0]
+        for row in connection.execute(
+            "SELECT id FROM metrics_serversnapshot WHERE server_id = ? ORDER BY taken_at",
+            (server_id,),
+        )
+    ]
+
+
 def fill(db_path: Path) -> tuple[int, int]:
     """The server, its table, 128 partitions and 7 days of polls, written straight into
     the SQLite store (bulk SQL: 1.29M samples in seconds). Returns (server, table) ids."""
@@ -80,28 +107,7 @@ def fill(db_path: Path) -> tuple[int, int]:
     start = now - timedelta(seconds=POLL_SECONDS * polls)
     connection = sqlite3.connect(db_path)
     connection.execute("PRAGMA journal_mode=WAL")
-    connection.executemany(
-        "INSERT INTO metrics_serversnapshot (server_id, taken_at, poll_id, resolution, flavor,"
-        " version, variables, status_counters, innodb_cmp, sources, changed,"
-        " definitions_read, files_cover_partitions, warnings, seconds, pressure)"
-        " VALUES (?, ?, ?, 'raw', 'mariadb', '10.11', '{}', '{}', '[]', '{}', 0, 0, 1, '[]',"
-        " 0.1, '{}')",
-        (
-            (
-                server.pk,
-                (start + timedelta(seconds=POLL_SECONDS * i)).isoformat(" "),
-                uuid.uuid4().hex,
-            )
-            for i in range(polls)
-        ),
-    )
-    snapshot_ids = [
-        row[0]
-        for row in connection.execute(
-            "SELECT id FROM metrics_serversnapshot WHERE server_id = ? ORDER BY taken_at",
-            (server.pk,),
-        )
-    ]
+    snapshot_ids = insert_polls(connection, server.pk, start, polls)
 
     def samples():
         for i, snapshot_id in enumerate(snapshot_ids):

@@ -8,7 +8,9 @@ poll queued through the API's "poll now" and run by a real Celery worker (concur
 Redis broker; bench/worker_bench.py, --worker-polls); then issue #13's: a fleet of
 servers polled by partdash's real processes for --fleet-minutes, with readers on the API
 and pages (bench/fleet_load.py; figures in var/bench/fleet-load-*.json); last issue
-#24's: a table's history over 1 hour to 7 days (bench/history_bench.py, --history-only).
+#24's: a table's history over 1 hour to 7 days (bench/history_bench.py, --history-only);
+then issue #37's: 8,192 partitions' history before and bounded per answer
+(bench/wide_history_bench.py, --wide-history-only).
 
 A quick run: `make bench ARGS="--fleet-only --fleet-minutes 2 --fleet-servers 4 --fleet-big 1"`.
 """
@@ -341,6 +343,12 @@ def main() -> int:
         help="only the history figures (bench/history_bench.py), about 3 minutes",
     )
     parser.add_argument(
+        "--wide-history-only",
+        action="store_true",
+        help="only the history of 8,192 partitions, before and bounded "
+        "(bench/wide_history_bench.py), about 6 minutes",
+    )
+    parser.add_argument(
         "--shared-servers",
         type=int,
         default=3,
@@ -355,6 +363,8 @@ def main() -> int:
     options = parser.parse_args()
     if options.history_only:
         return history_figures()
+    if options.wide_history_only:
+        return wide_history_figures()
     if options.shared_only:
         return shared_memory_figures(options)
     status = 0 if options.fleet_only else collector_cost(options)
@@ -364,7 +374,9 @@ def main() -> int:
         print(flush=True)
         status = fleet_load(options) or status
     print(flush=True)
-    return history_figures() or status
+    status = history_figures() or status
+    print(flush=True)
+    return wide_history_figures() or status
 
 
 def shared_memory_figures(options: argparse.Namespace) -> int:
@@ -386,6 +398,14 @@ def history_figures() -> int:
     """A table's history over 1 hour, 24 hours and 7 days (issue 24): its own store."""
     with tempfile.TemporaryDirectory(prefix="partdash-history-") as var_dir:
         return subprocess.run([sys.executable, str(HERE / "history_bench.py"), var_dir]).returncode
+
+
+def wide_history_figures() -> int:
+    """A table of 8,192 partitions' history, partition by partition and bounded per
+    answer, side by side (issue 37, finding 6): its own store."""
+    with tempfile.TemporaryDirectory(prefix="partdash-wide-history-") as var_dir:
+        argv = [sys.executable, str(HERE / "wide_history_bench.py"), var_dir]
+        return subprocess.run(argv).returncode
 
 
 if __name__ == "__main__":

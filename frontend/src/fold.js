@@ -60,7 +60,7 @@ function byActivity(totals) {
 
 // The folded row: in each column the busiest of the other partitions (a rate per
 // partition, on the same colour scale as the rows above), and which one that was.
-function foldedRow(columns, names, rest) {
+function foldedRow(columns, names, rest, extra = 0) {
   const cells = columns.map((column) => {
     let busiest = null;
     for (const j of rest) {
@@ -70,7 +70,7 @@ function foldedRow(columns, names, rest) {
     return busiest == null ? null : { value: column.values[busiest], name: names[busiest] };
   });
   return {
-    label: othersLabel(rest.length),
+    label: othersLabel(rest.length + extra),
     folded: rest.map((j) => names[j]),
     values: cells.map((cell) => cell?.value ?? null),
     busiest: cells.map((cell) => cell?.name ?? null),
@@ -92,7 +92,9 @@ export function heatRows(history, { ordinal = false, max = MAX_COLUMNS } = {}) {
   const order = ordinal ? totals.map((_, j) => j) : byActivity(totals);
   const fold = !ordinal && order.length > FOLD_ABOVE;
   const rows = (fold ? order.slice(0, TOP_ROWS) : order).map(row);
-  if (fold) rows.push(foldedRow(columns, history.partitions, order.slice(TOP_ROWS)));
+  // The API's own `other` series (a large table's) stands for `other` partitions.
+  const extra = history.other ? history.other - 1 : 0;
+  if (fold) rows.push(foldedRow(columns, history.partitions, order.slice(TOP_ROWS), extra));
   return {
     columns,
     rows,

@@ -4,7 +4,7 @@
 // in ordinal order) instead of the rows shrinking to lines.
 import { drawChart, HEAT_GRADIENT, heat, noDataPattern, pageColour } from "./charts.js";
 import { el } from "./dom.js";
-import { columnsFor, heatRows } from "./fold.js";
+import { columnsFor, heatRows, othersLabel } from "./fold.js";
 import { number, pollTime, rate } from "./format.js";
 
 const ROW_PX = 22;
@@ -203,7 +203,18 @@ export function heatLegend(history, view, { ordinal = false } = {}) {
       ),
     folded &&
       el("span", { className: "heat-folded" }, `${folded.label}: each cell the busiest of them`),
+    history.other > 0 && el("span", { className: "heat-other" }, otherText(history, ordinal)),
     view.busiest &&
       el("span", { className: "heat-busiest" }, "busiest: ", el("strong", {}, view.busiest)),
   );
+}
+
+// What the answer's `other` series is: the partitions past the `series_cap` it names, one
+// row at their mean per partition (a sum would outshine every partition named).
+function otherText(history, ordinal) {
+  const others = othersLabel(history.other);
+  const cap = history.series_cap;
+  if (ordinal)
+    return `last row, ${others}: each cell their mean per partition (one answer names at most ${cap}; turn the pages above for the others)`;
+  return `${others} past the ${cap} busiest count as one, at their mean per partition`;
 }

@@ -119,11 +119,16 @@ export function historyChart(canvas, history, window) {
   // Within a day minutes repeat on the ticks: show seconds there.
   const tickTime = (v) =>
     (window.end - window.start <= DAY_MS ? pollTime : localTime)(new Date(v).toISOString());
+  // A large table's last series sums the `other` partitions: grey, dashed, on its own
+  // axis (right), so the named partitions' lines are not flattened under it.
+  const otherAt = history.other ? history.partitions.length - 1 : -1;
   const datasets = history.partitions.map((label, j) => ({
-    label,
+    label: j === otherAt ? `${history.other} other partitions (sum, right axis)` : label,
     data: history.points.map(([iso, ...values]) => ({ x: new Date(iso).getTime(), y: values[j] })),
-    borderColor: seriesColour(j, history.partitions.length),
-    backgroundColor: seriesColour(j, history.partitions.length),
+    borderColor: j === otherAt ? "#888" : seriesColour(j, history.partitions.length),
+    backgroundColor: j === otherAt ? "#888" : seriesColour(j, history.partitions.length),
+    borderDash: j === otherAt ? [6, 4] : [],
+    yAxisID: j === otherAt ? "other" : "y",
     pointRadius: 2,
     spanGaps: true,
   }));
@@ -139,6 +144,13 @@ export function historyChart(canvas, history, window) {
           ticks: { callback: (v) => tickTime(v), maxTicksLimit: 6 },
         },
         y: { beginAtZero: true, ticks: { callback: (v) => format(v) } },
+        other: {
+          display: otherAt >= 0,
+          position: "right",
+          beginAtZero: true,
+          grid: { drawOnChartArea: false },
+          ticks: { callback: (v) => format(v) },
+        },
       },
       plugins: {
         legend: { display: datasets.length <= MAX_LEGEND },

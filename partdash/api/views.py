@@ -39,7 +39,13 @@ from partdash.health.pressure import as_number
 from partdash.health.shapes import stored_pressure
 from partdash.lib.times import iso
 from partdash.metrics.drift import side_by_side
-from partdash.metrics.history import METRICS, table_history
+from partdash.metrics.folded_history import (
+    MAX_CELLS,
+    MAX_SERIES,
+    HistoryRequestError,
+    folded_history,
+)
+from partdash.metrics.history import METRICS
 from partdash.metrics.models import PartitionedTable, ServerSnapshot
 from partdash.metrics.readings import capabilities, latest_snapshot
 from partdash.mysql.catalogue import HIDDEN, Shortfall
@@ -131,8 +137,22 @@ HISTORY = inline_serializer(
             "the window (after an upgrade, or once it was stopped for long): that part has "
             "no points yet"
         ),
-        "partitions": serializers.ListField(child=serializers.CharField()),
+        "partitions": serializers.ListField(
+            child=serializers.CharField(),
+            help_text=f"the series: at most {MAX_SERIES} partitions, then `other` when "
+            "`other` is above 0",
+        ),
         "points": serializers.ListField(child=serializers.ListField()),
+        "other": serializers.IntegerField(
+            help_text="how many partitions the last series, `other`, sums (0: none, every "
+            "partition has its own series)"
+        ),
+        "series_cap": serializers.IntegerField(
+            help_text=f"partitions named in one answer, at most ({MAX_SERIES})"
+        ),
+        "cell_cap": serializers.IntegerField(
+            help_text=f"points times series in one answer, at most ({MAX_CELLS})"
+        ),
     },
 )
 
@@ -331,6 +351,13 @@ class TableViewSet(mixins.RetrieveModelMixin, viewsets.GenericViewSet):
             OpenApiParameter("metric", enum=list(METRICS), required=True),
             OpenApiParameter("since", str, description="ISO 8601; default 24 hours ago"),
             OpenApiParameter("until", str, description="ISO 8601, after since; default now"),
+            OpenApiParameter(
+                "partitions",
+                str,
+                many=True,
+                description=f"the partitions to show (at most {MAX_SERIES}; names as the "
+                "answer gives them), repeated or comma-separated; default: the busiest",
+            ),
         ],
         responses=HISTORY,
     )
@@ -340,7 +367,14 @@ class TableViewSet(mixins.RetrieveModelMixin, viewsets.GenericViewSet):
         query.is_valid(raise_exception=True)
         table = self.get_object()
         window = query.validated_data
-        return Response(table_history(table, window["metric"], window["since"], window["until"]))
+        names = request.query_params.getlist("partitions") or None
+        try:
+            answer = folded_history(
+                table, window["metric"], window["since"], window["until"], names
+            )
+        except HistoryRequestError as error:
+            raise serializers.ValidationError({"partitions": str(error)}) from None
+        return Response(answer)
 
 
 def _same(stored, wanted: str) -> bool:

@@ -7,7 +7,9 @@ partition: an hour of polls 60 s apart comes poll by poll, a day in 5-minute buc
 days hourly, a year daily. The answer says which (`resolution`).
 """
 
-from dataclasses import dataclass
+import time
+from bisect import bisect_left
+from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
 from django.utils import timezone
@@ -37,11 +39,14 @@ RATE_METRICS = {
 METRICS = LEVEL_METRICS + tuple(RATE_METRICS)
 MAX_RAW_POLLS = 500
 MAX_POINTS = 1000
+# A window read poll by poll holds its samples: 500 polls of 128 partitions at most (an
+# hour of a table of 8,192 was 491,520 samples, read in 5-minute buckets instead).
+MAX_RAW_SAMPLES = MAX_RAW_POLLS * 128
 POLL = "poll"  # the resolution of a window answered poll by poll
 ROLL_UP_SECONDS = 3.0  # a request rolls up what the periodic task has not, this long at most
 
 
-def _partition_label(partition: Partition) -> str:
+def partition_label(partition: Partition) -> str:
     """What a reader calls it: `p2024 / p2024sp0` for a subpartition, not the stored key."""
     if partition.subpartition:
         return f"{partition.name} / {partition.subpartition}"
@@ -63,7 +68,7 @@ def _snapshots(
     )
 
 
-def _first_poll_at_or_after(table: PartitionedTable, moment: datetime) -> int:
+def first_poll_at_or_after(table: PartitionedTable, moment: datetime) -> int:
     """The id of the server's first poll at or after `moment`, past every id if none."""
     first = (
         ServerSnapshot.objects.filter(server_id=table.server_id, taken_at__gte=moment)
@@ -81,7 +86,7 @@ def _latest_before(table: PartitionedTable, ids, field: str, since: datetime) ->
     """Each of the partitions' (`ids`) last sampled value of `field` before `since`."""
     if not ids:
         return {}
-    before = latest_before(ids, (field,), _first_poll_at_or_after(table, since))
+    before = latest_before(ids, (field,), first_poll_at_or_after(table, since))
     return {pk: values[field] for pk, values in before.items()}
 
 
@@ -155,9 +160,7 @@ def rate_history(
     # did then (a window ending now). A counter a partition never has (performance_schema
     # OFF) is not looked for through every sample it has.
     # One lookup for the counter and (for rows changed) the rows.
-    before = (
-        latest_before(sampled, fields, _first_poll_at_or_after(table, since)) if sampled else {}
-    )
+    before = latest_before(sampled, fields, first_poll_at_or_after(table, since)) if sampled else {}
     last = {pk: values[counter] for pk, values in before.items() if counter in values}
     last_rows = {pk: values["rows"] for pk, values in before.items() if "rows" in values}
     read = {p.pk for p in partitions if p.pk not in sampled and getattr(p, counter) is not None}
@@ -201,31 +204,17 @@ def bucket_history(
     level, each partition's value at each bucket's last poll; for a rate, its counter's
     delta over the bucket's seconds. Returns the points and the last stored bucket's last
     poll (None without any), from which the finer widths go on."""
-    rollups.roll_up(table, width, seconds=ROLL_UP_SECONDS)
-    stored = RollupCursor.objects.get(table=table, width=width)
-    if stored.first_start > since and _polls(table, since, stored.first_start).exists():
-        answer.complete = False  # the older part is not rolled up yet
-    buckets = PollBucket.objects.filter(
-        server_id=table.server_id,
-        width=width,
-        taken_at__gte=since,
-        start__gte=stored.first_start,
-        start__lt=stored.next_start,
-    )
-    if until is not None:
-        buckets = buckets.filter(taken_at__lte=until)
-    buckets = list(buckets.order_by("start").values_list("id", "start", "taken_at", "seconds"))
+    buckets = window_buckets(answer, table, width, since, until)
     if not buckets:
         return [], None
     index = {p.pk: i for i, p in enumerate(partitions)}
-    position = {bucket_id: i for i, (bucket_id, *_) in enumerate(buckets)}
     rate = metric in RATE_METRICS
     counter = RATE_METRICS.get(metric, metric)
     columns = (rollups.DELTA_OF[counter], counter) if rate else (metric,)
-    stored = TableRollup.objects.filter(
-        table=table, bucket_id__gte=min(position), bucket_id__lte=max(position)
-    ).values_list("bucket_id", "partitions", *columns)
-    by_bucket = {position[row[0]]: row[1:] for row in stored if row[0] in position}
+    wanted = sorted(index)
+    by_bucket = {
+        i: _only(wanted, ids, values) for i, ids, *values in rollup_rows(table, buckets, columns)
+    }
     points: list[list] = []
     if rate:
         # 0 for a partition with a reading to compare with, else None (no rate yet).
@@ -259,6 +248,70 @@ def bucket_history(
     return points, buckets[-1][2]
 
 
+def window_buckets(
+    answer: "Answer", table, width: str, since: datetime, until: datetime | None
+) -> list[tuple]:
+    """(id, start, taken_at, seconds) of the stored buckets of `width` in the window, in
+    time order, rolled up first (within the request's budget, `Answer.roll_up_left`). The
+    stretch stored is read once per request: a second pass over the window (the folded
+    answer's, `folded_history`) reads the same buckets whatever the task stored since."""
+    if width not in answer.stretches:
+        # The request's first width rolls up one chunk at least (roll_up's own promise),
+        # the others only within what is left of the budget.
+        left = answer.roll_up_left()
+        if left > 0 or not answer.stretches:
+            rollups.roll_up(table, width, seconds=max(left, 0.0))
+        cursor = RollupCursor.objects.filter(table=table, width=width).first()
+        # None: never rolled up, and no budget left to start: nothing stored to read.
+        answer.stretches[width] = (
+            (cursor.first_start, cursor.next_start) if cursor else (since, since)
+        )
+    first_start, next_start = answer.stretches[width]
+    if first_start > since and _polls(table, since, first_start).exists():
+        answer.complete = False  # the older part is not rolled up yet
+    buckets = PollBucket.objects.filter(
+        server_id=table.server_id,
+        width=width,
+        taken_at__gte=since,
+        start__gte=first_start,
+        start__lt=next_start,
+    )
+    if until is not None:
+        buckets = buckets.filter(taken_at__lte=until)
+    return list(buckets.order_by("start").values_list("id", "start", "taken_at", "seconds"))
+
+
+def rollup_rows(table, buckets: list[tuple], columns: tuple[str, ...], ordered: bool = False):
+    """(bucket position, partition ids, *columns) of the table's rollups of `buckets`
+    (in time order if `ordered`), streamed a few rows at a time: a table of 8,192
+    partitions stores 8,192 figures per row, and a day of 5-minute buckets is 288 rows."""
+    position = {bucket_id: i for i, (bucket_id, *_) in enumerate(buckets)}
+    rows = TableRollup.objects.filter(
+        table=table, bucket_id__gte=min(position), bucket_id__lte=max(position)
+    ).values_list("bucket_id", "partitions", *columns)
+    if ordered:
+        rows = rows.order_by("bucket__start")
+    # Two rows at a time: each is three JSON lists of 8,192 figures parsed (about 1 MB),
+    # and 8 requests at once held 16 each (+210 MB over one request's +20 MB).
+    for bucket_id, *row in rows.iterator(chunk_size=2):
+        if bucket_id in position:
+            yield (position[bucket_id], *row)
+
+
+def _only(wanted: list[int], ids: list[int], columns: list) -> tuple:
+    """A rollup row cut down to the `wanted` partitions (sorted ids; a rollup's are
+    sorted too, `rollups._roll_chunk`): found by bisection, so a few partitions of 8,192
+    cost a few probes, not a walk through the row."""
+    if len(wanted) * 8 >= len(ids):
+        return (ids, *columns)
+    at = []
+    for pk in wanted:
+        n = bisect_left(ids, pk)
+        if n < len(ids) and ids[n] == pk:
+            at.append(n)
+    return ([ids[n] for n in at], *(None if c is None else [c[n] for n in at] for c in columns))
+
+
 def _read_before(partitions, counter: str, by_bucket: dict) -> list[bool]:
     """Whether each partition had a reading of `counter` before the window's buckets,
     without walking back through its samples (a counter some partitions never have,
@@ -287,10 +340,10 @@ def _levels_before(table, partitions, metric: str, buckets, by_bucket: dict, unt
         if value is not None
     }
     if until is None:
-        changed |= _sampled_after(table, partitions, metric, buckets[-1][2])
+        changed |= sampled_after(table, partitions, metric, buckets[-1][2])
     index = {p.pk: i for i, p in enumerate(partitions)}
     look_up = set(index) if until is not None else changed & set(index)
-    first_poll = _first_poll_at_or_after(table, buckets[0][1])
+    first_poll = first_poll_at_or_after(table, buckets[0][1])
     before = latest_before(look_up, (metric,), first_poll) if look_up else {}
     return [
         before.get(p.pk, {}).get(metric) if p.pk in look_up else getattr(p, metric)
@@ -298,10 +351,10 @@ def _levels_before(table, partitions, metric: str, buckets, by_bucket: dict, unt
     ]
 
 
-def _sampled_after(table, partitions, metric: str, moment: datetime) -> set[int]:
+def sampled_after(table, partitions, metric: str, moment: datetime) -> set[int]:
     """The partitions whose `metric` was sampled after `moment` (the window's last stored
     bucket): the polls since are few (at most a bucket of the width, and the SETTLE)."""
-    first = _first_poll_at_or_after(table, moment + timedelta(microseconds=1))
+    first = first_poll_at_or_after(table, moment + timedelta(microseconds=1))
     return set(
         PartitionSample.objects.filter(
             partition_id__in=[p.pk for p in partitions],
@@ -311,10 +364,18 @@ def _sampled_after(table, partitions, metric: str, moment: datetime) -> set[int]
     )
 
 
-def width_for(table: PartitionedTable, since: datetime, until: datetime | None) -> str:
-    """POLL for a window of at most MAX_RAW_POLLS polls, else the finest width that
-    spans it in at most MAX_POINTS buckets and is still kept as far back as `since`."""
-    if _polls(table, since, until).count() <= MAX_RAW_POLLS:
+def polls_in(table: PartitionedTable, since: datetime, until: datetime | None) -> int:
+    return _polls(table, since, until).count()
+
+
+def width_for(
+    table: PartitionedTable, since: datetime, until: datetime | None, partitions: int = 1
+) -> str:
+    """POLL for a window of at most MAX_RAW_POLLS polls and MAX_RAW_SAMPLES polls times
+    `partitions`, else the finest width that spans it in at most MAX_POINTS buckets and
+    is still kept as far back as `since`."""
+    polls = polls_in(table, since, until)
+    if polls <= MAX_RAW_POLLS and polls * partitions <= MAX_RAW_SAMPLES:
         return POLL
     now = timezone.now()
     span = (until or now) - since
@@ -327,7 +388,16 @@ def width_for(table: PartitionedTable, since: datetime, until: datetime | None) 
 
 @dataclass
 class Answer:
+    """What a request learnt while reading its window: whether all of it was rolled up,
+    which stretch of each width it read, and its roll-up budget (ROLL_UP_SECONDS for the
+    whole request, however many widths and passes it reads)."""
+
     complete: bool = True  # False: part of the window is not rolled up yet
+    stretches: dict = field(default_factory=dict)  # width -> (first_start, next_start)
+    roll_up_until: float = field(default_factory=lambda: time.monotonic() + ROLL_UP_SECONDS)
+
+    def roll_up_left(self) -> float:
+        return self.roll_up_until - time.monotonic()
 
 
 def history_points(
@@ -374,6 +444,6 @@ def table_history(
         "metric": metric,
         "resolution": width,
         "complete": answer.complete,
-        "partitions": [_partition_label(p) for p in partitions],
+        "partitions": [partition_label(p) for p in partitions],
         "points": points,
     }

@@ -90,31 +90,42 @@ def latest_before(
     however long its history."""
     ids = list(partition_ids)
     found: dict[int, dict[str, int]] = {}
-    names = {f"last_{name}": name for name in fields}
     for start in range(0, len(ids), IN_BATCH):
-        lookups = {
-            alias: Subquery(
-                PartitionSample.objects.filter(
-                    partition_id=OuterRef("pk"),
-                    snapshot_id__lt=snapshot_id,
-                    **{f"{name}__isnull": False},
-                )
-                .order_by("-snapshot_id")
-                .values(name)[:1]
-            )
-            for alias, name in names.items()
-        }
-        rows = (
-            Partition.objects.filter(pk__in=ids[start : start + IN_BATCH])
-            .annotate(**lookups)
-            .values_list("pk", *names)
+        found |= _latest_of(
+            Partition.objects.filter(pk__in=ids[start : start + IN_BATCH]), fields, snapshot_id
         )
-        for pk, *values in rows:
-            known = {
-                name: v for name, v in zip(names.values(), values, strict=True) if v is not None
-            }
-            if known:
-                found[pk] = known
+    return found
+
+
+def latest_before_in_table(
+    table_id: int, fields: tuple[str, ...], snapshot_id: int
+) -> dict[int, dict[str, int]]:
+    """`latest_before` for every live partition of a table in one query (8,192 ids
+    would take two batches of bound variables, and one probe each to list them)."""
+    partitions = Partition.objects.filter(table_id=table_id, dropped_at=None)
+    return _latest_of(partitions, fields, snapshot_id)
+
+
+def _latest_of(partitions, fields: tuple[str, ...], snapshot_id: int) -> dict[int, dict[str, int]]:
+    """`partitions`' (a queryset) last sampled `fields` before `snapshot_id`, one query."""
+    names = {f"last_{name}": name for name in fields}
+    lookups = {
+        alias: Subquery(
+            PartitionSample.objects.filter(
+                partition_id=OuterRef("pk"),
+                snapshot_id__lt=snapshot_id,
+                **{f"{name}__isnull": False},
+            )
+            .order_by("-snapshot_id")
+            .values(name)[:1]
+        )
+        for alias, name in names.items()
+    }
+    found: dict[int, dict[str, int]] = {}
+    for pk, *values in partitions.annotate(**lookups).values_list("pk", *names):
+        known = {name: v for name, v in zip(names.values(), values, strict=True) if v is not None}
+        if known:
+            found[pk] = known
     return found
 
 

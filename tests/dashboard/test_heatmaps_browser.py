@@ -26,6 +26,8 @@ ADDED_AT_POLL = 6  # tomorrow's partition is first read then
 HOT_ROWS_PER_POLL = 600  # 10 rows/s changed in today's partition
 ROWS_PER_DAY = 2000
 TOP_ROWS, TOP_BARS = 12, 20  # frontend/src/fold.js
+SERIES_CAP = 24  # partitions one history answer names (partdash/metrics/folded_history.py)
+OTHERS = f"{DAYS - SERIES_CAP} other partitions (mean)"
 MIN_ROW_PX = 18  # readable: a name's height, not a 4 px line
 LOOKS = [(1440, 900, "light"), (1440, 900, "dark"), (390, 844, "light"), (390, 844, "dark")]
 
@@ -190,28 +192,49 @@ def test_the_hot_partition_of_a_year_is_named_at_1440_and_390_px_in_light_and_da
     assert page.console_errors == []
 
 
-def test_the_toggle_gives_every_partition_in_table_order_and_no_data_yet_before_a_reading(
+def test_the_toggle_pages_through_every_partition_in_table_order_and_no_data_yet_before_a_reading(
     page, live_server, admin_user, year
 ):
+    """One answer names at most SERIES_CAP partitions: table order shows the year a page
+    of them at a time, asked for by name (`partitions=`), the other 341 one row at their
+    mean, said so under each heatmap; the pager's choices reach every partition."""
     table, names, hot, late = year
     log_in(page, live_server)
     open_page(page, live_server, f"/tables/{table.pk}/", "#table-page")
     assert shown_labels(page, "rows-changed-heatmap")[0] == hot
+    assert page.locator("#heat-pages").is_hidden()
 
-    page.check("#heat-ordinal")
+    with page.expect_response(lambda r: "partitions=" in r.url and "history" in r.url):
+        page.check("#heat-ordinal")
+    wait_for_rows(page, names[:SERIES_CAP])
     assert "order=ordinal" in page.url
+    assert page.locator("#heat-pages").is_visible()
+    choices = page.locator("#heat-page option").all_inner_texts()
+    assert len(choices) == -(-DAYS // SERIES_CAP)  # 16 pages, the last of 5 partitions
+    assert choices[-1] == f"361–365: {names[360]} … {names[-1]}"
     for canvas in ("rows-changed-heatmap", "write-heatmap", "read-heatmap"):
-        assert shown_labels(page, canvas) == names  # every partition, none skipped
+        assert shown_labels(page, canvas) == [*names[:SERIES_CAP], OTHERS]
         assert row_height(page, canvas) >= MIN_ROW_PX
-    scroller = page.locator("#rows-changed-box").locator("xpath=..")
-    assert scroller.evaluate("(e) => e.scrollHeight > e.clientHeight")  # scrolls in its figure
+        legend = page.locator(f"#{canvas.removesuffix('-heatmap')}-legend .heat-other")
+        assert "341 other partitions: each cell their mean per partition" in legend.inner_text()
+    # Today's partition is among the others here: the last row is its rate over 341.
+    assert tooltip(page, "rows-changed-heatmap", SERIES_CAP, -1).endswith(
+        f": {HOT_ROWS_PER_POLL / 60 / (DAYS - SERIES_CAP):.2f} rows/s"
+    )
 
-    row = names.index(late)
-    scroller.evaluate(f"(e) => {{ e.scrollTop = e.scrollHeight * {row / DAYS} - 200; }}")
+    late_page = names.index(late) // SERIES_CAP  # 0-based: the 13th page, 289-312
+    page.select_option("#heat-page", str(late_page + 1))
+    shown = names[late_page * SERIES_CAP : (late_page + 1) * SERIES_CAP]
+    wait_for_rows(page, shown)
+    assert f"page={late_page + 1}" in page.url
+    assert hot in shown and tooltip(page, "rows-changed-heatmap", SERIES_CAP, -1).endswith(
+        ": 0 rows/s"
+    )  # the hot partition has its own row now, the others were quiet
     page.locator(".heat-figure").first.screenshot(path=ARTIFACTS / "heatmaps-ordinal.png")
 
-    history = api(page, f"tables/{table.pk}/history/?metric=rows_changed_per_s")
-    first_rates = [point[1 + row] for point in history["points"]]
+    row = shown.index(late)
+    history = api(page, f"tables/{table.pk}/history/?metric=rows_changed_per_s&partitions={late}")
+    first_rates = [point[1] for point in history["points"]]
     assert first_rates[:ADDED_AT_POLL] == [None] * ADDED_AT_POLL  # its first reading included
     assert first_rates[ADDED_AT_POLL] == 0  # read twice, unchanged
     assert "no data yet" in tooltip(page, "rows-changed-heatmap", row, 0)
@@ -226,10 +249,38 @@ def test_the_toggle_gives_every_partition_in_table_order_and_no_data_yet_before_
     assert pattern == "CanvasPattern"  # hatched, unlike the colour of any rate
     assert "no data yet" in page.locator("#rows-changed-legend .heat-no-data").inner_text()
 
+    page.click("#heat-next")
+    wait_for_rows(page, names[(late_page + 1) * SERIES_CAP : (late_page + 2) * SERIES_CAP])
+    page.select_option("#heat-page", str(len(choices)))
+    wait_for_rows(page, names[-(DAYS % SERIES_CAP) :])
+    assert page.locator("#heat-next").is_disabled()
+
+    page.reload()  # the page in view is in the URL
+    page.wait_for_selector("#table-page[data-ready='true']")
+    wait_for_rows(page, names[-(DAYS % SERIES_CAP) :])
+
     page.uncheck("#heat-ordinal")
-    assert "order=ordinal" not in page.url
-    assert shown_labels(page, "rows-changed-heatmap")[0] == hot
+    page.wait_for_function(
+        "(hot) => window.partdashChart(document.getElementById('rows-changed-heatmap'))"
+        "?.heatView.rows[0].label === hot",
+        arg=hot,
+    )
+    assert "order=ordinal" not in page.url and "page=" not in page.url
+    assert page.locator("#heat-pages").is_hidden()
     assert page.console_errors == []
+
+
+def wait_for_rows(page, names: list[str]) -> None:
+    """Until the rows-changed heatmap shows `names` in order, then the others' row (a page
+    is fetched, then drawn)."""
+    page.wait_for_function(
+        """(names) => {
+          const c = window.partdashChart(document.getElementById("rows-changed-heatmap"));
+          const rows = c?.heatView.rows.map((r) => r.label) ?? [];
+          return JSON.stringify(rows.slice(0, -1)) === JSON.stringify(names);
+        }""",
+        arg=names,
+    )
 
 
 def test_a_day_of_polls_is_drawn_from_five_minute_buckets_and_says_so(

@@ -5,8 +5,9 @@ import { el, estimate, show } from "../dom.js";
 import { findingList } from "../findings.js";
 import { age, bytes, count, localTime, number, shown } from "../format.js";
 import { watchPolls } from "../live.js";
-import { foldBars, TOP_BARS } from "../fold.js";
+import { foldBars, othersLabel, TOP_BARS } from "../fold.js";
 import { hasRates, heatLegend, heatmap } from "../heatmaps.js";
+import { clampPage, pageChoices, pageLabels, partitionsQuery } from "../partition-pages.js";
 import { bytesChart, historyChart, rowsChart } from "../partition-charts.js";
 import { showRunway } from "../runway.js";
 import { readView, writeView } from "../view-state.js";
@@ -17,7 +18,15 @@ const HOUR_MS = 3600000;
 // The ranges offered, up to the retention of hourly figures (90 days).
 const RANGE_HOURS = { "1h": 1, "6h": 6, "24h": 24, "7d": 168, "30d": 720, "90d": 2160 };
 const RATE_METRICS = { rows_changed_per_s: true, write_bytes_per_s: true, read_bytes_per_s: true };
-const VIEW_DEFAULTS = { range: "24h", from: "", until: "", metric: "rows", log: "", order: "" };
+const VIEW_DEFAULTS = {
+  range: "24h",
+  from: "",
+  until: "",
+  metric: "rows",
+  log: "",
+  order: "",
+  page: "",
+};
 // The heatmaps: the box each is drawn in, its rate, and what to say when it has none.
 const HEATMAPS = [
   {
@@ -168,6 +177,37 @@ function drawOrExplain(boxId, drawable, draw, why) {
 }
 
 let activity = {}; // the rate histories last fetched, by metric: the order toggle redraws them
+// Partitions one history answer names at most (its `series_cap`; 24 until one says).
+let seriesCap = 24;
+
+// Whether table order goes page by page: more partitions than one answer names.
+const paged = () => view.order === "ordinal" && partitions.length > seriesCap;
+
+// The labels of the page of partitions in view (table order), or null: the busiest.
+function partitionsInView() {
+  if (!paged()) return null;
+  const page = clampPage(view.page, partitions.length, seriesCap);
+  return pageLabels(partitions, page, seriesCap);
+}
+
+// The pager beside the table-order toggle: shown only while table order is paged.
+function showPages() {
+  const pager = document.getElementById("heat-pages");
+  pager.hidden = !paged();
+  if (pager.hidden) return;
+  const page = clampPage(view.page, partitions.length, seriesCap);
+  const choices = pageChoices(partitions, seriesCap);
+  controls.page.replaceChildren(
+    ...choices.map((c) => el("option", { value: String(c.page) }, c.text)),
+  );
+  controls.page.value = String(page);
+  document.getElementById("heat-previous").disabled = page <= 1;
+  document.getElementById("heat-next").disabled = page >= choices.length;
+  show(
+    "heat-pages-total",
+    `of ${count(partitions.length)} partitions, ${seriesCap} at a time; the others share the last row`,
+  );
+}
 
 function drawHeatmaps() {
   const ordinal = view.order === "ordinal";
@@ -218,7 +258,23 @@ function toLatestPoll(history, rates) {
   return { ...history, points: [...history.points, [polled, ...last.slice(1)]] };
 }
 
+// A large table's answer names its busiest partitions and sums the rest in a last series
+// (`other` of them): a heatmap row is one partition's rate, so there it is their mean.
+function othersAsMean(history) {
+  if (!history.other) return history;
+  const n = history.other;
+  return {
+    ...history,
+    partitions: [...history.partitions.slice(0, -1), `${othersLabel(n)} (mean)`],
+    points: history.points.map((p) => [...p.slice(0, -1), p.at(-1) == null ? null : p.at(-1) / n]),
+  };
+}
+
+// Answers drawn only if still the latest asked for (a reader turning pages quickly).
+let asked = 0;
+
 async function drawActivity() {
+  const mine = ++asked;
   const window = chosenWindow();
   const query =
     `since=${encodeURIComponent(new Date(window.start).toISOString())}` +
@@ -226,14 +282,20 @@ async function drawActivity() {
       ? `&until=${encodeURIComponent(new Date(window.end).toISOString())}`
       : "");
   const metrics = [...new Set([...HEATMAPS.map((h) => h.metric), view.metric])];
+  const inView = partitionsInView();
+  const only = inView ? partitionsQuery(inView) : "";
+  showPages();
   const fetched = await Promise.all(
-    metrics.map((m) => getJSON(`${tableUrl}history/?metric=${m}&${query}`)),
+    metrics.map((m) => getJSON(`${tableUrl}history/?metric=${m}&${query}${only}`)),
   );
+  if (mine !== asked) return;
+  seriesCap = fetched[0]?.series_cap ?? seriesCap;
   // Partition names label the charts' series, drawn on a canvas: escaped as any text is.
   for (const history of fetched) history.partitions = history.partitions.map((p) => shown(p));
-  activity = Object.fromEntries(metrics.map((m, i) => [m, fetched[i]]));
+  activity = Object.fromEntries(metrics.map((m, i) => [m, othersAsMean(fetched[i])]));
   drawHeatmaps();
-  const levels = toLatestPoll(activity[view.metric], activity.write_bytes_per_s);
+  const chosen = fetched[metrics.indexOf(view.metric)];
+  const levels = toLatestPoll(chosen, activity.write_bytes_per_s);
   const axis = axisWindow(levels, window);
   drawOrExplain(
     "history-box",
@@ -286,6 +348,7 @@ const controls = {
   metric: document.getElementById("history-metric"),
   log: document.getElementById("log-scale"),
   order: document.getElementById("heat-ordinal"),
+  page: document.getElementById("heat-page"),
 };
 
 // Put the URL's view into the controls (unknown values fall back to the defaults).
@@ -308,6 +371,7 @@ function readControls() {
     metric: controls.metric.value,
     log: controls.log.checked ? "1" : "",
     order: controls.order.checked ? "ordinal" : "",
+    page: controls.order.checked ? view.page : "",
     from: controls.range.value === "custom" ? fromLocalInput(controls.from.value) : "",
     until: controls.range.value === "custom" ? fromLocalInput(controls.until.value) : "",
   });
@@ -338,9 +402,25 @@ async function load() {
     readControls();
     drawSizes(partitions);
   });
+  // Table order on a large table fetches a page of partitions; else the answers at hand
+  // hold every partition and are drawn again in the other order.
   controls.order.addEventListener("change", () => {
+    const wasPaged = paged();
     readControls();
-    drawHeatmaps();
+    if (wasPaged || paged()) redraw();
+    else drawHeatmaps();
+  });
+  const turnTo = (page) => {
+    view.page = String(clampPage(page, partitions.length, seriesCap));
+    writeView(view, VIEW_DEFAULTS);
+    redraw();
+  };
+  controls.page.addEventListener("change", () => turnTo(controls.page.value));
+  document.getElementById("heat-previous").addEventListener("click", () => {
+    turnTo(Number(controls.page.value) - 1);
+  });
+  document.getElementById("heat-next").addEventListener("click", () => {
+    turnTo(Number(controls.page.value) + 1);
   });
   controls.range.addEventListener("change", () => {
     if (controls.range.value === "custom" && !controls.from.value) {
