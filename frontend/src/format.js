@@ -28,6 +28,14 @@ export function number(value) {
   return value == null ? DASH : decimals.format(value);
 }
 
+// "1 day", "2 days", "2.2 days", "485.8 days": as partdash.health.findings.day_count.
+const tenths = new Intl.NumberFormat(undefined, { maximumFractionDigits: 1 });
+export function dayCount(value) {
+  if (value == null) return DASH;
+  const rounded = Math.round(value * 10) / 10;
+  return `${tenths.format(rounded)} ${rounded === 1 ? "day" : "days"}`;
+}
+
 export function bytes(value) {
   if (value == null) return DASH;
   let scaled = value;

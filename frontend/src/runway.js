@@ -1,7 +1,7 @@
 // RANGE runway: bounds on a time axis, today, and the projected fill (today + days left).
 import { COLOURS, drawChart } from "./charts.js";
 import { el, estimate, show } from "./dom.js";
-import { boundDay, count, localDay, number } from "./format.js";
+import { boundDay, count, dayCount, localDay, number } from "./format.js";
 
 export const RANGE_METHODS = ["RANGE", "RANGE COLUMNS"];
 const DAY_MS = 86400000;
@@ -12,7 +12,7 @@ const boundDate = (partition) => (partition.bound_date ? new Date(partition.boun
 // Days left, or why they are unknown (the runway's `reason`: cyclic partitioning, an id
 // range without growth yet, an expression partdash cannot read...).
 function daysLeft(runway) {
-  if (runway.days_left != null) return `${number(runway.days_left)} days`;
+  if (runway.days_left != null) return dayCount(runway.days_left);
   if (runway.cyclic) return `never runs out: ${runway.reason}`;
   return runway.reason ? `unknown: ${runway.reason}` : "unknown";
 }

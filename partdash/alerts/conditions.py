@@ -17,7 +17,7 @@ from partdash.alerts.emails import binary_size
 from partdash.alerts.models import RuleName
 from partdash.health.alerting import Condition, Key
 from partdash.health.compression import FAILURE_RATE_LIMIT, PAGE_RATIO_LIMIT
-from partdash.health.findings import RUNWAY_WARNING_DAYS
+from partdash.health.findings import RUNWAY_WARNING_DAYS, day_count
 from partdash.health.pressure import WARN_RATIO
 from partdash.health.shapes import (
     FindingShape,
@@ -88,8 +88,9 @@ def _runway(health: TableHealth, finding: FindingShape | None) -> Condition:
     runway = health.get("runway") or {}
     days = runway.get("days_left")
     unknown = f"runway unknown: {runway['reason']}" if runway.get("reason") else "runway unknown"
-    otherwise = unknown if days is None else f"{days:g} days left"
-    return _finding_condition(finding, days, RUNWAY_WARNING_DAYS, otherwise)
+    otherwise = unknown if days is None else f"{day_count(days)} left"
+    warning = runway.get("warning_days") or RUNWAY_WARNING_DAYS
+    return _finding_condition(finding, days, warning, otherwise)
 
 
 def _compression(health: TableHealth, finding: FindingShape | None) -> Condition:

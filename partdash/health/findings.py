@@ -4,13 +4,14 @@ severity and a score, so tables rank across a fleet (the higher the score, the w
 Scores: a critical finding is worth 100 plus its excess, a warning 10 plus its excess,
 where the excess says how far past its limit the figure is (capped at 50). Runway that
 has run out (rows already in the catch-all, or the last bound in the past) is critical;
-less than `RUNWAY_CRITICAL_DAYS` days is critical, less than `RUNWAY_WARNING_DAYS` a
-warning.
+under `RUNWAY_CRITICAL_DAYS` days left is critical, the table's `warning_days` or fewer
+(one partition span, 14 to 45 days: `runway.warning_days`) a warning.
 
 Each finding carries its `fix` (`partdash.health.fixes`): advice, and where partdash can
 write it, the statement to run.
 """
 
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from datetime import date, datetime
 from typing import Literal
@@ -19,16 +20,16 @@ from partdash.health import fixes
 from partdash.health.compression import Compression
 from partdash.health.fixes import Fix, TableFacts
 from partdash.health.hotspots import HotPartition, Hotspots
-from partdash.health.pressure import LimitPressure, WorkingSet
+from partdash.health.pressure import LimitPressure, Staleness, WorkingSet
 from partdash.health.retention import Retention
-from partdash.health.runway import Runway
+from partdash.health.runway import WARNING_LEAST_DAYS, Runway
 from partdash.health.runway_fix import bound_words
 from partdash.health.skew import SkewFinding
 
-RUNWAY_WARNING_DAYS = 14
-RUNWAY_CRITICAL_DAYS = 3
+RUNWAY_WARNING_DAYS = WARNING_LEAST_DAYS  # the least; a table's own is `warning_days`
+RUNWAY_CRITICAL_DAYS = 3  # under 3 days left: 2 whole days or fewer
 # A runway fix adds partitions this far ahead: the finding clears, and returns no sooner
-# than RUNWAY_WARNING_DAYS later.
+# than RUNWAY_WARNING_DAYS later (`runway_horizon` for a table's own span).
 RUNWAY_HORIZON_DAYS = 2 * RUNWAY_WARNING_DAYS
 # Skew this many times past its limit is critical (a HASH table at 3x the mean).
 SKEW_CRITICAL_FACTOR = 2.0
@@ -112,8 +113,23 @@ def _bound_text(bound: date | int) -> str:
     return bound.isoformat() if isinstance(bound, date) else f"{bound:,}"
 
 
+def day_count(days: float) -> str:
+    """ "1 day", "2 days", "2.2 days", "485.8 days" (to 0.1 at most, like the messages)."""
+    rounded = round(days, 1)
+    if rounded == int(rounded):
+        whole = int(rounded)
+        return f"{whole:,} day" if whole == 1 else f"{whole:,} days"
+    return f"{rounded:,.1f} days"
+
+
+def runway_horizon(runway: Runway | None) -> int:
+    """How far ahead a runway fix adds partitions: twice the table's warning, so the
+    finding clears and comes back no sooner than a warning's length later."""
+    return 2 * (runway.warning_days if runway is not None else RUNWAY_WARNING_DAYS)
+
+
 def _runway_words(runway: Runway, days: float) -> str:
-    left = "the last bounded partition is already past" if days <= 0 else f"{days:g} days left"
+    left = "the last bounded partition is already past" if days <= 0 else f"{day_count(days)} left"
     if not runway.has_catchall:
         bound = f" ({_bound_text(runway.last_bound)})" if runway.last_bound is not None else ""
         words = f"{left} before inserts past the last bound{bound} fail: the table has no catch-all"
@@ -125,8 +141,10 @@ def _runway_words(runway: Runway, days: float) -> str:
 
 
 def runway_finding(runway: Runway | None) -> Finding | None:
-    """Rows in the catch-all, or a runway of RUNWAY_WARNING_DAYS or less. None where the
-    days left are unknown (the runway's `reason` says why) or the table is cyclic."""
+    """Rows in the catch-all, or a runway of the table's `warning_days` or less (one
+    partition span: 14 days for a daily table, 45 for a yearly one); critical under
+    RUNWAY_CRITICAL_DAYS. None where the days left are unknown (the runway's `reason`
+    says why) or the table is cyclic."""
     if runway is None or runway.days_left is None or runway.cyclic:
         return None
     days = runway.days_left
@@ -136,16 +154,16 @@ def runway_finding(runway: Runway | None) -> Finding | None:
             "partitions (REORGANIZE PARTITION the catch-all) now"
         )
         return Finding("runway", "critical", _score("critical", 50), message)
-    if days <= RUNWAY_CRITICAL_DAYS:
+    if days < RUNWAY_CRITICAL_DAYS:
         severity: Severity = "critical"
-    elif days <= RUNWAY_WARNING_DAYS:
+    elif days <= runway.warning_days:
         severity = "warning"
     else:
         return None
     return Finding(
         "runway",
         severity,
-        _score(severity, RUNWAY_WARNING_DAYS - days),
+        _score(severity, runway.warning_days - days),
         _runway_words(runway, days),
     )
 
@@ -169,15 +187,23 @@ def fragmentation_finding(fragmented: int, free_bytes: int) -> Finding | None:
     )
 
 
-def staleness_finding(stale: int) -> Finding | None:
+STALE_NAMED = 3  # partitions named in a staleness finding's message
+
+
+def staleness_finding(stale: Sequence[Staleness]) -> Finding | None:
+    """Partitions whose statistics are far from their rows (`pressure.stale_partitions`),
+    the first few named with why."""
     if not stale:
         return None
+    named = "; ".join(f"{s.name}: {s.reason}" for s in stale[:STALE_NAMED])
+    more = len(stale) - STALE_NAMED
     return Finding(
         "staleness",
         "warning",
-        _score("warning", stale / 10),
-        f"{stale} partition(s) changed by over 20% since their statistics were computed: "
-        "ANALYZE TABLE ... ANALYZE PARTITION",
+        _score("warning", len(stale) / 10),
+        f"{len(stale)} partition(s) with statistics far from their rows ({named}"
+        + (f"; and {more} more" if more > 0 else "")
+        + "): ALTER TABLE ... ANALYZE PARTITION",
     )
 
 
@@ -202,7 +228,7 @@ def retention_finding(retention: Retention | None) -> Finding | None:
         severity,
         _score(severity, overdue),
         f"{count} partition(s) past the retention policy {retention.policy.pattern!r} "
-        f"({retention.policy.words}; oldest {oldest}{age}; overdue {overdue:,.1f} days): "
+        f"({retention.policy.words}; oldest {oldest}{age}; overdue {day_count(overdue)}): "
         f"{rows}{size} to drop",
     )
 
@@ -276,7 +302,8 @@ def missing_finding(missing: list[str], named: int = 8) -> Finding:
 
 def with_fix(finding: Finding, table: TableFacts) -> Finding:
     """The finding of a table with what to do about it."""
-    return replace(finding, fix=fixes.table_fix(finding.kind, table, RUNWAY_HORIZON_DAYS))
+    horizon = runway_horizon(table.runway)
+    return replace(finding, fix=fixes.table_fix(finding.kind, table, horizon))
 
 
 def table_score(findings: list[Finding]) -> float:

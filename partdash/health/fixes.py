@@ -334,8 +334,11 @@ def analyze_fix(table: TableFacts) -> Fix:
     names = partition_list(table.stale, _names(table))
     return Fix(
         f"ANALYZE PARTITION recomputes the statistics of {names} (a sample of pages: "
-        "quick). InnoDB did not recalculate them itself: check innodb_stats_auto_recalc "
-        "and the table's STATS_AUTO_RECALC.",
+        "quick). InnoDB recalculates by itself only after inserts and deletes move a "
+        "tenth of a partition's rows, never for UPDATEs, and not at all where "
+        "innodb_stats_auto_recalc or the table's STATS_AUTO_RECALC is off; a partition "
+        "rewritten by REORGANIZE, REBUILD or EXCHANGE keeps empty statistics until "
+        "analysed.",
         _analyze(table, names),
         "instant",
     )

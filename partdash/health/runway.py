@@ -15,6 +15,7 @@ DAYOFMONTH(), MOD...) have no runway at all: their values come round again, so a
 catch-all holding rows is their design, not a table running out.
 """
 
+import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import date, datetime
@@ -34,20 +35,38 @@ from partdash.health.bounds import (
 from partdash.health.estimates import oldest
 from partdash.health.partitions import RANGE_METHODS, PartitionState, merge_subpartitions
 
-__all__ = ["Runway", "bound_to_date", "growth_per_day", "is_catchall", "table_runway"]
+__all__ = [
+    "Runway",
+    "bound_to_date",
+    "growth_per_day",
+    "is_catchall",
+    "table_runway",
+    "warning_days",
+]
+
+# A runway warning comes at least one partition span ahead, so there is time to add the
+# next partition: 14 days for daily and weekly tables, the span for monthly ones (up to
+# about six weeks), and WARNING_MOST_DAYS for quarterly and yearly tables (a yearly table
+# without a catch-all warns 45 days before inserts fail, not 14).
+WARNING_LEAST_DAYS = 14
+WARNING_MOST_DAYS = 45
 
 
 @dataclass(frozen=True, slots=True)
 class Runway:
     """`days_left`: None when unknown, 0 once the catch-all holds rows or the last bound is
-    past; whole days for time ranges, days to 0.1 for id ranges. `catchall_rows`: None
-    when there is no MAXVALUE partition (or its rows are unknown).
+    past; calendar days (UTC) for time ranges, days to 0.1 for id ranges, rounded down
+    (2.96 is 2.9: never shown as 3 beside a critical finding).
+    `catchall_rows`: None when there is no MAXVALUE partition (or its rows are unknown).
     `empty_future_partitions`: bounded partitions not reached yet that hold no rows.
     `fill_rate_per_day`: ids per day for id ranges, rows per day for time ranges (as
     given). `oldest_partition_age_days`: days since the exclusive upper bound of the oldest
     partition holding rows, so every row in it is at least that old (time ranges only).
-    `reason`: why `days_left` is None (None when it is known). `has_catchall`: whether
-    the table has a MAXVALUE partition (without one, inserts past the last bound fail).
+    `reason`: why `days_left` is None (None when it is known). `span_days`: the last
+    bounded partition's span (time ranges with two bounds or more, else None), and
+    `warning_days` the days left under which the runway is a warning (`warning_days`).
+    `has_catchall`: whether the table has a MAXVALUE partition (without one, inserts past
+    the last bound fail).
     `current_id`: the id reached (id ranges), from `current_id_from` ("auto_increment"
     or "rows": estimated dense). `cyclic`: the function that makes the expression
     cyclic (no runway then)."""
@@ -66,6 +85,26 @@ class Runway:
     current_id: int | None = None
     current_id_from: str | None = None
     cyclic: str | None = None
+    span_days: int | None = None
+    warning_days: int = WARNING_LEAST_DAYS
+
+
+def warning_days(span_days: int | None) -> int:
+    """Days left under which a runway is a warning: the partition span, at least
+    WARNING_LEAST_DAYS and at most WARNING_MOST_DAYS (a span unknown: the least)."""
+    if span_days is None:
+        return WARNING_LEAST_DAYS
+    return min(max(span_days, WARNING_LEAST_DAYS), WARNING_MOST_DAYS)
+
+
+def span_of(bounds: Sequence[Bound | None]) -> int | None:
+    """Days between the last two date bounds; None for id ranges or a single bound."""
+    if len(bounds) < 2:
+        return None
+    before, last = bounds[-2], bounds[-1]
+    if not isinstance(before, date) or not isinstance(last, date):
+        return None
+    return (bound_day(last) - bound_day(before)).days or None
 
 
 def growth_per_day(
@@ -87,6 +126,8 @@ def _catchall_rows(partitions: Sequence[PartitionState]) -> int | None:
 
 
 def _date_days_left(last: Bound | None, today: date) -> int | None:
+    """Calendar days from today (UTC) to the bound's day: stable through a UTC day, which
+    matters, a quiet table being analysed again once a day."""
     if not isinstance(last, date):
         return None
     return max(0, (bound_day(last) - today).days)
@@ -97,7 +138,8 @@ def _id_days_left(last: Bound | None, current_id: int | None, rate: float | None
         return None
     if current_id >= last:
         return 0.0
-    return round((last - current_id) / rate, 1) if rate else None
+    # Rounded down to 0.1: 2.96 days is 2.9 left, never "3" beside a critical finding.
+    return math.floor((last - current_id) / rate * 10) / 10 if rate else None
 
 
 def _is_future(lower: Bound | None, today: date, current_id: int | None) -> bool | None:
@@ -270,4 +312,6 @@ def table_runway(
         has_catchall=has_catchall,
         current_id=reached,
         current_id_from=reached_from,
+        span_days=span_of(bounds),
+        warning_days=warning_days(span_of(bounds)),
     )

@@ -121,6 +121,8 @@ class RunwayShape(TypedDict):
     current_id: int | None
     current_id_from: str | None
     cyclic: str | None
+    span_days: NotRequired[int | None]
+    warning_days: NotRequired[int]
 
 
 class RetentionShape(TypedDict):

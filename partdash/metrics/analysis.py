@@ -50,8 +50,10 @@ from partdash.health.pressure import (
     fragmentation,
     level_of,
     may_be_fragmented,
+    recalculates_statistics,
     server_limits,
     stale_partitions,
+    with_file_rows,
     working_set,
     written_against_pool,
 )
@@ -383,6 +385,7 @@ def table_health(
     why: str | None = None,
     policy: Policy | None = None,
     hold: Hold | None = None,
+    auto_recalc: str | None = None,
 ) -> TableHealth:
     """Every health figure of one table, as stored in `PartitionedTable.health`.
     `states` in definition order, `recents` their stored recent activity; `windows`: a
@@ -430,8 +433,16 @@ def table_health(
     skew_rows = judge_skew(table.method, states, "rows")
     skew_bytes = judge_skew(table.method, states, "bytes")
     written = working_set(states, written_labels, buffer_pool)
-    fragments = [f for f in map(fragmentation, may_be_fragmented(states)) if f.is_finding]
-    stale = stale_partitions(states, now)
+    stale = stale_partitions(
+        states, now, recalculates_statistics(auto_recalc, table.create_options)
+    )
+    # A rewritten partition's statistics say it is empty, its file full: not free space.
+    rewritten = {s.name for s in stale if s.file_rows}
+    fragments = [
+        f
+        for f in map(fragmentation, may_be_fragmented(states))
+        if f.is_finding and f.name not in rewritten
+    ]
     retention = table_retention(
         policy, table.method, table.expression, states, now, _overdue_seen_at(table, policy)
     )
@@ -441,7 +452,7 @@ def table_health(
         rules.runway_finding(runway),
         rules.compression_finding(compression),
         rules.fragmentation_finding(len(fragments), sum(f.data_free or 0 for f in fragments)),
-        rules.staleness_finding(len(stale)),
+        rules.staleness_finding(stale),
         rules.retention_finding(retention),
     ]
     facts = TableFacts(
@@ -449,7 +460,7 @@ def table_health(
         name=table.name,
         method=table.method,
         expression=table.expression,
-        partitions=states,
+        partitions=with_file_rows(states, stale),
         now=now,
         create_options=table.create_options,
         runway=runway,
@@ -614,7 +625,17 @@ def _analyse(
             else None
         )
         health = table_health(
-            table, states, recents, now, page_size, buffer_pool, windows, *signals, policy, hold
+            table,
+            states,
+            recents,
+            now,
+            page_size,
+            buffer_pool,
+            windows,
+            *signals,
+            policy,
+            hold,
+            auto_recalc=variables.get("innodb_stats_auto_recalc"),
         )
         health = keep_drift(table.health, health)  # the group's comparison writes it
         table.health = health

@@ -26,6 +26,7 @@ from typing import Any, TypedDict
 from django.db.models import OuterRef, Q, Subquery
 from django.utils import timezone
 
+from partdash.health.findings import day_count
 from partdash.health.fix_values import Unsafe, name_sql
 from partdash.health.fixes import stored_fix
 from partdash.health.shapes import FindingShape, stored_health, stored_pressure
@@ -278,7 +279,7 @@ def _urgency(finding: FindingShape, health: Any) -> tuple[str, float]:
         return _runway_urgency(health.get("runway") or {}, finding["severity"])
     overdue = _overdue(health) if kind == "retention" else None
     if overdue is not None:
-        return f"{overdue:g} days overdue", -overdue
+        return f"{day_count(overdue)} overdue", -overdue
     return finding["severity"], 0.0
 
 
@@ -288,7 +289,7 @@ def _runway_urgency(runway: dict, severity: str) -> tuple[str, float]:
         return f"{rows:,} rows in the catch-all", -_UNKNOWN - rows
     if days is None:
         return severity, _UNKNOWN
-    return ("past the last bound" if days <= 0 else f"{days:.1f} days left"), float(days)
+    return ("past the last bound" if days <= 0 else f"{day_count(days)} left"), float(days)
 
 
 def _overdue(health: Any) -> float | None:

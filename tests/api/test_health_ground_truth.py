@@ -247,7 +247,7 @@ def test_runway_of_range_tables_against_the_server_calendar(
     assert runway["oldest_partition_age_days"] == -days_until(mariadb, bounds["p_old"])
     (finding,) = soon["findings"]
     assert finding["kind"] == "runway"
-    if days_left <= RUNWAY_CRITICAL_DAYS:
+    if days_left < RUNWAY_CRITICAL_DAYS:
         assert finding["severity"] == "critical"
     else:
         assert days_left <= RUNWAY_WARNING_DAYS
@@ -836,7 +836,7 @@ def test_the_runway_of_an_idle_table_counts_down_as_days_pass(
 
     assert poll_server(server).ok  # today: nothing changed on the server but the date
     days_left = days_until(mariadb, day2)
-    assert days_left <= RUNWAY_CRITICAL_DAYS
+    assert days_left < RUNWAY_CRITICAL_DAYS
     idle = api_tables(admin_client, server)[(schema, "idle")]
     assert idle["runway"]["days_left"] == days_left
     assert idle["runway"]["oldest_partition_age_days"] == -days_until(mariadb, old)

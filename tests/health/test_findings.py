@@ -6,7 +6,7 @@ import pytest
 
 from partdash.health import findings as rules
 from partdash.health.hotspots import HotPartition, Hotspots
-from partdash.health.runway import Runway
+from partdash.health.runway import Runway, warning_days
 from partdash.health.skew import Skew, SkewFinding
 
 
@@ -24,11 +24,68 @@ def test_rows_in_the_catch_all_are_critical_and_outrank_a_runway_warning():
 
 @pytest.mark.parametrize(
     ("days", "severity"),
-    [(0, "critical"), (3, "critical"), (4, "warning"), (14, "warning"), (15, None), (None, None)],
+    [
+        (0, "critical"),
+        (2, "critical"),
+        (2.9, "critical"),
+        (3, "warning"),  # docs/pages.md: under 3 days is critical
+        (14, "warning"),
+        (15, None),
+        (None, None),
+    ],
 )
 def test_runway_thresholds(days, severity):
     finding = rules.runway_finding(runway(days))
     assert (finding.severity if finding else None) == severity
+
+
+def spanned(days_left, span_days) -> Runway:
+    warning = warning_days(span_days)
+    return Runway(
+        days_left,
+        None,
+        0,
+        date(2027, 1, 1),
+        None,
+        None,
+        "date",
+        span_days=span_days,
+        warning_days=warning,
+    )
+
+
+@pytest.mark.parametrize(
+    ("span", "warning"), [(1, 14), (7, 14), (31, 31), (42, 42), (92, 45), (365, 45), (None, 14)]
+)
+def test_the_runway_warning_comes_one_span_ahead_up_to_six_weeks(span, warning):
+    assert rules.runway_finding(spanned(warning, span)).severity == "warning"
+    assert rules.runway_finding(spanned(warning + 1, span)) is None
+
+
+def test_a_yearly_table_34_days_before_its_bound_warns():
+    finding = rules.runway_finding(spanned(34, 365))
+    assert finding.severity == "warning"
+    assert finding.message.startswith("34 days left before")
+
+
+@pytest.mark.parametrize(
+    ("days", "words"),
+    [
+        (1, "1 day"),
+        (1.0, "1 day"),
+        (2, "2 days"),
+        (2.2, "2.2 days"),
+        (485.783, "485.8 days"),
+        (1200, "1,200 days"),
+        (0.96, "1 day"),
+    ],
+)
+def test_day_counts_read_as_english(days, words):
+    assert rules.day_count(days) == words
+
+
+def test_one_day_left_is_singular_in_the_finding():
+    assert rules.runway_finding(runway(1)).message.startswith("1 day left before")
 
 
 def skew(ratio: float, is_finding: bool) -> SkewFinding:

@@ -3,7 +3,7 @@ import { getJSON } from "../api.js";
 import { showCompression } from "../compression.js";
 import { el, estimate, show } from "../dom.js";
 import { findingList } from "../findings.js";
-import { age, bytes, count, localTime, number, shown } from "../format.js";
+import { age, bytes, count, dayCount, localTime, number, shown } from "../format.js";
 import { watchPolls } from "../live.js";
 import { foldBars, othersLabel, TOP_BARS } from "../fold.js";
 import { hasRates, heatLegend, heatmap } from "../heatmaps.js";
@@ -71,7 +71,7 @@ function retentionFact(retention) {
   else if (!retention.overdue_partitions) state = "nothing past it";
   else {
     const overdue =
-      retention.overdue_days != null ? `, ${number(retention.overdue_days)} days overdue` : "";
+      retention.overdue_days != null ? `, ${dayCount(retention.overdue_days)} overdue` : "";
     state =
       `${count(retention.overdue_partitions)} partition(s) past it, oldest ` +
       `${retention.oldest_partition}${overdue}: ~${count(retention.rows)} rows, ` +

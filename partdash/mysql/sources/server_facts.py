@@ -17,6 +17,9 @@ VARIABLES = (
     "performance_schema",
     "innodb_cmp_per_index_enabled",
     "innodb_stats_persistent",
+    # Whether InnoDB recalculates statistics itself: rows changed make them stale only
+    # where it does not (partdash.health.pressure.recalculates_statistics).
+    "innodb_stats_auto_recalc",
     "innodb_page_size",
     "lower_case_table_names",
 )
