@@ -58,6 +58,17 @@ ensure_frontend() {
   (cd frontend && npm run --silent build >/dev/null)
 }
 
+# default_base_url PORT VAR: export PARTDASH_BASE_URL, where the links in emails and
+# webhooks (Page, Silence, Acknowledge) point, as the address served on PORT, unless the
+# environment or VAR/partdash.env already says where users reach partdash (a proxy, a
+# host name). Without it, `PARTDASH_PORT=8091 make up` sent links to port 8000.
+default_base_url() {
+  local port=$1 var=$2
+  [ -n "${PARTDASH_BASE_URL:-}" ] && return 0
+  grep -qs '^PARTDASH_BASE_URL=' "$var/partdash.env" && return 0
+  export PARTDASH_BASE_URL="http://127.0.0.1:$port"
+}
+
 # redis_answers: does a Redis answer PING at CELERY_BROKER_URL? (The URL may hold a
 # password: it is read from the environment, never put on a command line, which every
 # user of the machine can read.)

@@ -66,11 +66,45 @@ class Died(Exception):
     """A process exited, or did not come up: the message says which and why."""
 
 
+STOP_MASK = sum(1 << (number - 1) for number in STOP_SIGNALS)  # as /proc's SigBlk
+
+
+class ParentMake:
+    """The `make` this runs under, when it does. A service manager signals the PID it
+    started, make's: on SIGINT (HUP, QUIT) make forwards nothing, assuming its children
+    got it from the terminal too, and waits for them for ever; so a SIGINT to `make up`
+    alone stopped nothing. make handles such a signal with the signal blocked until it
+    exits, which /proc shows (SigBlk): seen here, it is a request to stop. (On SIGTERM
+    make sends its children a TERM as well.)"""
+
+    def __init__(self, pid: int) -> None:
+        self.status = Path(f"/proc/{pid}/status")
+
+    @classmethod
+    def of_this_process(cls) -> "ParentMake | None":
+        parent = os.getppid()
+        try:
+            name = Path(f"/proc/{parent}/comm").read_text().strip()
+        except OSError:  # not Linux: a SIGINT to make alone stops nothing, as before
+            return None
+        return cls(parent) if name in ("make", "gmake") else None
+
+    def signalled(self) -> bool:
+        """Whether make is handling a stop signal (and waits for this process to end)."""
+        try:
+            fields = dict(line.split(":", 1) for line in self.status.read_text().splitlines())
+        except (OSError, ValueError):  # make is gone: nothing waits for this process
+            return False
+        return bool(int(fields.get("SigBlk", "0"), 16) & STOP_MASK)
+
+
 class Supervisor:
-    """Stop requests arrive as signals and are noticed between ticks."""
+    """Stop requests arrive as signals, to this process or to the make it runs under
+    (`ParentMake`), and are noticed between ticks."""
 
     def __init__(self, handle_signals: bool = True) -> None:
         self.stop_requested = False
+        self.make = ParentMake.of_this_process() if handle_signals else None
         for number in STOP_SIGNALS if handle_signals else ():
             signal.signal(number, self._request_stop)
 
@@ -78,6 +112,9 @@ class Supervisor:
         self.stop_requested = True
 
     def check(self) -> None:
+        if self.make is not None and not self.stop_requested and self.make.signalled():
+            say("make was asked to stop")
+            self.stop_requested = True
         if self.stop_requested:
             raise Stop
 

@@ -11,6 +11,7 @@ VAR=${PARTDASH_VAR_DIR:-$ROOT/var}
 # Credentials (the broker URL, the demo DSN) go to the processes by their environment,
 # never their command line, which every user of the machine can read (`ps -ef`).
 export PARTDASH_VAR_DIR=$VAR CELERY_BROKER_URL=$BROKER PARTDASH_DEMO_DSN=$DEMO_DSN
+default_base_url "$PORT" "$VAR"
 
 ensure_venv requirements.txt
 ensure_frontend

@@ -512,9 +512,15 @@ class FakeDrip(FakeMySQL):
     def __init__(self, interval: float):
         super().__init__(switch_to=None)
         self.interval = interval
+        self.closing = threading.Event()  # its wait between bytes ends with the fake
+
+    def __exit__(self, *exc_info) -> None:
+        self.closing.set()
+        super().__exit__(*exc_info)
 
     def _converse(self, channel: Channel, conversation: Conversation) -> None:
         payload = b"\x0a5.5.5-10.11.0-MariaDB" + b"\0" * 60
         for byte in len(payload).to_bytes(3, "little") + b"\0" + payload:
             channel.sock.sendall(bytes([byte]))
-            time.sleep(self.interval)
+            if self.closing.wait(self.interval):
+                return

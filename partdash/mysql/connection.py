@@ -789,23 +789,29 @@ def flavor_of(version: str) -> str:
     return cast(str, Flavor.MARIADB if "mariadb" in version.lower() else Flavor.MYSQL)
 
 
-def _past_deadline(conn: GuardedConnection, target: Target) -> ConnectionFailure:
+def _past_deadline(conn: GuardedConnection, target: Target, said: str = "") -> ConnectionFailure:
+    """The one line for a session its deadline ended: the server's name and address, and
+    the limit as the caller names it (`said`: "the poll's time limit of 54 s"), else the
+    deadline's seconds."""
+    said = said or f"the deadline of {conn.deadline:g} s"
     return ConnectionFailure(
         "timeout",
-        f"timed out talking to {target.label}: no complete answer within the deadline of "
-        f"{conn.deadline:g} s",
+        f"timed out talking to {target.label}: no complete answer within {said}",
         conn.tls_offered,
         conn.tls_fingerprint,
     )
 
 
-def connect(target: Target, deadline: float | None = None) -> GuardedConnection:
+def connect(
+    target: Target, deadline: float | None = None, deadline_said: str = ""
+) -> GuardedConnection:
     """One connection, TLS as `target.tls_mode` says (for `preferred`: where the server's
     greeting offers it), with the connect timeout on the handshake and the read timeout
     on queries, and, with `deadline` (seconds), ended then whatever it is doing (the
-    caller disarms it: `GuardedConnection.disarm`). No second, throw-away connection is
-    ever made: each would count as an aborted connect on the server, and enough of them
-    get partdash's host blocked (max_connect_errors)."""
+    caller disarms it: `GuardedConnection.disarm`); `deadline_said` names that limit in
+    the failure's message. No second, throw-away connection is ever made: each would
+    count as an aborted connect on the server, and enough of them get partdash's host
+    blocked (max_connect_errors)."""
     addresses = admitted(target, _resolve(target))
     context = tls_context(target)
     conn = GuardedConnection(
@@ -831,7 +837,7 @@ def connect(target: Target, deadline: float | None = None) -> GuardedConnection:
     except pymysql.MySQLError as exc:
         conn.disarm()
         if conn.expired:
-            raise _past_deadline(conn, target) from None
+            raise _past_deadline(conn, target, deadline_said) from None
         limit = f"the connect timeout of {settings.PARTDASH_CONNECT_TIMEOUT} s"
         raise classify(exc, target, conn.tls_offered, limit, conn.tls_fingerprint) from None
     except BaseException:
@@ -846,10 +852,13 @@ def connect(target: Target, deadline: float | None = None) -> GuardedConnection:
 
 
 @contextmanager
-def open_session(target: Target, deadline: float | None = None) -> Iterator[Session]:
+def open_session(
+    target: Target, deadline: float | None = None, deadline_said: str = ""
+) -> Iterator[Session]:
     """Connect with timeouts, a statement cap and a read-only session; with `deadline`
-    (seconds), the session ends then, wherever it is (`connect`)."""
-    conn = connect(target, deadline)
+    (seconds), the session ends then, wherever it is (`connect`): a poll's, at its time
+    limit, from the TCP connect to the last row."""
+    conn = connect(target, deadline, deadline_said)
     try:
         with conn.cursor() as cursor:
             cursor.execute("SELECT VERSION()")  # the handshake's may carry a 5.5.5- prefix
@@ -868,7 +877,7 @@ def open_session(target: Target, deadline: float | None = None) -> Iterator[Sess
         )
     except pymysql.MySQLError as exc:  # a source's lost connection included
         if conn.expired:
-            raise _past_deadline(conn, target) from None
+            raise _past_deadline(conn, target, deadline_said) from None
         limit = f"the read timeout of {settings.PARTDASH_READ_TIMEOUT} s"
         raise classify(exc, target, conn.tls_offered, limit, conn.tls_fingerprint) from None
     finally:

@@ -39,9 +39,9 @@ from partdash.metrics.analysis import analyse_server
 from partdash.metrics.models import PartitionedTable, ServerSnapshot, UnmonitoredTable
 from partdash.metrics.store import PollStore, StoreResult, UndoLog
 from partdash.mysql.catalogue import HIDDEN, Shortfall
-from partdash.mysql.connection import ConnectionFailure, open_session, target_for
+from partdash.mysql.connection import ConnectionFailure, Target, open_session, target_for
 from partdash.mysql.incremental import SourceMemory
-from partdash.polling import pollmemory
+from partdash.polling import pollmemory, scheduling
 from partdash.servers.choices import ServerStatus
 from partdash.servers.models import Server
 
@@ -503,8 +503,35 @@ def _store(
         return _store_analyse_evaluate(server, collection, poll_id, seconds, memory)
 
 
+# The poll's sessions end this long before its soft time limit, so that a server that
+# never finishes answering (a greeting a byte every 3 s resets every socket timeout) fails
+# the poll with the connection's own line naming the server, before Celery's soft limit.
+DEADLINE_MARGIN = 0.5
+
+
+@dataclass(frozen=True)
+class PollDeadline:
+    """When a poll's sessions end, whatever the server does: its soft time limit
+    (`scheduling.time_limits`), counted from the poll's start, for the worker's polls and
+    `manage.py poll` alike (which no Celery limit bounds)."""
+
+    at: float  # time.monotonic()
+    limit: int  # the soft limit, seconds
+
+    @classmethod
+    def of(cls, server: Server, started: float) -> "PollDeadline":
+        soft, _ = scheduling.time_limits(server.poll_interval)
+        return cls(started + soft - DEADLINE_MARGIN, soft)
+
+    def session(self, target: Target):
+        """`open_session` ended at this deadline, its failure naming the limit."""
+        left = max(self.at - time.monotonic(), 0.001)
+        return open_session(target, left, f"the poll's time limit of {self.limit} s")
+
+
 def _poll(server: Server, poll_id: str | None) -> PollReport:
     started = time.monotonic()
+    deadline = PollDeadline.of(server, started)
     poll_id = poll_id or uuid.uuid4().hex
     try:
         set_stage("reading the previous poll")
@@ -514,7 +541,7 @@ def _poll(server: Server, poll_id: str | None) -> PollReport:
         memory = restore_memory(server, previous.poll_id)
         set_stage(f"connecting to {server.host}:{server.port}")
         target = target_for(server)
-        with open_session(target) as session:
+        with deadline.session(target) as session:
             set_stage("reading the statistics")
             request = CollectRequest(
                 known=known_signatures(server),
@@ -523,7 +550,7 @@ def _poll(server: Server, poll_id: str | None) -> PollReport:
                 memory=memory.sources,
                 last_poll=previous.poll_id,
                 open_beside=(
-                    (lambda: open_session(target)) if settings.PARTDASH_SECOND_SESSION else None
+                    (lambda: deadline.session(target)) if settings.PARTDASH_SECOND_SESSION else None
                 ),
                 speculate=settings.PARTDASH_STORE_WHILE_READING,
                 status_before=previous.status,

@@ -46,7 +46,7 @@ def test_the_message_names_the_limit_and_the_stage(settings, redis_server, monke
     settings.PARTDASH_CONNECT_TIMEOUT = 5
     server = make(port=3399)
 
-    def hangs(target):
+    def hangs(target, *deadline):
         raise SoftTimeLimitExceeded()  # as if the limit fired while connecting
 
     monkeypatch.setattr("partdash.polling.service.open_session", hangs)

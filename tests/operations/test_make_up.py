@@ -87,7 +87,7 @@ class MakeUp:
             cwd=clone,
             env=env,
             start_new_session=True,
-            preexec_fn=take_as_controlling_terminal if terminal else None,
+            preexec_fn=take_as_controlling_terminal if terminal else as_a_service_manager,
             **streams,
         )
         if follower is not None:
@@ -149,6 +149,12 @@ def up_process(up: MakeUp) -> psutil.Process:
 
 def take_as_controlling_terminal() -> None:
     fcntl.ioctl(0, termios.TIOCSCTTY, 0)
+
+
+def as_a_service_manager() -> None:
+    """SIGINT handled by default, as a service manager starts a command (a background
+    job of a shell would have it ignored, and make would keep ignoring it)."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
 def api_servers(up: MakeUp, token: str) -> list[dict]:
@@ -317,9 +323,15 @@ def test_make_up_again_reuses_everything_and_tightens_an_old_var(clone, tmp_path
     first = MakeUp(clone, env, terminal=False)
     try:
         wait_until(first.started, 300, "make up to start", first.output)
+        children = first.descendants()
+        # A service manager signals the PID it started, make's, alone.
+        os.kill(first.process.pid, signal.SIGINT)
+        assert first.wait(10) == -signal.SIGINT, first.output()[-3000:]
     finally:
-        first.ctrl_c()
         first.close()
+    assert "make was asked to stop" in first.output()
+    time.sleep(0.5)
+    assert alive(children) == [] and started_for(var) == []
     assert f"the encryption key in {keys}" in first.output()
     assert stat.S_IMODE(keys.stat().st_mode) == 0o600
     # One key, under a comment saying what the file is (scripts/keys.py).
@@ -339,6 +351,8 @@ def test_make_up_again_reuses_everything_and_tightens_an_old_var(clone, tmp_path
         output = again.output()
         assert "exists (password unchanged)" in output
         assert "partdash_demo exists" in output
+        assert "server demo (id 1) is registered already: kept" in output
+        assert "registered as server" not in output  # it registered nothing
         assert "generating keys" not in output
         assert "creating virtualenv" not in output and "installing requirements" not in output
         assert "npm ci" not in output

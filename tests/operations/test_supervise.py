@@ -4,11 +4,15 @@ import argparse
 import importlib.util
 import os
 import signal
+import subprocess
 import sys
 import time
 from pathlib import Path
 
+import psutil
 import pytest
+
+from tests.operations.test_make_up import as_a_service_manager
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -141,3 +145,53 @@ def test_urls_are_shown_without_their_password(supervise):
     assert shown == "redis://:***@10.0.0.5:6380/0"
     assert supervise.without_password("mysql://root:pw@db:3306/") == "mysql://root:***@db:3306/"
     assert supervise.without_password("redis://127.0.0.1:6379/0") == "redis://127.0.0.1:6379/0"
+
+
+# What `make up` runs, cut down: the supervisor watching one service, under a real make.
+UNDER_MAKE = """
+import argparse, sys
+sys.path.insert(0, sys.argv[1])
+import supervise
+up = supervise.MakeUp(argparse.Namespace(var=sys.argv[2]), supervise.Supervisor())
+up.services = [up.process("worker", [sys.executable, "-c", sys.argv[3]], 1.0, restart=True)]
+up.services[0].start()
+print(up.services[0].pid, flush=True)
+try:
+    up.watch()
+except supervise.Stop:
+    up.stop()
+    print("stopped", flush=True)
+"""
+
+
+@pytest.mark.parametrize("number", [signal.SIGINT, signal.SIGTERM])
+def test_a_signal_to_makes_pid_alone_stops_what_make_up_started(tmp_path, number):
+    """A service manager signals the PID it started, make's: make forwards no SIGINT to
+    its child and waits for it, so before, the SIGINT stopped nothing."""
+    (tmp_path / "log").mkdir()
+    script = tmp_path / "under_make.py"
+    script.write_text(UNDER_MAKE)
+    recipe = f"{sys.executable} {script} {ROOT / 'scripts'} {tmp_path} '{SLEEPS}'"
+    (tmp_path / "Makefile").write_text(f"up:\n\t@{recipe}\n")
+    make = subprocess.Popen(
+        ["make", "-s", "-C", str(tmp_path), "up"],
+        stdout=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+        preexec_fn=as_a_service_manager,
+    )
+    try:
+        worker = psutil.Process(int(make.stdout.readline()))
+        time.sleep(0.3)  # make is waiting on its child
+        os.kill(make.pid, number)
+        status = make.wait(timeout=10)
+    finally:
+        if make.poll() is None:
+            os.killpg(make.pid, signal.SIGKILL)
+            make.wait()
+    assert status == -number  # make dies of the signal, once its child has stopped
+    assert not worker.is_running() or worker.status() == psutil.STATUS_ZOMBIE
+    said = make.stdout.read()
+    assert said.endswith("stopped\n"), said
+    if number == signal.SIGINT:
+        assert "make was asked to stop" in said

@@ -31,8 +31,11 @@ def test_the_first_make_up_registers_the_demo_and_the_next_ones_keep_it(demo_tar
     assert "registered as server demo" in make_up_registers_the_demo(demo_target)
     first = Server.objects.get(name="demo")
 
-    make_up_registers_the_demo(demo_target)
+    again = make_up_registers_the_demo(demo_target)
 
+    # It registered nothing, and says so.
+    assert "registered as" not in again
+    assert f"server demo (id {first.pk}) is registered already: kept" in again
     assert list(Server.objects.values_list("pk", flat=True)) == [first.pk]
     assert list(DemoRegistration.objects.values_list("name", flat=True)) == ["demo"]
 

@@ -5,9 +5,10 @@ emails queued for the worker).
 Like the task, it holds the server's poll lock while polling, so it never overlaps a
 worker's poll of the same server: when one is running, it says so on stderr and waits
 for it to end (at most the lock's own expiry); its own hold is renewed while it polls,
-which no time limit bounds. Should Redis, which holds the lock, fail to give it
-(unreachable, say), it says so and polls without the lock (the command is also how a server
-is tried out before the worker runs).
+which no Celery time limit bounds (its sessions with the server end at the poll's time
+limit all the same, as the worker's do: `service.PollDeadline`). Should Redis, which
+holds the lock, fail to give it (unreachable, say), it says so and polls without the lock
+(the command is also how a server is tried out before the worker runs).
 
 Prints `PollReport.summary`: one line, then one line per distinct warning (grouped by
 fix, so a server with hundreds of hidden tables prints a few lines, not hundreds). A

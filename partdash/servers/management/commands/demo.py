@@ -55,9 +55,24 @@ class Command(PartdashCommand):
                 f"not registered again (`manage.py demo --register {name}` does)"
             )
             return
+        if server is not None and once and points_at(server, target):
+            # A second `make up` said "registered as server demo (id 1)": it registered
+            # nothing.
+            DemoRegistration.objects.get_or_create(name=name)
+            self.stdout.write(f"server {name} (id {server.pk}) is registered already: kept")
+            return
+        said = "registered as server" if server is None else "updated server"
         server = server or Server(name=name)
         server.host, server.port, server.user = target.host, target.port, target.user
         server.set_password(target.password)
         server.save()
         DemoRegistration.objects.get_or_create(name=name)
-        self.stdout.write(f"registered as server {server.name} (id {server.pk})")
+        self.stdout.write(f"{said} {server.name} (id {server.pk})")
+
+
+def points_at(server: Server, target: Target) -> bool:
+    """Whether `server` is registered with the address and account of `target`."""
+    where = (server.host, server.port, server.user)
+    return where == (target.host, target.port, target.user) and (
+        server.get_password() == target.password
+    )
