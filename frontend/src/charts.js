@@ -51,9 +51,14 @@ export const COLOURS = {
   unknownIndex: "#d1d5db",
 };
 
-// A distinct colour per series (partition lines), cycling round the hue circle.
+// A distinct colour per series (partition lines), spread over the hue circle but for the
+// red kept for hot partitions (COLOURS.hot, hue 4°): a line in red read as a hotspot. The
+// lines share the 290° from orange (40°) to pink (330°), 30° or more from that red.
+const FIRST_HUE = 40;
+const HUE_SPAN = 290;
+
 export function seriesColour(index, count) {
-  const hue = Math.round((index * 360) / Math.max(count, 1));
+  const hue = Math.round(FIRST_HUE + (index * HUE_SPAN) / Math.max(count, 1));
   return `hsl(${hue} 65% 45%)`;
 }
 

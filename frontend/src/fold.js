@@ -122,3 +122,18 @@ export function restFigures(rest, field) {
   const total = values.reduce((a, b) => a + b, 0);
   return { mean: total / values.length, total, largest };
 }
+
+// A long list (a year of daily RANGE bounds) shows its first and last LIST_ENDS items
+// and folds the rest behind a disclosure past FOLD_LIST_ABOVE: 366 bounds in two columns
+// made a table page about 6,600 px tall. Short lists stay whole (`middle` empty).
+export const FOLD_LIST_ABOVE = 14;
+export const LIST_ENDS = 5;
+
+export function foldEnds(items, ends = LIST_ENDS, above = FOLD_LIST_ABOVE) {
+  if (items.length <= above) return { first: items, middle: [], last: [] };
+  return {
+    first: items.slice(0, ends),
+    middle: items.slice(ends, -ends),
+    last: items.slice(-ends),
+  };
+}

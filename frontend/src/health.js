@@ -17,6 +17,11 @@ function fixes(statements) {
   );
 }
 
+// A source's name may break after a dot (schema. / TABLE) and nowhere else: where no
+// break was allowed, a narrow panel broke it mid-word (INNODB_SYS_TABLESPAC / ES).
+const breakAtDots = (name) =>
+  name.split(".").flatMap((part, i) => (i ? [".", el("wbr"), part] : [part]));
+
 // One source of the catalogue: what it gives, whether the latest poll could read it and,
 // if not, why and the statement that fixes it (the same as the poll's warning).
 function capability(item) {
@@ -29,7 +34,7 @@ function capability(item) {
     },
     el("span", { className: good ? "ok-text" : "bad-text" }, MARKS[item.state] ?? "?"),
     " ",
-    el("strong", {}, item.name),
+    el("strong", {}, breakAtDots(item.name)),
     ` — ${item.gives}`,
     item.detail ? el("div", { className: "detail small" }, item.detail) : null,
     good ? null : fixes(item.fixes),
@@ -159,8 +164,8 @@ function cmpTable(rows) {
   const head = el(
     "tr",
     {},
-    ["Page size", "Compressions", "Succeeded", "Page splits", "Failure rate"].map((h) =>
-      el("th", {}, h),
+    ["Page size", "Compressions", "Succeeded", "Page splits", "Failure rate"].map((h, i) =>
+      el("th", { className: i ? "num" : "" }, h),
     ),
   );
   const splits = (row) =>

@@ -1,6 +1,7 @@
 // RANGE runway: bounds on a time axis, today, and the projected fill (today + days left).
 import { COLOURS, drawChart } from "./charts.js";
 import { el, estimate, show } from "./dom.js";
+import { foldEnds } from "./fold.js";
 import { boundDay, count, dayCount, localDay, number } from "./format.js";
 
 export const RANGE_METHODS = ["RANGE", "RANGE COLUMNS"];
@@ -59,6 +60,29 @@ function boundItem(partition, date) {
     date ? ` (${boundDay(date)})` : "",
     `: ${count(partition.rows)} rows`,
   );
+}
+
+// The bounds in order: the first and last few, and on a long table the others folded
+// (numbered on: each list starts where the one before stopped).
+function boundList(items) {
+  const { first, middle, last } = foldEnds(items);
+  const list = (part, start) => el("ol", { className: "bounds", start }, part);
+  if (!middle.length) return list(first, 1);
+  const names = (item) => item.dataset.partition;
+  return [
+    list(first, 1),
+    el(
+      "details",
+      { className: "folded-bounds" },
+      el(
+        "summary",
+        {},
+        `${count(middle.length)} more partitions, ${names(middle[0])} to ${names(middle.at(-1))}`,
+      ),
+      list(middle, first.length + 1),
+    ),
+    list(last, first.length + middle.length + 1),
+  ];
 }
 
 // A vertical marker at `date`, as a two-point line from 0 to `top`.
@@ -133,10 +157,7 @@ export function showRunway(table, partitions) {
     partition,
     date: boundDate(partition),
   }));
-  show(
-    "runway-bounds",
-    dated.map(({ partition, date }) => boundItem(partition, date)),
-  );
+  show("runway-bounds", boundList(dated.map(({ partition, date }) => boundItem(partition, date))));
   const bounds = dated.filter((b) => b.date);
   if (bounds.length) {
     document.getElementById("runway-figure").hidden = false;

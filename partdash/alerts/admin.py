@@ -264,6 +264,10 @@ class MaintenanceWindowForm(forms.ModelForm):
             "rule",
             "comment",
         ]
+        # Both model fields are named for a rule: the recurrence and the alert rule it
+        # silences; one "Rule:" label each left a DBA guessing which was which.
+        labels = {"rrule": "Recurrence (RRULE)", "rule": "Alert rule"}
+        help_texts = {"rule": "Empty: every alert rule."}
 
     def clean(self) -> dict:
         cleaned = super().clean()

@@ -368,21 +368,25 @@ def _literal(point: datetime, with_time: bool) -> str:
     return f"'{point:%Y-%m-%d %H:%M:%S}'" if with_time else f"'{point:%Y-%m-%d}'"
 
 
+def bound_value(encoding: str, point: Point) -> str:
+    """One bound as a statement writes it: `TO_DAYS('2025-01-01')` rather than 739617
+    (the pages show bounds so too: `partdash.health.side_by_side`)."""
+    if isinstance(point, int):
+        return str(point)
+    if encoding == "to_days":
+        return f"TO_DAYS({_literal(point, False)})"
+    if encoding == "to_seconds":
+        return f"TO_SECONDS({_literal(point, True)})"
+    if encoding == "unix_timestamp":
+        return f"{raw_value(encoding, point)} /* {point:%Y-%m-%d %H:%M:%S} UTC */"
+    if encoding in ("year", "yyyymm", "yyyymmdd"):
+        return str(raw_value(encoding, point))
+    return _literal(point, encoding == "datetime")
+
+
 def bound_sql(encoding: str, point: Point, rest: str = "") -> str:
     """`VALUES LESS THAN (...)` for one bound; `rest` the other RANGE COLUMNS values."""
-    if isinstance(point, int):
-        value = str(point)
-    elif encoding == "to_days":
-        value = f"TO_DAYS({_literal(point, False)})"
-    elif encoding == "to_seconds":
-        value = f"TO_SECONDS({_literal(point, True)})"
-    elif encoding == "unix_timestamp":
-        value = f"{raw_value(encoding, point)} /* {point:%Y-%m-%d %H:%M:%S} UTC */"
-    elif encoding in ("year", "yyyymm", "yyyymmdd"):
-        value = str(raw_value(encoding, point))
-    else:
-        value = _literal(point, encoding == "datetime")
-    return f"VALUES LESS THAN ({value}{rest})"
+    return f"VALUES LESS THAN ({bound_value(encoding, point)}{rest})"
 
 
 def _check_encoding(encoding: str, point: Point) -> None:

@@ -34,6 +34,7 @@ from partdash.health.drift import (
 )
 from partdash.health.fixes import Fix
 from partdash.health.shapes import DriftShape, FindingShape, TableHealth, stored_health
+from partdash.health.side_by_side import side_by_side_names, written_bound
 from partdash.lib.bulk import update_each
 from partdash.metrics.models import Partition, PartitionedTable, ServerSnapshot
 from partdash.servers.models import Server, ServerGroup
@@ -416,11 +417,11 @@ def side_by_side(table: PartitionedTable) -> list[dict[str, Any]]:
 
 
 def _rows(columns, layouts: dict[int, Layout], digests: dict[int, str], target) -> dict:
-    order: dict[str, str] = {}  # lower-cased name: as spelled
     lead = [pk for pk in layouts if digests[pk] == target][:1]
-    for pk in lead + [pk for pk in layouts if pk not in lead]:
-        for name in layouts[pk].names:
-            order.setdefault(name.lower(), name)
+    names = side_by_side_names(
+        [layouts[pk] for pk in lead + [pk for pk in layouts if pk not in lead]]
+    )
+    order = {name.lower(): name for name in names}
     bounds = {
         pk: {name.lower(): bound for name, bound in layout.partitions}
         for pk, layout in layouts.items()
@@ -437,7 +438,12 @@ def _rows(columns, layouts: dict[int, Layout], digests: dict[int, str], target) 
         same = all(present) and len({(b or "").replace(" ", "") for b in cells}) <= 1
         # `cells`: the same, as a page walks it, one per member.
         walked = [
-            {"bound": b, "present": p, "has_table": c["table_id"] is not None}
+            {
+                "bound": b,
+                "shown": written_bound(c["expression"], b),
+                "present": p,
+                "has_table": c["table_id"] is not None,
+            }
             for b, p, c in zip(cells, present, columns, strict=True)
         ]
         rows.append(
