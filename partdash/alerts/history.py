@@ -1,6 +1,11 @@
 """One alert's history: its transitions in order, each with the messages that carried it
 (the email and each channel's, with their delivery outcome), and its acknowledgements.
-The alert's page (`/alerts/{id}/`) and `GET /api/v1/alerts/{id}/history/` show it."""
+The alert's page (`/alerts/{id}/`) and `GET /api/v1/alerts/{id}/history/` show it.
+
+A firing told again later (a new channel's first message, an escalation, email once
+recipients existed) is stored as a FIRING transition of its own, but it is no second
+firing: its messages are shown under the transition it announces, marked `announced`.
+"""
 
 from datetime import datetime
 from typing import Any
@@ -36,6 +41,33 @@ def delivery_of(notification: Notification) -> dict[str, Any]:
     }
 
 
+# What each kind of announcement's evaluation starts with: `channels.welcome`,
+# `acks.escalate`, `belated.announce_server`.
+ANNOUNCEMENTS = {"welcome-": "welcome", "escalation-": "escalation", "belated-": "late"}
+
+
+def announced_as(transition: Transition) -> str | None:
+    """What kind of announcement of an earlier firing `transition` is (None: it is a
+    transition of the alert's own). Announcements go to one channel alone, or to email
+    alone."""
+    if not (transition.only_channel_id or transition.only_channel_name or transition.email_only):
+        return None
+    for prefix, kind in ANNOUNCEMENTS.items():
+        if transition.evaluation.startswith(prefix):
+            return kind
+    return "announcement"
+
+
+def _deliveries(transition: Transition, announced: str | None) -> list[dict[str, Any]]:
+    messages = [transition.notification] if transition.notification_id else []
+    messages += list(transition.channel_messages.all())
+    return [
+        delivery_of(n)
+        | {"announced": announced, "announced_at": transition.created_at if announced else None}
+        for n in sorted(messages, key=_created)
+    ]
+
+
 def history_of(alert: Alert) -> dict[str, Any]:
     transitions = (
         Transition.objects.filter(alert=alert)
@@ -43,10 +75,12 @@ def history_of(alert: Alert) -> dict[str, Any]:
         .prefetch_related("channel_messages", "channel_messages__channel")
         .order_by("created_at", "pk")
     )
-    rows = []
+    rows: list[dict[str, Any]] = []
     for transition in transitions:
-        messages = [transition.notification] if transition.notification_id else []
-        messages += list(transition.channel_messages.all())
+        announced = announced_as(transition)
+        if announced and rows:  # told again: under the firing it tells of
+            rows[-1]["deliveries"] += _deliveries(transition, announced)
+            continue
         rows.append(
             {
                 "kind": transition.kind,
@@ -56,7 +90,7 @@ def history_of(alert: Alert) -> dict[str, Any]:
                 "message": transition.message,
                 "silenced": transition.silenced,
                 "evaluation": transition.evaluation,
-                "deliveries": [delivery_of(n) for n in sorted(messages, key=_created)],
+                "deliveries": _deliveries(transition, announced),
             }
         )
     acknowledgements = [

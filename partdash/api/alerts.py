@@ -202,6 +202,13 @@ class DeliverySerializer(serializers.Serializer):
     sent_at = serializers.DateTimeField(allow_null=True)
     attempts = serializers.IntegerField()
     last_error = serializers.CharField(allow_blank=True)
+    announced = serializers.ChoiceField(
+        ["welcome", "escalation", "late", "announcement"],
+        allow_null=True,
+        help_text="null: the transition's own message; else this firing told again later: "
+        "a new channel's first message, an escalation, or email once recipients existed",
+    )
+    announced_at = serializers.DateTimeField(allow_null=True)
 
 
 class HistoryTransitionSerializer(serializers.Serializer):

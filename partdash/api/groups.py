@@ -6,7 +6,29 @@ from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers, viewsets
 
 from partdash.metrics.models import ServerSnapshot
-from partdash.servers.models import Server, ServerGroup
+from partdash.servers.models import (
+    DEFAULT_EXCLUDED_SCHEMAS,
+    Server,
+    ServerGroup,
+    schema_patterns,
+    schema_patterns_problem,
+)
+
+
+class SchemaPatternsField(serializers.ListField):
+    """The schemas a group leaves out, as a list of patterns (stored comma-separated)."""
+
+    child = serializers.CharField(allow_blank=False, trim_whitespace=True)
+
+    def to_representation(self, data):
+        return schema_patterns(data)
+
+    def to_internal_value(self, data):
+        patterns = super().to_internal_value(data)
+        problem = schema_patterns_problem(patterns)
+        if problem:
+            raise serializers.ValidationError(problem)
+        return ", ".join(patterns)
 
 
 class MemberDriftSerializer(serializers.Serializer):
@@ -30,13 +52,18 @@ class ServerGroupSerializer(serializers.ModelSerializer):
         default=None,
         help_text="the member the others are compared with; null: the layout most share",
     )
+    excluded_schemas = SchemaPatternsField(
+        required=False,
+        help_text="schema patterns (* ? [..], any case) left out of the comparison; "
+        f"[]: every schema; when not given: {DEFAULT_EXCLUDED_SCHEMAS}",
+    )
     members = serializers.SerializerMethodField(
         help_text="Each member's drift as its latest poll judged it"
     )
 
     class Meta:
         model = ServerGroup
-        fields = ["id", "name", "kind", "servers", "reference", "members"]
+        fields = ["id", "name", "kind", "servers", "reference", "excluded_schemas", "members"]
 
     def validate(self, attrs):
         before = getattr(self.instance, "reference", None)

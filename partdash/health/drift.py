@@ -25,6 +25,7 @@ import hashlib
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from fnmatch import fnmatchcase
 
 from partdash.health.bounds import is_catchall
 from partdash.health.fix_values import (
@@ -423,3 +424,10 @@ def expected_everywhere(holders: int, members: int, on_reference: bool | None) -
     if on_reference is not None:
         return on_reference
     return 2 * holders >= members
+
+
+def schema_left_out(schema: str, patterns: Iterable[str]) -> bool:
+    """Whether a group leaves `schema` out of its comparison: it matches one of the
+    group's patterns (`*`, `?`, `[..]` wildcards), in any case, as copies are matched."""
+    name = schema.lower()
+    return any(fnmatchcase(name, pattern.lower()) for pattern in patterns)

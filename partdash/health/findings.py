@@ -92,19 +92,40 @@ def hotspot_sentence(hot: HotPartition, source: str) -> str:
     )
 
 
-def hotspot_finding(hotspots: Hotspots | None, method: str) -> Finding | None:
+def hotspot_finding(
+    hotspots: Hotspots | None, method: str, old: Sequence[HotPartition] = ()
+) -> Finding | None:
     """Hot partitions are a finding where the method promises even load (HASH, KEY,
     LIST); all writes going to the newest RANGE partition is how time ranges work, and
-    is shown but not raised. Writes and reads are reported separately."""
+    is shown but not raised, unless they go to an `old` one
+    (`hotspots.old_partition_writes`). Writes and reads are reported separately."""
     if hotspots is None or not hotspots.detail:
         return None
     if (method or "").upper().startswith("RANGE"):
-        return None
+        return old_partition_finding(old, hotspots.source)
     share = max(hot.share for hot in hotspots.detail)
     sentences = [hotspot_sentence(hot, hotspots.source) for hot in hotspots.detail]
     more = len(sentences) - HOTSPOTS_NAMED
     message = "; ".join(sentences[:HOTSPOTS_NAMED]) + (f"; and {more} more" if more > 0 else "")
     return Finding("hotspot", "warning", _score("warning", share * 10), message)
+
+
+def old_partition_finding(old: Sequence[HotPartition], source: str) -> Finding | None:
+    """Most of a RANGE table's writes going to a partition new rows do not go to: a
+    month-old day updated over and over, or rows stamped with the wrong time."""
+    if not old:
+        return None
+    share = max(hot.share for hot in old)
+    named = "; ".join(hotspot_sentence(hot, source) for hot in old[:HOTSPOTS_NAMED])
+    more = len(old) - HOTSPOTS_NAMED
+    return Finding(
+        "hotspot",
+        "warning",
+        _score("warning", share * 10),
+        f"{named}{f'; and {more} more' if more > 0 else ''}: not the partition new rows go "
+        "to. Usually old rows updated over and over, or timestamps written wrong (a clock, "
+        "a time zone, a default date)",
+    )
 
 
 def _bound_text(bound: date | int) -> str:

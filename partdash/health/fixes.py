@@ -33,6 +33,7 @@ from partdash.health.compression import Compression
 from partdash.health.fix_values import Unsafe, charset_problem, name_sql, table_problem
 from partdash.health.partitions import (
     LIST_METHODS,
+    RANGE_METHODS,
     PartitionState,
     merge_subpartitions,
 )
@@ -424,8 +425,18 @@ def skew_fix(table: TableFacts) -> Fix:
 
 
 def hotspot_fix(table: TableFacts) -> Fix:
-    if (table.method or "").upper().strip() in LIST_METHODS:
+    method = (table.method or "").upper().strip()
+    if method in LIST_METHODS:
         return Fix("One list takes most of the I/O: split its values over more lists.", None)
+    if method in RANGE_METHODS:  # raised only for writes into an old partition
+        return Fix(
+            "Most writes go to a partition new rows do not go to. Find the statements "
+            "writing there (performance_schema's statement digests, the slow or general "
+            "log): a job updating old rows over and over (move the changing column to its "
+            "own table, or batch the job), or rows stamped with the wrong time (the "
+            "client's clock or time zone, a default date). Repartitioning does not help.",
+            None,
+        )
     return Fix(
         "Most of the I/O goes to few partitions: a few key values (a hot id or tenant) take "
         "it, which no number of partitions spreads. Partition on a key that spreads the "

@@ -35,17 +35,24 @@ The rule has two parts, judged separately for writes and for reads:
   for more slots than the window can have active (`Hold`): a poll adds to one slot, so
   a window polled every minute with slots of 10 s has two or three active, never 12.
 All writes into the newest RANGE partition, poll after poll, are hot; a uniformly
-written HASH table (share 1/n each, give or take noise) never is.
+written HASH table (share 1/n each, give or take noise) never is. A RANGE partition hot
+for writes that is not where new rows go (`old_partition_writes`) is a finding of its own.
 """
 
 import math
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
-from datetime import timedelta
+from datetime import UTC, date, datetime, timedelta
 from functools import cache, lru_cache
 from operator import attrgetter
 from typing import Literal
 
+from partdash.health.bounds import is_catchall, read_bounds
+from partdash.health.partitions import (
+    RANGE_METHODS,
+    PartitionState,
+    merge_subpartitions,
+)
 from partdash.health.recent import SLOTS_PER_WINDOW, slot_seconds
 
 # The window the dashboard computes hotspots over (a documented default for callers).
@@ -375,3 +382,74 @@ def written_partitions(
         or (a.rows_added or 0) > 0
         or (a.bytes_added or 0) > 0
     ]
+
+
+# -- writes into an old RANGE partition ----------------------------------------------------
+
+# How far from now a time partition's span may lie and still be where new rows go: the
+# server's clock may run in any zone (UTC-12 to UTC+14) and the window holds an hour of
+# writes from before a rollover. A month-old day is far outside it; a day-old hour is too.
+RECEIVING_GRACE = timedelta(days=1)
+
+
+def _instant(bound: date | datetime) -> datetime:
+    """A time bound as an aware UTC datetime (a date at midnight; a naive datetime, UTC
+    for UNIX_TIMESTAMP and the server's clock otherwise, read as UTC)."""
+    if not isinstance(bound, datetime):
+        bound = datetime(bound.year, bound.month, bound.day)
+    return bound if bound.tzinfo else bound.replace(tzinfo=UTC)
+
+
+def _receiving_by_time(names: list[str], bounds: list, now: datetime) -> set[str]:
+    """The partitions whose span (from the bound before to their own; the catch-all's
+    has no end) comes within RECEIVING_GRACE of now."""
+    early, late = now - RECEIVING_GRACE, now + RECEIVING_GRACE
+    receiving = set()
+    for i, name in enumerate(names):
+        lower = _instant(bounds[i - 1]) if i > 0 else None
+        upper = _instant(bounds[i]) if i < len(bounds) else None
+        if (lower is None or lower <= late) and (upper is None or upper > early):
+            receiving.add(name)
+    return receiving
+
+
+def _receiving_by_rows(partitions: Sequence[PartitionState]) -> set[str]:
+    """The newest partition holding rows, and any after it whose rows are unknown (it may
+    be the newest): a partition is only called old where the rows say so."""
+    receiving = set()
+    for partition in reversed(partitions):
+        if partition.rows != 0:
+            receiving.add(partition.name.lower())
+        if partition.rows:
+            break
+    return receiving
+
+
+def old_partition_writes(
+    hotspots: Hotspots | None,
+    method: str,
+    expression: str | None,
+    partitions: Sequence[PartitionState],
+    now: datetime,
+) -> list[HotPartition]:
+    """The write hotspots of a RANGE table that are not where its new rows go: on time
+    bounds, partitions whose span is not within RECEIVING_GRACE of now (the catch-all
+    counts once the last bound is reached); on ids, any but the newest holding rows.
+    Writes taken by those are old rows updated, or timestamps written wrong. Empty for
+    other methods, where the newest partition takes the writes, or no hotspot."""
+    if hotspots is None or (method or "").upper().strip() not in RANGE_METHODS:
+        return []
+    writes = [hot for hot in hotspots.detail if hot.kind == "write"]
+    if not writes:
+        return []
+    merged = merge_subpartitions(partitions)
+    bounded = [p for p in merged if not is_catchall(p.description)]
+    bounds, _ = read_bounds(expression, [p.description for p in bounded], [p.name for p in bounded])
+    names = [p.name.lower() for p in bounded] + [
+        p.name.lower() for p in merged if is_catchall(p.description)
+    ]
+    if bounds and all(isinstance(b, date) for b in bounds):
+        receiving = _receiving_by_time(names, bounds, now)
+    else:
+        receiving = _receiving_by_rows(merged)
+    return [hot for hot in writes if hot.partition.split("#")[0].lower() not in receiving]

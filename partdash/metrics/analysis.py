@@ -41,6 +41,7 @@ from partdash.health.hotspots import (
     choose_source,
     find_hotspots,
     hold_for,
+    old_partition_writes,
     written_partitions,
 )
 from partdash.health.partitions import PartitionState
@@ -448,7 +449,11 @@ def table_health(
     )
     candidates = [
         rules.skew_finding(skew_rows),
-        rules.hotspot_finding(hotspots, table.method),
+        rules.hotspot_finding(
+            hotspots,
+            table.method,
+            old_partition_writes(hotspots, table.method, table.expression, states, now),
+        ),
         rules.runway_finding(runway),
         rules.compression_finding(compression),
         rules.fragmentation_finding(len(fragments), sum(f.data_free or 0 for f in fragments)),

@@ -31,6 +31,7 @@ from partdash.health.drift import (
     expected_everywhere,
     group_digest,
     layout_digest,
+    schema_left_out,
 )
 from partdash.health.fixes import Fix
 from partdash.health.shapes import DriftShape, FindingShape, TableHealth, stored_health
@@ -116,8 +117,8 @@ def _members(groups: list[ServerGroup], polling: int | None = None) -> dict[int,
 
 
 def fingerprint(groups: list[ServerGroup], members: dict[int, list[int]]) -> str:
-    """Changes when a group or its membership changes, or any member's tables are
-    added, dropped or read again (new definitions)."""
+    """Changes when a group, its membership or the schemas it leaves out change, or any
+    member's tables are added, dropped or read again (new definitions)."""
     ids = sorted({pk for ids in members.values() for pk in ids})
     state = list(
         PartitionedTable.objects.filter(server_id__in=ids)
@@ -130,7 +131,9 @@ def fingerprint(groups: list[ServerGroup], members: dict[int, list[int]]) -> str
         .order_by("server_id")
         .values_list("server_id", "live", "read", "dropped")
     )
-    groups_state = [(g.pk, g.kind, g.reference_id, members[g.pk]) for g in groups]
+    groups_state = [
+        (g.pk, g.kind, g.reference_id, members[g.pk], g.excluded_schemas) for g in groups
+    ]
     text = repr((groups_state, [tuple(map(str, row)) for row in state]))
     return hashlib.sha1(text.encode(), usedforsecurity=False).hexdigest()
 
@@ -166,7 +169,8 @@ class _Comparison:
             .filter(server_id__in=members)
             .values_list("id", "server_id", "schema", "name", "layout", "partition_count")
         )
-        rows = list(copies)
+        patterns = group.excluded_schema_patterns
+        rows = [row for row in copies if not schema_left_out(row[2], patterns)]
         blank = [row[0] for row in rows if not row[4]]
         digests = fill_layouts(blank) if blank else {}
         holders: dict[TableName, list[tuple[Holder, int, str, str]]] = defaultdict(list)
@@ -375,6 +379,8 @@ def side_by_side(table: PartitionedTable) -> list[dict[str, Any]]:
     members = _members(groups)
     shown = []
     for group in groups:
+        if schema_left_out(table.schema, group.excluded_schema_patterns):
+            continue  # the group does not compare this schema
         copies = {
             server_id: pk
             for pk, server_id in PartitionedTable.objects.live()

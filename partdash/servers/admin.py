@@ -171,7 +171,7 @@ class ServerAdmin(SecretLookupsRefused):
 class ServerGroupAdmin(admin.ModelAdmin):
     """Replicas or shards whose tables are compared after each member's poll."""
 
-    list_display = ["name", "kind", "member_names", "reference"]
+    list_display = ["name", "kind", "member_names", "reference", "excluded_schemas"]
     list_filter = ["kind"]
     search_fields = ["name", "servers__name"]
     filter_horizontal = ["servers"]

@@ -284,6 +284,40 @@ class DemoRegistration(models.Model):
         return f"demo registered as {self.name}"
 
 
+# Schemas a group leaves out unless told otherwise: the demo partdash creates on every
+# server it can, and the servers' own (each differs by version and plugins, so each
+# made a "the reference lacks this table" finding on a mixed group).
+DEFAULT_EXCLUDED_SCHEMAS = "partdash_demo, sys, mysql, performance_schema, information_schema"
+MAX_SCHEMA_PATTERNS = 50
+MAX_SCHEMA_PATTERN_LENGTH = 128  # a schema name is at most 64 characters; room for [..]
+EXCLUDED_SCHEMAS_LENGTH = 1000  # the stored list, comma-separated
+
+
+def schema_patterns(text: str) -> list[str]:
+    """The patterns of a comma-separated list, blanks dropped."""
+    return [p.strip() for p in (text or "").split(",") if p.strip()]
+
+
+def schema_patterns_problem(patterns: list[str]) -> str | None:
+    """Why these schema patterns cannot stand, in one line, or None."""
+    if len(patterns) > MAX_SCHEMA_PATTERNS:
+        return f"at most {MAX_SCHEMA_PATTERNS} schema patterns"
+    if len(", ".join(patterns)) > EXCLUDED_SCHEMAS_LENGTH:
+        return f"the schema patterns take more than {EXCLUDED_SCHEMAS_LENGTH} characters"
+    for pattern in patterns:
+        if len(pattern) > MAX_SCHEMA_PATTERN_LENGTH:
+            return f"the schema pattern {pattern[:20]!r}... is longer than a schema name can be"
+        if "," in pattern or not pattern.isprintable():
+            return f"the schema pattern {pattern!r} holds a comma or a control character"
+    return None
+
+
+def validate_schema_patterns(text: str) -> None:
+    problem = schema_patterns_problem(schema_patterns(text))
+    if problem:
+        raise ValidationError(problem)
+
+
 class ServerGroup(models.Model):
     """Servers that should hold the same partitioned tables laid out the same way: the
     replicas of one primary, or the shards of one schema. Each member's tables are
@@ -309,6 +343,14 @@ class ServerGroup(models.Model):
         related_name="+",
         help_text="The member the others are compared with; empty: the layout most members share.",
     )
+    excluded_schemas = models.CharField(
+        max_length=EXCLUDED_SCHEMAS_LENGTH,
+        blank=True,
+        default=DEFAULT_EXCLUDED_SCHEMAS,
+        validators=[validate_schema_patterns],
+        help_text="Schemas left out of the comparison, comma-separated, with * ? [..] "
+        "wildcards, any case (demo_*, sys); empty: every schema is compared.",
+    )
     updated_at = models.DateTimeField(auto_now=True)
 
     class Meta:
@@ -316,6 +358,11 @@ class ServerGroup(models.Model):
 
     def __str__(self) -> str:
         return self.name
+
+    @property
+    def excluded_schema_patterns(self) -> list[str]:
+        """The patterns of the schemas left out of the comparison."""
+        return schema_patterns(self.excluded_schemas)
 
     def reference_problem(self, members) -> str | None:
         """Why `reference` cannot stand with these members (ids or servers), or None."""

@@ -7,6 +7,7 @@ which holds the service's secret, never shown back, logged or stored in clear.""
 
 import json
 import logging
+from datetime import timedelta
 from pathlib import Path
 
 import jsonschema
@@ -332,6 +333,33 @@ def test_an_alerts_history_shows_each_delivery_and_acknowledgement(
     assert not any(secret in page for secret in SECRETS)
     table_page = client.get(f"/tables/{orders.pk}/").content.decode()
     assert f'href="/alerts/{alert.pk}/"' in table_page
+
+
+def test_a_new_channels_first_message_is_no_second_firing_in_the_history(
+    receiver, mailbox, operator, client
+):
+    """An alert fired (emailed), then a channel was added and told what is firing: the
+    history holds one firing, carrying the email and the channel's first message, marked
+    as the welcome it was."""
+    db1 = builders.server("db1")
+    alert = firing(db1, builders.table(db1, "shop", "orders"))
+    fired_at = timezone.now() - timedelta(minutes=5)
+    transition(alert, created_at=fired_at)
+    delivery.deliver_evaluation(db1.pk, "eval-1")
+    channel("hook", webhook_url(receiver))
+    for server_id, evaluation in channels.welcome():
+        delivery.deliver_evaluation(server_id, evaluation)
+    receiver.wait_for(1)
+
+    history = token_client(operator).get(f"/api/v1/alerts/{alert.pk}/history/").json()
+    (fired,) = history["transitions"]
+    assert fired["kind"] == "firing" and fired["at"].startswith(fired_at.isoformat()[:19])
+    told = {(d["kind"], d["outcome"], d["announced"]) for d in fired["deliveries"]}
+    assert told == {("email", "sent", None), ("webhook", "sent", "welcome")}
+    client.force_login(operator)
+    page = client.get(f"/alerts/{alert.pk}/").content.decode()
+    assert page.count('<tr data-kind="firing">') == 1
+    assert 'channel hook (webhook) <span class="small">(welcome message, ' in page
 
 
 def test_what_a_channel_heard_is_not_announced_to_it_again(receiver, mailbox, smtp_settings):

@@ -113,6 +113,15 @@ def test_a_hot_newest_range_partition_is_shown_but_not_raised():
     assert raised.message == "p2 takes 95% of the writes (hot in 11 of 12 slots with writes)"
 
 
+def test_writes_into_an_old_range_partition_are_raised_with_what_they_usually_mean():
+    old = HotPartition("p20261028", "write", 0.98, 6, 6)
+    raised = rules.hotspot_finding(hot("rows_changed", old), "RANGE", [old])
+    assert (raised.kind, raised.severity) == ("hotspot", "warning")
+    assert raised.message.startswith("p20261028 takes 98% of the rows changed (hot in 6 of 6")
+    assert "not the partition new rows go to" in raised.message
+    assert "old rows updated" in raised.message and "timestamps written wrong" in raised.message
+
+
 def test_write_and_read_hotspots_are_reported_separately():
     write, read = HotPartition("p5", "write", 1.0, 4, 4), HotPartition("p2", "read", 0.8, 3, 5)
     both = hot("rows_changed", write, read)

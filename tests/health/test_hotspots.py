@@ -4,17 +4,22 @@ pure `partdash.health.hotspots`)."""
 
 import random
 from dataclasses import fields
+from datetime import date, timedelta
 
 import pytest
 
 from partdash.health import hotspots
 from partdash.health.hotspots import (
+    HotPartition,
+    Hotspots,
     PartitionActivity,
     Signals,
     find_hotspots,
     hot_share_threshold,
+    old_partition_writes,
 )
-from tests.health.builders import MiB
+from partdash.health.partitions import PartitionState
+from tests.health.builders import NOW, MiB, ranged, to_days
 
 
 @pytest.mark.parametrize(
@@ -367,3 +372,48 @@ def test_a_partition_hot_in_many_slots_but_not_over_the_window_is_not_hot():
     result = judged(HASH4, [trickle] * 6 + [flood] * 2)
     assert result.shares["p0"] < hot_share_threshold(4)
     assert result.hot == []
+
+
+# -- writes into an old RANGE partition --------------------------------------------------
+
+
+def daily(first: date, days: int, catchall: int = 0) -> list[PartitionState]:
+    """A TO_DAYS table of `days` daily partitions from `first` (10 rows each), then pmax."""
+    bounds = [(str(to_days(first + timedelta(days=i + 1))), 10) for i in range(days)]
+    return ranged([*bounds, ("MAXVALUE", catchall)])
+
+
+def writes_to(*names: str, share: float = 0.98) -> Hotspots:
+    detail = tuple(HotPartition(name, "write", share, 6, 6) for name in names)
+    return Hotspots("rows_changed", {}, {}, list(names), False, detail)
+
+
+def old_writes(hotspots: Hotspots, partitions, expression="to_days(`d`)", now=NOW) -> list[str]:
+    found = old_partition_writes(hotspots, "RANGE", expression, partitions, now)
+    return [hot.partition for hot in found]
+
+
+def test_writes_into_a_month_old_day_are_old_and_into_today_are_not():
+    """p0..p39 hold 2026-01-30 .. 2026-03-10 (NOW's day, p39), p40 and p41 are ahead."""
+    table = daily(date(2026, 1, 30), 42)
+    assert old_writes(writes_to("p9"), table) == ["p9"]  # 2026-02-08: a month old
+    assert old_writes(writes_to("p39"), table) == []  # today
+    # Around a rollover (or a server clock in another zone) yesterday and tomorrow are
+    # where rows may go; two days ahead is not.
+    assert old_writes(writes_to("p38", "p40", "p41"), table) == ["p41"]
+    # The catch-all counts once the last bound is reached, not before.
+    assert old_writes(writes_to("p42"), table) == ["p42"]
+    assert old_writes(writes_to("p30"), daily(date(2026, 1, 1), 30, catchall=500)) == []
+    # Reads, and tables not RANGE, are another rule's.
+    reads = Hotspots("rows_changed", {}, {}, ["p9"], False, (HotPartition("p9", "read", 1, 6, 6),))
+    assert old_writes(reads, table) == []
+    assert old_partition_writes(writes_to("p9"), "HASH", "id", table, NOW) == []
+
+
+def test_on_ids_only_the_newest_partition_holding_rows_takes_new_rows():
+    table = ranged([("100", 100), ("200", 100), ("300", 40), ("400", 0), ("MAXVALUE", 0)])
+    assert old_writes(writes_to("p0"), table, "id") == ["p0"]
+    assert old_writes(writes_to("p2"), table, "id") == []
+    # Unknown rows after it: it may not be old.
+    unknown = ranged([("100", 100), ("200", None), ("MAXVALUE", 0)])
+    assert old_writes(writes_to("p0"), unknown, "id") == []

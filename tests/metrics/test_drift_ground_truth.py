@@ -3,6 +3,8 @@ lacks a partition and a table the other has; partdash says so on that member alo
 (finding, side by side view, alert), its statement is run there as is, and after the
 next poll the finding and the alert are gone."""
 
+from uuid import uuid4
+
 import pytest
 
 from partdash.alerts.models import Alert
@@ -183,3 +185,68 @@ def test_a_reference_member_decides_and_leaving_the_group_clears_the_finding(
         assert drift_of(full, schema) == []
     finally:
         other.execute(f"DROP DATABASE IF EXISTS {schema}")
+
+
+LONELY = "CREATE TABLE lonely (id INT PRIMARY KEY) PARTITION BY HASH (id) PARTITIONS 2"
+
+
+def missing_here(snapshot: ServerSnapshot) -> str:
+    """The server's own drift finding (tables of its group it lacks), "" for none."""
+    return " ".join(f["message"] for f in snapshot.pressure["findings"] if f["kind"] == "drift")
+
+
+def test_a_group_leaves_the_demo_and_its_own_patterns_out_of_the_comparison(
+    mariadb, other, make_server, admin_client
+):
+    """A table only in partdash_demo (made by `make up` where it can) on one member is no
+    finding by default; a schema of a pattern the group is given is left out too, and
+    one outside every pattern is still compared."""
+    scratch = f"scratch_{uuid4().hex[:8]}"
+    mariadb.execute(f"CREATE DATABASE {scratch}")
+    try:
+        mariadb.execute("CREATE DATABASE IF NOT EXISTS partdash_demo")
+        run(mariadb, "partdash_demo", "DROP TABLE IF EXISTS lonely", LONELY)
+        run(mariadb, scratch, LONELY)
+        full, bare = make_server(mariadb, "full"), make_server(other, "bare")
+        made = admin_client.post(
+            "/api/v1/server-groups/",
+            {"name": "left-out", "servers": [full.pk, bare.pk]},
+            content_type="application/json",
+        )
+        assert made.status_code == 201, made.content
+        assert made.json()["excluded_schemas"] == [
+            "partdash_demo",
+            "sys",
+            "mysql",
+            "performance_schema",
+            "information_schema",
+        ]
+        polled(full)
+        # Half the group holds both tables: each is expected on the other member, but
+        # the demo's is left out; the scratch schema is not (yet).
+        missing = missing_here(polled(bare))
+        assert f"{scratch}.lonely" in missing and "partdash_demo" not in missing
+        assert not PartitionedTable.objects.filter(server=full, health__has_key="drift").exists()
+
+        url = f"/api/v1/server-groups/{made.json()['id']}/"
+        refused = admin_client.patch(
+            url, {"excluded_schemas": ["sys", "a,b"]}, content_type="application/json"
+        )
+        assert refused.status_code == 400
+        assert refused.json()["excluded_schemas"] == [
+            "the schema pattern 'a,b' holds a comma or a control character"
+        ]
+        changed = admin_client.patch(
+            url,
+            {"excluded_schemas": ["partdash_demo", "SCRATCH_*"]},
+            content_type="application/json",
+        )
+        assert changed.json()["excluded_schemas"] == ["partdash_demo", "SCRATCH_*"]
+        assert missing_here(polled(bare)) == ""
+        # Every schema compared again: both tables are missing on the bare member.
+        admin_client.patch(url, {"excluded_schemas": []}, content_type="application/json")
+        missing = missing_here(polled(bare))
+        assert f"{scratch}.lonely" in missing and "partdash_demo.lonely" in missing
+    finally:
+        mariadb.execute(f"DROP DATABASE IF EXISTS {scratch}")
+        mariadb.execute("DROP TABLE IF EXISTS partdash_demo.lonely")

@@ -669,6 +669,7 @@ def test_servergroup_makes_changes_lists_and_deletes_a_group_and_refuses_bad_inp
         (("--add", "nope"), "unknown server(s): nope"),
         (("--remove", "db1"), "the reference db1 is not a member of the group"),
         (("--kind", "mirrors"), "argument --kind: invalid choice: 'mirrors'"),
+        (("--exclude-schemas", "sys,a\x07b"), "excluded_schemas: the schema pattern 'a\\x07b'"),
     ]:
         refused = here.run("servergroup", "orders", *args)
         assert refused.returncode == 2 and error in refused.stderr, refused.stderr
@@ -677,6 +678,11 @@ def test_servergroup_makes_changes_lists_and_deletes_a_group_and_refuses_bad_inp
     assert sorted(group.servers.values_list("name", flat=True)) == ["db1", "db2", "db3"]
     here.run("servergroup", "orders", "--reference", "", "--remove", "db1")
     assert here.run("servergroup").stdout == "orders (shards): db2, db3\n"
+    left_out = here.run("servergroup", "orders", "--exclude-schemas", " sys, scratch_* ,")
+    assert left_out.stdout.endswith("; leaves out schemas sys, scratch_*\n"), left_out.stderr
+    assert ServerGroup.objects.get().excluded_schema_patterns == ["sys", "scratch_*"]
+    everything = here.run("servergroup", "orders", "--exclude-schemas", "")
+    assert everything.stdout.endswith("; every schema\n")
     assert here.run("servergroup", "orders", "--delete").stdout == "deleted server group orders\n"
     assert here.run("servergroup", "orders", "--delete").returncode == 2
     assert not ServerGroup.objects.exists()

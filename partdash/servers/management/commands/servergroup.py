@@ -3,6 +3,7 @@
     manage.py servergroup                              # every group, one per line
     manage.py servergroup NAME --servers db1,db2 [--kind shards] [--reference db1]
     manage.py servergroup NAME --add db3 | --remove db2 | --reference '' | --delete
+    manage.py servergroup NAME --exclude-schemas 'partdash_demo,sys,scratch_*'  # '': none
 
 Each member's drift is judged after its next poll. Unknown servers, a reference that is
 not a member, or a bad name are one line on stderr, exit 2, and change nothing.
@@ -12,7 +13,12 @@ from django.core.exceptions import ValidationError
 from django.db import transaction
 
 from partdash.lib.commands import PartdashCommand
-from partdash.servers.models import Server, ServerGroup
+from partdash.servers.models import (
+    DEFAULT_EXCLUDED_SCHEMAS,
+    Server,
+    ServerGroup,
+    schema_patterns,
+)
 
 
 def names(text: str) -> list[str]:
@@ -29,6 +35,12 @@ class Command(PartdashCommand):
         parser.add_argument("--add", type=names, default=[], help="members to add")
         parser.add_argument("--remove", type=names, default=[], help="members to remove")
         parser.add_argument("--reference", help="the member the others are held to ('': none)")
+        parser.add_argument(
+            "--exclude-schemas",
+            help="schema patterns left out of the comparison, comma-separated, with * ? "
+            "wildcards ('': compare every schema; default: partdash_demo, sys, mysql, "
+            "performance_schema, information_schema)",
+        )
         parser.add_argument("--delete", action="store_true", help="delete the group")
 
     def handle(self, *args, **options) -> None:
@@ -64,6 +76,8 @@ class Command(PartdashCommand):
         self._servers(options["remove"])
         members = [s for s in members + added if s.name not in removed]
         members = list({s.pk: s for s in members}.values())
+        if options["exclude_schemas"] is not None:
+            group.excluded_schemas = ", ".join(schema_patterns(options["exclude_schemas"]))
         if options["reference"] is not None:
             reference = options["reference"]
             group.reference = self._servers([reference])[0] if reference else None
@@ -82,7 +96,15 @@ class Command(PartdashCommand):
     def _line(self, group: ServerGroup) -> str:
         members = ", ".join(s.name for s in group.servers.order_by("name")) or "no members"
         reference = f", reference {group.reference.name}" if group.reference else ""
-        return f"{group.name} ({group.kind}): {members}{reference}"
+        return f"{group.name} ({group.kind}): {members}{reference}{self._left_out(group)}"
+
+    @staticmethod
+    def _left_out(group: ServerGroup) -> str:
+        """The schemas it leaves out where they are not the default ones."""
+        patterns = group.excluded_schema_patterns
+        if patterns == schema_patterns(DEFAULT_EXCLUDED_SCHEMAS):
+            return ""
+        return f"; leaves out schemas {', '.join(patterns)}" if patterns else "; every schema"
 
     def _list(self) -> None:
         groups = ServerGroup.objects.prefetch_related("servers").select_related("reference")
