@@ -374,15 +374,17 @@ def _folded(steps: list[Step]) -> tuple[list[Step], Step | None]:
     kept: list[Step] = []
     statistics: Step | None = None
     for step in steps:
+        left: Step | None = step
         if step.action == "rebuild":
-            step = _less(step, gone, others)
+            left = _less(step, gone, others)
         elif step.action == "analyze" and copying:
             statistics = replace(step, sources=(ALL,), sql="", safety="instant")
             continue
         elif step.action == "analyze":
-            step = _less(step, dropped, others)
-        if step is not None:
-            kept.append(step)
+            left = _less(step, dropped, others)
+        if left is not None and left.action in ("rebuild", "analyze"):
+            kept.append(left)
+    kept = others + kept  # `others` as `_less` left them: with the findings folded in
     if copying and statistics is None:
         statistics = Step("analyze", (), "instant", "", (ALL,))
     return kept, statistics

@@ -63,14 +63,18 @@ def fleet():
     )
     table(db1, "skewed", finding("skew", "critical", 120))
     table(db1, "stale", finding("staleness", score=11))
-    table(
+    holey = table(
         db1,
         "holey",
         finding(
             "fragmentation",
             fix=fix("ALTER TABLE `shop`.`holey` REBUILD PARTITION `p0`", "copies", 2000, 5 << 20),
         ),
+        method="RANGE",
     )
+    # The plan checks each statement against the table's layout: p0 must be there.
+    builders.partition(holey, "p0", 1, description="100", rows=2000, data_bytes=5 << 20)
+    builders.partition(holey, "p1", 2, description="MAXVALUE", rows=0)
     table(db1, "drifted", finding("drift", "critical", 110))
     table(db1, "old", finding("retention", score=12), retention={"overdue_days": 40})
     table(db1, "older", finding("retention", score=11), retention={"overdue_days": 90})
@@ -234,8 +238,9 @@ def test_the_script_says_what_it_is_when_and_from_which_poll(viewer_api, fleet):
     assert "partdash maintenance plan for server db1 (127.0.0.1:3307)" in head
     assert f"-- Generated at {timezone.now():%Y-%m-%dT%H}" in head
     assert f"From poll {poll.poll_id} taken at {poll.taken_at:%Y-%m-%dT%H:%M}" in head
-    # Nine statements (the hotspot is advice only), by safety class.
-    assert "-- 9 statements to run (8 instant, 1 copies)" in head
+    # Nine fixes (the hotspot is advice only), and the ANALYZE after the REBUILD, by
+    # safety class.
+    assert "-- 10 statements to run (9 instant, 1 copies)" in head
     assert "1 item of advice only" in head
     assert "partdash never runs this script" in head and "irreversibly" in head
 
@@ -306,7 +311,9 @@ def test_the_plan_page_shows_a_non_ascii_statement_after_set_names(client, viewe
     names as utf8mb4; an ASCII statement needs no such line and gets none."""
     db = builders.server("db1")
     drop = "ALTER TABLE `shop`.`café` DROP PARTITION `été`"
-    table(db, "café", finding("retention", fix=fix(drop, "destroys")))
+    cafe = table(db, "café", finding("retention", fix=fix(drop, "destroys")), method="LIST")
+    builders.partition(cafe, "été", 1, description="1")
+    builders.partition(cafe, "p1", 2, description="2")
     table(db, "plain", finding("staleness"))
     client.force_login(viewer)
     page = client.get("/plan/").content.decode()
