@@ -521,3 +521,16 @@ def _clearing(item: PlanItem, statements: list[PlanStatement]) -> PlanStatement 
             if (cleared["kind"], cleared["message"]) == (item["kind"], item["message"]):
                 return statement
     return None
+
+
+def table_statements(table: PartitionedTable) -> tuple[list[PlanStatement], list[PlanItem]]:
+    """One table's combined fix as its server's plan has it (the statements in run
+    order, numbered as in that server's script) and its findings' items (which say what
+    was superseded or refused): the table page shows the same sequence as the plan."""
+    plan = fleet_plan(Server.objects.filter(pk=table.server_id))
+    if not plan["servers"]:
+        return [], []
+    server = plan["servers"][0]
+    statements = [s for s in server["statements"] if s["table_id"] == table.pk]
+    items = [i for i in server["items"] if i["table_id"] == table.pk]
+    return statements, items

@@ -136,6 +136,19 @@ def test_each_servers_script_runs_whole_clears_what_it_lists_and_runs_again(
         assert [s["section"] for s in spread_sql] == ["copies", "statistics"]
         assert {c["kind"] for c in spread_sql[0]["clears"]} == {"drift", "skew"}
         assert statements[-1]["section"] == "destroys"
+        # The finding whose own statement was merged points at the combined one.
+        (drift,) = [
+            i for i in plan["servers"][0]["items"] if (i["table"], i["kind"]) == ("daily", "drift")
+        ]
+        assert drift["superseded"] and drift["sql"] is None
+        assert drift["statement"] == daily_sql[0]["number"]
+        assert f"statement {drift['statement']}" in drift["advice"]
+        # The table page and the plan page show the same sequence.
+        page = admin_client.get(f"/tables/{drift['table_id']}/").content.decode()
+        assert "Combined fix" in page and "clears runway, drift" in page
+        assert f"drift: superseded by statement {drift['statement']}" in page
+        plan_page = admin_client.get("/plan/").content.decode()
+        assert f'id="plan-statement-{mem.pk}-{drift["statement"]}"' in plan_page
         listed = {(s["table"], c["kind"]) for s in statements if s["table_id"] for c in s["clears"]}
 
         scripts = {}
