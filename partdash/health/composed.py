@@ -401,11 +401,13 @@ def _less(step: Step, gone: set[str], others: list[Step]) -> Step | None:
         return step
     if left and left != (ALL,):
         return replace(step, sources=left, sql="")
-    target = next(
-        s for s in others if s.action in ("reorganize", "drop", "coalesce", "rewrite", "add")
-    )
-    others[others.index(target)] = replace(target, proposals=target.proposals + step.proposals)
-    return None
+    wanted = {name.lower() for name in step.sources}
+    for i, other in enumerate(others):
+        rewrites = _rewritten([other])
+        if ALL.lower() in rewrites or rewrites & wanted:
+            others[i] = replace(other, proposals=other.proposals + step.proposals)
+            return None
+    return step
 
 
 # -- simulating ------------------------------------------------------------------------------

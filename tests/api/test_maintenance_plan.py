@@ -321,3 +321,49 @@ def test_the_plan_page_shows_a_non_ascii_statement_after_set_names(client, viewe
     assert "<code>ALTER TABLE `shop`.`staleness` ANALYZE PARTITION ALL;" in page
     # Once with the finding, once in the statements in run order; never before ASCII.
     assert page.count("SET NAMES utf8mb4;") == page.count(f"SET NAMES utf8mb4;\n{drop};") == 2
+
+
+def test_a_tables_fixes_are_one_script_destroys_last_and_a_failing_one_refused(viewer_api):
+    """Runway's and drift's REORGANIZE of one catch-all, retention's DROP, and a REBUILD
+    of a partition that no longer exists, on one table: one REORGANIZE, its ANALYZE, the
+    DROP last in a section saying what it removes; the REBUILD refused, advice only."""
+    db = builders.server("db1")
+    reorganize = (
+        "ALTER TABLE `shop`.`ev` REORGANIZE PARTITION `pmax` INTO (PARTITION `p2` VALUES "
+        "LESS THAN (300), {more}PARTITION `pmax` VALUES LESS THAN MAXVALUE)"
+    )
+    runway = reorganize.format(more="PARTITION `p3` VALUES LESS THAN (400), ")
+    drift = reorganize.format(more="")
+    drop = "ALTER TABLE `shop`.`ev` DROP PARTITION `p0`"
+    ev = table(
+        db,
+        "ev",
+        finding("runway", "critical", 20, fix=fix(runway, "copies", 5)),
+        finding("drift", fix=fix(drift, "copies", 5)),
+        finding("retention", fix=fix(drop, "destroys", 7)),
+        finding(
+            "fragmentation", fix=fix("ALTER TABLE `shop`.`ev` REBUILD PARTITION `p9`", "copies")
+        ),
+        method="RANGE",
+    )
+    for ordinal, (name, bound) in enumerate((("p0", "100"), ("p1", "200"), ("pmax", "MAXVALUE"))):
+        builders.partition(ev, name, ordinal, description=bound, rows=7)
+    text, _ = script(viewer_api, db)
+    statements = [line for line in text.splitlines() if line and not line.startswith("--")]
+    assert statements[2:] == [
+        "ALTER TABLE `shop`.`ev` REORGANIZE PARTITION `pmax` INTO (",
+        "  PARTITION `p2` VALUES LESS THAN (300),",
+        "  PARTITION `p3` VALUES LESS THAN (400),",
+        "  PARTITION `pmax` VALUES LESS THAN MAXVALUE",
+        ");",
+        "ALTER TABLE `shop`.`ev` ANALYZE PARTITION ALL;",
+        f"{drop};",
+    ]
+    destroys = text.index("-- == DESTROYS DATA, last")
+    assert destroys < text.index("-- Removes: partitions `p0` of `shop`.`ev`") < text.index(drop)
+    assert "stops at the first statement that fails" in text.replace("\n-- ", " ")
+    assert "-- Clears critical runway" in text and "-- Clears warning drift" in text
+    items = viewer_api.get(PLAN).json()["servers"][0]["items"]
+    refused = next(i for i in items if i["kind"] == "fragmentation")
+    assert refused["sql"] is None and refused["statement"] is None
+    assert "partition p9 does not exist there" in refused["advice"]

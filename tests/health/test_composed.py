@@ -128,3 +128,31 @@ def test_a_statement_that_would_fail_on_the_layout_is_refused():
     assert fix.statements == ()
     reasons = {r.proposal.kind: r.reason for r in fix.refused}
     assert "MAXVALUE" in reasons["runway"] and "does not exist" in reasons["retention"]
+
+
+def test_a_rebuild_of_a_hash_table_being_rehashed_is_folded_into_the_add():
+    add = Proposal(
+        "skew", "warning", "k", "ALTER TABLE `s`.`h` ADD PARTITION (PARTITION `p2`)", "copies"
+    )
+    rebuild = Proposal(
+        "fragmentation", "warning", "f", "ALTER TABLE `s`.`h` REBUILD PARTITION `p0`", "copies"
+    )
+    fix = compose("s", "h", [add, rebuild], [Part("p0", None, 9), Part("p1", None, 1)], True)
+    assert [s.sql for s in fix.statements] == [add.sql, "ALTER TABLE `s`.`h` ANALYZE PARTITION ALL"]
+    assert {p.kind for p in fix.statements[0].clears} == {"skew", "fragmentation"}
+    assert fix.statement_of(rebuild) == 0
+
+
+def test_analyze_without_copies_stays_instant_and_skips_dropped_partitions():
+    analyze = Proposal(
+        "staleness",
+        "warning",
+        "s",
+        "ALTER TABLE `s`.`t` ANALYZE PARTITION `p20261101`, `p20261127`",
+        "instant",
+    )
+    fix = compose("s", "t", [RETENTION, analyze], LAYOUT)
+    assert [(s.section, s.sql) for s in fix.statements] == [
+        ("instant", "ALTER TABLE `s`.`t` ANALYZE PARTITION `p20261127`"),
+        ("destroys", RETENTION.sql),
+    ]
