@@ -72,6 +72,41 @@ PLAN_ITEMS = inline_serializer(
         "as_of": serializers.DateTimeField(allow_null=True),
         "poll": serializers.CharField(allow_null=True),
         "stale": serializers.BooleanField(),
+        "statement": serializers.IntegerField(
+            allow_null=True,
+            help_text="the number of the server's statement that clears this finding",
+        ),
+        "superseded": serializers.BooleanField(
+            help_text="its own statement was merged into the table's combined fix "
+            "(`statement`): its `sql` is null, run that one"
+        ),
+    },
+    many=True,
+)
+PLAN_STATEMENTS = inline_serializer(
+    "PlanStatement",
+    {
+        "number": serializers.IntegerField(),
+        "section": serializers.ChoiceField(
+            choices=["instant", "copies", "statistics", "destroys"],
+            help_text="the script runs them in this order: what destroys data last",
+        ),
+        "schema": serializers.CharField(allow_null=True),
+        "table": serializers.CharField(allow_null=True),
+        "table_id": serializers.IntegerField(allow_null=True),
+        "sql": serializers.CharField(),
+        "safety": serializers.ChoiceField(choices=SAFETIES[:4]),
+        "rows": serializers.IntegerField(allow_null=True),
+        "bytes": serializers.IntegerField(allow_null=True),
+        "clears": inline_serializer(
+            "ClearedFinding",
+            {
+                "kind": serializers.CharField(),
+                "severity": serializers.CharField(),
+                "message": serializers.CharField(),
+            },
+            many=True,
+        ),
     },
     many=True,
 )
@@ -90,6 +125,7 @@ PLAN = inline_serializer(
                 "poll": serializers.CharField(allow_null=True),
                 "taken_at": serializers.DateTimeField(allow_null=True),
                 "items": PLAN_ITEMS,
+                "statements": PLAN_STATEMENTS,
             },
             many=True,
         ),
@@ -110,7 +146,8 @@ def _narrowed(plan: Plan, wanted: dict) -> Plan:
 class MaintenancePlanView(APIView):
     """Every fix due, per server, most urgent first (runway, retention, drift,
     fragmentation, statistics, then the rest; critical before warning, then score), each
-    with its safety class, the rows and bytes it rewrites, and whether it is stale.
+    with its safety class, the rows and bytes it rewrites, and whether it is stale; and
+    each server's `statements`, its tables' fixes composed, in the order to run them.
     `?server=ID` narrows to one server, `kind` and `safety` to some items; `?as_of=` (a
     plan's `generated_at`) marks stale the items whose table changed since. CSV
     (`?format=csv`): one row per item."""

@@ -24,5 +24,10 @@ def plan(request: HttpRequest) -> HttpResponse:
             # block a DBA copies: in a session of another character set the server would
             # read those names as other characters (docs/maintenance-plan.md).
             item["set_names"] = not (item["sql"] or "").isascii()  # type: ignore[typeddict-unknown-key]
+        for statement in server["statements"]:
+            statement["safety_words"] = safety_words(  # type: ignore[typeddict-unknown-key]
+                statement["safety"], statement["rows"], statement["bytes"]
+            )
+            statement["set_names"] = not statement["sql"].isascii()  # type: ignore[typeddict-unknown-key]
     due = sum(len(server["items"]) for server in built["servers"])
     return render(request, "dashboard/plan.html", {"plan": built, "due": due})

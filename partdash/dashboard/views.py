@@ -5,8 +5,10 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.templatetags.static import static
 
+from partdash.health.fixes import safety_words
 from partdash.metrics.drift import side_by_side
 from partdash.metrics.models import PartitionedTable
+from partdash.metrics.plan import table_statements
 from partdash.servers.models import Server
 
 TABLES_PER_PAGE = 50
@@ -53,7 +55,24 @@ def table(request: HttpRequest, table_id: int) -> HttpResponse:
             group["hidden_same"] = len(group["rows"]) - len(shown) + group["more_rows"]
             group["rows"], group["more_rows"] = shown, 0
     context = {"table": partitioned, "alerts": alerts, "groups": groups}
+    context["combined"], context["combined_items"] = combined_fix(partitioned)
     return render(request, "dashboard/table.html", context)
+
+
+def combined_fix(partitioned: PartitionedTable) -> tuple[list, list]:
+    """The table's findings fixed together, as the maintenance plan runs them; nothing
+    for a dropped table, or one statement alone (its finding already shows it)."""
+    if partitioned.dropped_at is not None or not partitioned.score:
+        return [], []
+    statements, items = table_statements(partitioned)
+    merged = any(item["superseded"] for item in items)
+    if len(statements) < 2 and not merged:
+        return [], []
+    for statement in statements:
+        statement["safety_words"] = safety_words(  # type: ignore[typeddict-unknown-key]
+            statement["safety"], statement["rows"], statement["bytes"]
+        )
+    return statements, [item for item in items if item["superseded"] or not item["sql"]]
 
 
 def favicon(request: HttpRequest) -> HttpResponse:

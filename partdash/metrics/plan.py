@@ -16,6 +16,13 @@ plan the reader holds), an item is stale when the table's definition changed aft
 moment, or the table was dropped since (listed only then, so a plan held does not lose
 it silently). The fix shown is always the latest analysis's.
 
+Composed: a table's findings are fixed by one sequence of statements
+(`partdash.health.composed`): each server's `statements` list them in the order the
+script runs them (instant, copies, the ANALYZE of what the copies rewrote, then what
+destroys data), each saying which findings it clears. An item whose own statement was
+merged into another (or refused: it would fail on the layout the others leave) has `sql`
+null, says so in its advice, and points at the statement that clears it (`statement`).
+
 Reads a handful of queries for the whole fleet, whatever its number of tables.
 """
 
@@ -26,11 +33,12 @@ from typing import Any, TypedDict
 from django.db.models import OuterRef, Q, Subquery
 from django.utils import timezone
 
+from partdash.health.composed import Part, Proposal, TableFix, compose
 from partdash.health.findings import day_count
 from partdash.health.fix_values import Unsafe, name_sql
 from partdash.health.fixes import stored_fix
 from partdash.health.shapes import FindingShape, stored_health, stored_pressure
-from partdash.metrics.models import PartitionedTable, ServerSnapshot
+from partdash.metrics.models import Partition, PartitionedTable, ServerSnapshot
 from partdash.servers.models import Server
 
 # The kinds in the order a DBA fixes them; any other kind comes after them.
@@ -74,6 +82,33 @@ class PlanItem(TypedDict):
     as_of: datetime | None
     poll: str | None
     stale: bool
+    statement: int | None
+    superseded: bool
+
+
+class Cleared(TypedDict):
+    """A finding a statement clears."""
+
+    kind: str
+    severity: str
+    message: str
+
+
+class PlanStatement(TypedDict):
+    """One statement of a server's script, in run order: its section (`instant`,
+    `copies`, `statistics`, `destroys`), its table (None: the server's own) and the
+    findings it clears."""
+
+    number: int
+    section: str
+    schema: str | None
+    table: str | None
+    table_id: int | None
+    sql: str
+    safety: str
+    rows: int | None
+    bytes: int | None
+    clears: list[Cleared]
 
 
 class ServerPlan(TypedDict):
@@ -86,6 +121,7 @@ class ServerPlan(TypedDict):
     poll: str | None
     taken_at: datetime | None
     items: list[PlanItem]
+    statements: list[PlanStatement]
 
 
 class Plan(TypedDict):
@@ -108,10 +144,13 @@ def fleet_plan(
     by_server: dict[int, list[PlanItem]] = {}
     for _, item in ranked:
         by_server.setdefault(item["server"], []).append(item)
+    layouts = _layouts([item for _, item in ranked])
     plans = [
         _server_plan(server, snapshots.get(server.pk), by_server.get(server.pk, []))
         for server in listed
     ]
+    for server_plan in plans:
+        server_plan["statements"] = composed(server_plan["items"], layouts)
     plans.sort(key=_server_order(ranked))
     return {"generated_at": timezone.now(), "as_of": as_of, "servers": plans}
 
@@ -249,6 +288,8 @@ def _item(
         "as_of": as_of,
         "poll": poll,
         "stale": stale,
+        "statement": None,
+        "superseded": False,
     }
 
 
@@ -320,4 +361,177 @@ def _server_plan(server: Server, snapshot: ServerSnapshot | None, items: list[Pl
         poll=snapshot.poll_id if snapshot else None,
         taken_at=snapshot.taken_at if snapshot else None,
         items=items,
+        statements=[],
     )
+
+
+# -- composing --------------------------------------------------------------------------------
+
+SPREAD = ("HASH", "LINEAR HASH", "KEY", "LINEAR KEY")
+RANGED = ("RANGE", "RANGE COLUMNS")
+
+
+def _layouts(items: list[PlanItem]) -> dict[int, tuple[list[Part], bool]]:
+    """The current partitions (in order, subpartitions summed) of the tables with a
+    statement, and whether each is HASH or KEY: two queries."""
+    ids = list(
+        {i["table_id"] for i in items if i["table_id"] is not None and i["sql"] and not i["stale"]}
+    )
+    methods = dict(PartitionedTable.objects.filter(pk__in=ids).values_list("pk", "method"))
+    rows = (
+        Partition.objects.live()
+        .filter(table_id__in=ids)
+        .order_by("table_id", "ordinal", "subpartition_ordinal")
+        .values_list("table_id", "name", "description", "rows", "data_bytes", "index_bytes")
+    )
+    parts: dict[int, dict[str, Part]] = {pk: {} for pk in ids}
+    for table_id, name, description, count, data, index in rows:
+        ranged = (methods.get(table_id) or "").upper().strip() in RANGED
+        size = None if data is None else data + (index or 0)
+        held = parts[table_id].get(name)
+        if held is not None:
+            count, size = _plus(held.rows, count), _plus(held.bytes, size)
+        parts[table_id][name] = Part(name, description if ranged else None, count, size)
+    spread = {pk: (methods.get(pk) or "").upper().strip() in SPREAD for pk in ids}
+    return {pk: (list(parts[pk].values()), spread[pk]) for pk in ids}
+
+
+def _plus(a: int | None, b: int | None) -> int | None:
+    return None if a is None and b is None else (a or 0) + (b or 0)
+
+
+def _proposal(item: PlanItem) -> Proposal:
+    return Proposal(
+        item["kind"], item["severity"], item["message"], item["sql"] or "", item["safety"] or ""
+    )
+
+
+def composed(
+    items: list[PlanItem], layouts: dict[int, tuple[list[Part], bool]]
+) -> list[PlanStatement]:
+    """One server's statements in run order, its tables' fixes composed (tables by their
+    most urgent item), and each item told which statement clears it."""
+    by_table: dict[tuple, list[PlanItem]] = {}
+    for item in items:
+        if item["sql"] and not item["stale"]:
+            key = (item["table_id"],) if item["table_id"] is not None else ("server", len(by_table))
+            by_table.setdefault(key, []).append(item)
+    statements: list[tuple[int, int, PlanStatement]] = []
+    for rank, table_items in enumerate(by_table.values()):
+        for order, statement in enumerate(_table_statements(table_items, layouts)):
+            statements.append((rank, order, statement))
+    statements.sort(key=lambda s: (_SECTIONS.index(s[2]["section"]), s[0], s[1]))
+    ordered = [statement for _, _, statement in statements]
+    for number, statement in enumerate(ordered, 1):
+        statement["number"] = number
+    _point_items(by_table, ordered)
+    return ordered
+
+
+_SECTIONS = ("instant", "copies", "statistics", "destroys")
+
+
+def _table_statements(
+    items: list[PlanItem], layouts: dict[int, tuple[list[Part], bool]]
+) -> list[PlanStatement]:
+    first = items[0]
+    where = {"schema": first["schema"], "table": first["table"], "table_id": first["table_id"]}
+    if first["table_id"] is None or first["table_id"] not in layouts:
+        fixes = [_as_is(item) for item in items]
+    else:
+        parts, spread = layouts[first["table_id"]]
+        fix = compose(
+            first["schema"] or "",
+            first["table"] or "",
+            [_proposal(i) for i in items],
+            parts,
+            spread,
+        )
+        _refuse(items, fix)
+        fixes = [
+            (s.section, s.sql, s.safety, s.rows, s.bytes, list(s.clears)) for s in fix.statements
+        ]
+    return [
+        {
+            "number": 0,
+            "section": section,
+            **where,  # type: ignore[typeddict-item]
+            "sql": sql,
+            "safety": safety,
+            "rows": rows,
+            "bytes": size,
+            "clears": [
+                {"kind": p.kind, "severity": p.severity, "message": p.message} for p in clears
+            ],
+        }
+        for section, sql, safety, rows, size, clears in fixes
+    ]
+
+
+def _as_is(item: PlanItem) -> tuple:
+    section = {"copies": "copies", "blocks": "copies", "destroys": "destroys"}
+    return (
+        section.get(item["safety"] or "", "instant"),
+        item["sql"],
+        item["safety"],
+        item["rows"],
+        item["bytes"],
+        [_proposal(item)],
+    )
+
+
+def _refuse(items: list[PlanItem], fix: TableFix) -> None:
+    """A proposal the composition refused keeps advice only, with the reason."""
+    for refusal in fix.refused:
+        for item in items:
+            if _proposal(item) == refusal.proposal:
+                item["advice"] = (
+                    f"Not in the plan: beside the table's other fixes this statement would "
+                    f"fail ({refusal.reason}). Run the plan, poll again, and the next plan "
+                    f"holds what is still due. Its own statement was: {item['sql']}"
+                )
+                item["sql"], item["safety"], item["analyze_after"] = None, None, None
+
+
+def _point_items(by_table: dict[tuple, list[PlanItem]], statements: list[PlanStatement]) -> None:
+    """Each item's `statement`; an item whose own statement is not that one as is says
+    it was superseded, and loses its `sql` (run the combined one, not both)."""
+    for items in by_table.values():
+        for item in items:
+            if item["sql"] is None:
+                continue
+            found = _clearing(item, statements)
+            if found is None:
+                continue
+            item["statement"] = found["number"]
+            if found["sql"] != item["sql"]:
+                item["superseded"] = True
+                item["advice"] = (
+                    f"Superseded by the table's combined fix, statement {found['number']} of "
+                    f"the plan ({found['section']}), which clears this finding with the "
+                    f"table's others. {item['advice']}"
+                )
+                item["sql"], item["safety"], item["analyze_after"] = None, None, None
+
+
+def _clearing(item: PlanItem, statements: list[PlanStatement]) -> PlanStatement | None:
+    for statement in statements:
+        if statement["table_id"] != item["table_id"] or statement["schema"] != item["schema"]:
+            continue
+        for cleared in statement["clears"]:
+            if (cleared["kind"], cleared["message"]) == (item["kind"], item["message"]):
+                return statement
+    return None
+
+
+def table_statements(table: PartitionedTable) -> tuple[list[PlanStatement], list[PlanItem]]:
+    """One table's combined fix as its server's plan has it (the statements in run
+    order, numbered as in that server's script) and its findings' items (which say what
+    was superseded or refused): the table page shows the same sequence as the plan."""
+    plan = fleet_plan(Server.objects.filter(pk=table.server_id))
+    if not plan["servers"]:
+        return [], []
+    server = plan["servers"][0]
+    statements = [s for s in server["statements"] if s["table_id"] == table.pk]
+    items = [i for i in server["items"] if i["table_id"] == table.pk]
+    return statements, items

@@ -63,14 +63,18 @@ def fleet():
     )
     table(db1, "skewed", finding("skew", "critical", 120))
     table(db1, "stale", finding("staleness", score=11))
-    table(
+    holey = table(
         db1,
         "holey",
         finding(
             "fragmentation",
             fix=fix("ALTER TABLE `shop`.`holey` REBUILD PARTITION `p0`", "copies", 2000, 5 << 20),
         ),
+        method="RANGE",
     )
+    # The plan checks each statement against the table's layout: p0 must be there.
+    builders.partition(holey, "p0", 1, description="100", rows=2000, data_bytes=5 << 20)
+    builders.partition(holey, "p1", 2, description="MAXVALUE", rows=0)
     table(db1, "drifted", finding("drift", "critical", 110))
     table(db1, "old", finding("retention", score=12), retention={"overdue_days": 40})
     table(db1, "older", finding("retention", score=11), retention={"overdue_days": 90})
@@ -234,8 +238,9 @@ def test_the_script_says_what_it_is_when_and_from_which_poll(viewer_api, fleet):
     assert "partdash maintenance plan for server db1 (127.0.0.1:3307)" in head
     assert f"-- Generated at {timezone.now():%Y-%m-%dT%H}" in head
     assert f"From poll {poll.poll_id} taken at {poll.taken_at:%Y-%m-%dT%H:%M}" in head
-    # Nine statements (the hotspot is advice only), by safety class.
-    assert "-- 9 statements to run (8 instant, 1 copies)" in head
+    # Nine fixes (the hotspot is advice only), and the ANALYZE after the REBUILD, by
+    # safety class.
+    assert "-- 10 statements to run (9 instant, 1 copies)" in head
     assert "1 item of advice only" in head
     assert "partdash never runs this script" in head and "irreversibly" in head
 
@@ -306,10 +311,59 @@ def test_the_plan_page_shows_a_non_ascii_statement_after_set_names(client, viewe
     names as utf8mb4; an ASCII statement needs no such line and gets none."""
     db = builders.server("db1")
     drop = "ALTER TABLE `shop`.`café` DROP PARTITION `été`"
-    table(db, "café", finding("retention", fix=fix(drop, "destroys")))
+    cafe = table(db, "café", finding("retention", fix=fix(drop, "destroys")), method="LIST")
+    builders.partition(cafe, "été", 1, description="1")
+    builders.partition(cafe, "p1", 2, description="2")
     table(db, "plain", finding("staleness"))
     client.force_login(viewer)
     page = client.get("/plan/").content.decode()
     assert f"<code>SET NAMES utf8mb4;\n{drop};" in page
     assert "<code>ALTER TABLE `shop`.`staleness` ANALYZE PARTITION ALL;" in page
-    assert page.count("SET NAMES utf8mb4;") == 1
+    # Once with the finding, once in the statements in run order; never before ASCII.
+    assert page.count("SET NAMES utf8mb4;") == page.count(f"SET NAMES utf8mb4;\n{drop};") == 2
+
+
+def test_a_tables_fixes_are_one_script_destroys_last_and_a_failing_one_refused(viewer_api):
+    """Runway's and drift's REORGANIZE of one catch-all, retention's DROP, and a REBUILD
+    of a partition that no longer exists, on one table: one REORGANIZE, its ANALYZE, the
+    DROP last in a section saying what it removes; the REBUILD refused, advice only."""
+    db = builders.server("db1")
+    reorganize = (
+        "ALTER TABLE `shop`.`ev` REORGANIZE PARTITION `pmax` INTO (PARTITION `p2` VALUES "
+        "LESS THAN (300), {more}PARTITION `pmax` VALUES LESS THAN MAXVALUE)"
+    )
+    runway = reorganize.format(more="PARTITION `p3` VALUES LESS THAN (400), ")
+    drift = reorganize.format(more="")
+    drop = "ALTER TABLE `shop`.`ev` DROP PARTITION `p0`"
+    ev = table(
+        db,
+        "ev",
+        finding("runway", "critical", 20, fix=fix(runway, "copies", 5)),
+        finding("drift", fix=fix(drift, "copies", 5)),
+        finding("retention", fix=fix(drop, "destroys", 7)),
+        finding(
+            "fragmentation", fix=fix("ALTER TABLE `shop`.`ev` REBUILD PARTITION `p9`", "copies")
+        ),
+        method="RANGE",
+    )
+    for ordinal, (name, bound) in enumerate((("p0", "100"), ("p1", "200"), ("pmax", "MAXVALUE"))):
+        builders.partition(ev, name, ordinal, description=bound, rows=7)
+    text, _ = script(viewer_api, db)
+    statements = [line for line in text.splitlines() if line and not line.startswith("--")]
+    assert statements[2:] == [
+        "ALTER TABLE `shop`.`ev` REORGANIZE PARTITION `pmax` INTO (",
+        "  PARTITION `p2` VALUES LESS THAN (300),",
+        "  PARTITION `p3` VALUES LESS THAN (400),",
+        "  PARTITION `pmax` VALUES LESS THAN MAXVALUE",
+        ");",
+        "ALTER TABLE `shop`.`ev` ANALYZE PARTITION ALL;",
+        f"{drop};",
+    ]
+    destroys = text.index("-- == DESTROYS DATA, last")
+    assert destroys < text.index("-- Removes: partitions `p0` of `shop`.`ev`") < text.index(drop)
+    assert "stops at the first statement that fails" in text.replace("\n-- ", " ")
+    assert "-- Clears critical runway" in text and "-- Clears warning drift" in text
+    items = viewer_api.get(PLAN).json()["servers"][0]["items"]
+    refused = next(i for i in items if i["kind"] == "fragmentation")
+    assert refused["sql"] is None and refused["statement"] is None
+    assert "partition p9 does not exist there" in refused["advice"]
