@@ -50,6 +50,11 @@ class Blind:
 
     why: str
     enable: str | None = None
+    cause: str = ""  # the why in a few words, where another signal's why names it
+
+    @property
+    def short(self) -> str:
+        return self.cause or self.why.split(" (")[0]
 
 
 def cache_needed(tables: int) -> int:
@@ -65,19 +70,22 @@ def uncached(cache: int | None, tables: int, partitions: int | None = None) -> B
     (`tables`, counted in the dictionary; `partitions` of them monitored here)."""
     among = f", {partitions:,} partitions among them" if partitions else ""
     held = f"holds {cache:,}" if cache is not None else "holds fewer"
+    cause = f"{CACHE} {held}, fewer than this server's {tables:,} InnoDB tables"
     return Blind(
-        f"{CACHE} {held}, fewer than this server's {tables:,} InnoDB tables{among}: "
+        f"{cause}{among}: "
         "reading rows changed (INNODB_SYS_TABLESTATS) would load the others into InnoDB's "
         "dictionary cache at every poll and read their pages, so polls do not read them. "
         f"{CACHE} is dynamic: the next poll reads them (also set it in my.cnf to keep it "
         "after a restart)",
         f"SET GLOBAL {CACHE} = {cache_needed(tables)}",
+        cause,
     )
 
 
 TABLESTATS_OFF = Blind(
     "PARTDASH_READ_TABLESTATS=off: partdash does not read them",
     "PARTDASH_READ_TABLESTATS=auto in partdash's environment",
+    "PARTDASH_READ_TABLESTATS=off",
 )
 
 
@@ -107,9 +115,9 @@ def write_hotspots_blind(rows_changed: Blind | None, disk: Blind | None) -> Blin
     if rows_changed is None or disk is None:
         return None
     return Blind(
-        f"rows changed are not read ({rows_changed.why}), and disk writes are not either "
-        f"({disk.why}); row growth alone stands in, which moves only when InnoDB "
-        "recalculates a partition's statistics and never for UPDATEs",
+        f"rows changed are not read ({rows_changed.short}) and disk writes are not either "
+        f"({disk.short}): row growth alone stands in, which moves only when InnoDB "
+        "recalculates a partition's statistics, never for UPDATEs",
         rows_changed.enable or disk.enable,
     )
 
