@@ -17,6 +17,7 @@ from partdash.mysql.connection import target_for
 from partdash.mysql.dialects import MARIADB
 from partdash.mysql.probe import probe
 from partdash.polling.service import poll_server
+from tests.servers.test_admin import follow_test_connection
 from tests.sql import run
 
 pytestmark = pytest.mark.django_db
@@ -92,7 +93,7 @@ def small_cache(mariadb_factory):
 
 
 def test_write_hotspots_not_measured_are_said_with_the_cache_that_enables_them(
-    small_cache, new_schema, make_server, staff_api
+    small_cache, new_schema, make_server, staff_api, admin_client
 ):
     schema = new_schema(small_cache)
     server, table = blind_server(small_cache, schema, make_server, "small-cache")
@@ -122,6 +123,9 @@ def test_write_hotspots_not_measured_are_said_with_the_cache_that_enables_them(
     blind = by_signal(tested.blind)
     assert blind["write_hotspots"]["enable"] == enable
     assert "not measured here: write hotspots" in tested.summary
+    page = follow_test_connection(admin_client, server)  # the admin's button
+    assert "write hotspots: not measured here" in page and f"<code>{enable}</code>" in page
+    assert "INNODB_SYS_TABLESTATS" in page
 
     small_cache.execute(enable)  # as the pages give it
     hot_polls(small_cache, schema, server)
