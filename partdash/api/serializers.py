@@ -19,6 +19,7 @@ from partdash.health.partitions import PartitionState
 from partdash.health.shapes import stored_health, stored_pressure
 from partdash.health.sizes import estimated_data_free, row_share
 from partdash.lib.times import iso
+from partdash.metrics.analysis import coverage_of
 from partdash.metrics.history import METRICS
 from partdash.metrics.models import Partition, PartitionedTable, ServerSnapshot
 from partdash.metrics.readings import (
@@ -470,8 +471,19 @@ class TableDetailSerializer(TableSerializer):
             "hotspot_detail",
             "create_options",
             "export_partitions",
+            "coverage",
         ]
         read_only_fields = ["export_partitions"]
+
+    coverage = serializers.SerializerMethodField()
+
+    @extend_schema_field(serializers.ListField(child=serializers.DictField()))
+    def get_coverage(self, table) -> list[dict]:
+        """What the server's latest poll measured: `{signal, label, measured, why,
+        enable, line}` per signal (`write_hotspots`, `rows_changed`, `disk_io`, then
+        sources it could not read); where not measured, why and the one change that
+        enables it. A table with no finding is healthy only in what is measured."""
+        return list(coverage_of(latest_snapshot(table.server_id)))
 
     @extend_schema_field(NULLABLE_OBJECT)
     def get_activity(self, table) -> dict | None:

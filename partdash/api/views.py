@@ -38,6 +38,7 @@ from partdash.health.fixes import stored_fix
 from partdash.health.pressure import as_number
 from partdash.health.shapes import stored_pressure
 from partdash.lib.times import iso
+from partdash.metrics.analysis import coverage_of
 from partdash.metrics.drift import side_by_side
 from partdash.metrics.folded_history import (
     MAX_CELLS,
@@ -60,6 +61,7 @@ SERVER_HEALTH = inline_serializer(
     {
         "snapshot_at": serializers.DateTimeField(allow_null=True),
         "capabilities": serializers.ListField(child=serializers.DictField()),
+        "coverage": serializers.ListField(child=serializers.DictField()),
         "pressure": serializers.DictField(allow_null=True),
         "innodb_cmp": serializers.ListField(child=serializers.DictField()),
         "partitioned_tables": serializers.IntegerField(allow_null=True),
@@ -251,7 +253,8 @@ class ServerViewSet(viewsets.ModelViewSet):
     @extend_schema(responses=SERVER_HEALTH)
     @action(detail=True, methods=["get"])
     def health(self, request, pk=None) -> Response:
-        """Capabilities, pressure and server-wide compression as of the latest poll; its
+        """Capabilities, coverage (each signal measured or not, why, and what enables it),
+        pressure and server-wide compression as of the latest poll; its
         warnings, one per distinct fix, each with every table concerned; how many of the
         partitioned tables the server lists are hidden from the account; the partitioned
         tables of engines partdash does not monitor (MyISAM, Aria, MEMORY...)."""
@@ -270,6 +273,7 @@ class ServerViewSet(viewsets.ModelViewSet):
             {
                 "snapshot_at": snapshot.taken_at if snapshot else None,
                 "capabilities": capabilities(snapshot),
+                "coverage": coverage_of(snapshot),
                 "pressure": pressure or None,
                 "innodb_cmp": cmp_rows,
                 "partitioned_tables": _partitioned_tables(server, snapshot),

@@ -139,6 +139,8 @@ class Collection:
     # What the poll did about the tablestats counters: read, kept (no row changed since
     # they were read), uncached (reading would load tables), off; "" before deciding.
     tablestats_plan: str = ""
+    # InnoDB's dictionary tables (a partition is one), where counted to decide that plan.
+    dictionary_tables: int | None = None
     # Assembled before the tablespace list read beside came back (see `Speculation`).
     speculation: "Speculation | None" = None
     # What could not be read: per source as it happens, per table below, and all of it
@@ -674,6 +676,7 @@ class _Reads:
     # got, once decided: an assembly again (a refuted speculation) does not read again.
     tablestats_plan: str = ""
     tablestats_changes: "tablestats.Changes | None" = None
+    dictionary_tables: int | None = None  # counted to decide the plan, or as last counted
 
     def changes(self, collection: Collection) -> "tablestats.Changes | None":
         """The tablestats counters for this poll, read only where they can have changed
@@ -682,6 +685,7 @@ class _Reads:
         if not self.tablestats_plan:
             self.tablestats_plan, self.tablestats_changes = self._plan_changes(collection)
         collection.tablestats_plan = self.tablestats_plan
+        collection.dictionary_tables = self.dictionary_tables
         return self.tablestats_changes
 
     def _plan_changes(self, collection: Collection) -> tuple[str, "tablestats.Changes | None"]:
@@ -699,17 +703,28 @@ class _Reads:
         if plan == tablestats.KEPT:
             assert last is not None  # kept: the last read's counters
             return plan, tablestats.Changes(last.counters, set())
+        cache = self.facts.number("table_definition_cache")
+        if plan == tablestats.UNCACHED and last is not None:
+            self.dictionary_tables = last.tables  # counted when it was decided
+            if last.tables is not None and last.tables <= cache:
+                plan = tablestats.READ  # the cache was raised since (SET GLOBAL): read
         if plan == tablestats.READ and mode == "auto":
-            cache = self.facts.number("table_definition_cache")
-            if not tablestats.fits_cache(
-                self.session, self.dialect, cache, len(collection.partitions)
-            ):
+            # Counted even where the partitions alone outnumber the cache: the count
+            # sizes the cache the pages tell the DBA to set (`health.coverage`).
+            tables = tablestats.dictionary_tables(self.session, self.dialect)
+            self.dictionary_tables = tables
+            if tables > cache:
                 plan = tablestats.UNCACHED
         if plan != tablestats.READ:
             if memory is not None:  # a later read compares every partition
                 uncached = plan == tablestats.UNCACHED and row_writes is not None
                 memory.tablestats = (
-                    tablestats.LastRead(cast("tuple[str, ...]", row_writes), {}, False)
+                    tablestats.LastRead(
+                        cast("tuple[str, ...]", row_writes),
+                        {},
+                        False,
+                        self.dictionary_tables,
+                    )
                     if uncached
                     else None
                 )

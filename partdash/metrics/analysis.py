@@ -25,8 +25,8 @@ from django.db import connection
 from django.db.models import Sum
 from django.db.models.fields.json import KeyTransform
 
+from partdash.health import coverage, recent
 from partdash.health import findings as rules
-from partdash.health import recent
 from partdash.health.compression import api_fields, table_compression
 from partdash.health.estimates import statistics_age_of
 from partdash.health.fixes import TableFacts
@@ -86,6 +86,7 @@ from partdash.metrics.models import (
     aware,
 )
 from partdash.metrics.policies import server_policies
+from partdash.mysql.catalogue import CMP_PER_INDEX, INNODB_CMP, TABLESPACES, Shortfall
 
 if TYPE_CHECKING:
     from partdash.metrics.store import StoredFigures
@@ -150,32 +151,74 @@ def signals_of(snapshot: ServerSnapshot) -> tuple[Signals, str | None]:
     load tables into InnoDB's dictionary cache, or switched off (`tablestats.plan`).
     A poll that does not say (stored before) is judged on what its figures hold."""
     sources = snapshot.sources or {}
+    plan, disk = sources.get("tablestats_plan"), sources.get("file_io")
+    blind = rows_changed_blind(snapshot)
+    if plan not in ("read", "kept", "off", "uncached"):
+        return Signals(disk=disk), None
+    if blind is None:
+        return Signals(rows_changed=True, disk=disk), None
+    return Signals(rows_changed=False, disk=disk), blind.why
+
+
+def _shortfall_of(snapshot: ServerSnapshot, source: str) -> Shortfall | None:
+    """The poll's warning about `source` (its message and fix), if any."""
+    for stored in snapshot.warnings or []:
+        shortfall = Shortfall.from_dict(stored)
+        if source in shortfall.sources:
+            return shortfall
+    return None
+
+
+def _from_shortfall(shortfall: Shortfall | None, fallback: str) -> coverage.Blind:
+    if shortfall is None:
+        return coverage.Blind(fallback)
+    return coverage.Blind(shortfall.message, shortfall.fixes[0] if shortfall.fixes else None)
+
+
+def rows_changed_blind(snapshot: ServerSnapshot) -> coverage.Blind | None:
+    """Why the latest poll did not read rows changed and what would have it read them;
+    None where it did (or a poll stored before did not say)."""
+    sources = snapshot.sources or {}
     plan = sources.get("tablestats_plan")
-    disk = sources.get("file_io")
     if plan in ("read", "kept"):
-        read = sources.get("tablestats", True)
-        why = (
-            None
-            if read
-            else (
-                "rows changed could not be read (INNODB_SYS_TABLESTATS needs the PROCESS "
-                "privilege; see the server page)"
-            )
+        if sources.get("tablestats", True):
+            return None
+        return _from_shortfall(
+            _shortfall_of(snapshot, "tablestats"),
+            "INNODB_SYS_TABLESTATS could not be read (see the server page)",
         )
-        return Signals(rows_changed=read, disk=disk), why
     if plan == "off":
-        return Signals(False, disk), "rows changed are not read (PARTDASH_READ_TABLESTATS=off)"
+        return coverage.TABLESTATS_OFF
     if plan == "uncached":
-        variables = snapshot.variables or {}
-        cache, partitions = variables.get("table_definition_cache"), snapshot.partitions
-        return Signals(False, disk), (
-            "rows changed are not read: InnoDB fills INNODB_SYS_TABLESTATS by loading every "
-            f"table into its dictionary cache, which holds {cache} (table_definition_cache) "
-            f"of this server's {partitions or 0:,} partitions, so each read would load the rest "
-            "and read their pages. Raise table_definition_cache above the partitions to "
-            "have rows changed (or set PARTDASH_READ_TABLESTATS=on to read them anyway)"
-        )
-    return Signals(disk=disk), None
+        cache = as_number((snapshot.variables or {}).get("table_definition_cache"))
+        partitions = snapshot.partitions or 0
+        tables = sources.get("dictionary_tables") or partitions
+        return coverage.uncached(cache, tables, partitions)
+    return None
+
+
+def disk_blind(snapshot: ServerSnapshot) -> coverage.Blind | None:
+    """Why the latest poll did not read disk I/O (performance_schema OFF, or not
+    readable by the account) and its fix; None where it did or it is not known."""
+    if (snapshot.sources or {}).get("file_io", True):
+        return None
+    return _from_shortfall(
+        _shortfall_of(snapshot, "file_io"), "performance_schema could not be read"
+    )
+
+
+def coverage_of(snapshot: ServerSnapshot | None) -> list[coverage.CoverageShape]:
+    """What the server's latest poll measured and what not, why, and what enables it
+    (`health.coverage`); other sources it could not read follow, with their fix. Empty
+    before a poll."""
+    if snapshot is None:
+        return []
+    others = []
+    for source in (TABLESPACES, INNODB_CMP, CMP_PER_INDEX):
+        shortfall = _shortfall_of(snapshot, source.key)
+        if shortfall is not None and (snapshot.sources or {}).get(source.key) is False:
+            others.append((source.key, source.loses, _from_shortfall(shortfall, "")))
+    return coverage.coverage(rows_changed_blind(snapshot), disk_blind(snapshot), tuple(others))
 
 
 # Why a write signal stands in for rows changed, and how late it is, for the pages.
@@ -197,7 +240,8 @@ def activity_signal(
         return None
     note = None
     if source != "rows_changed":
-        note = f"{why or 'no rows changed are known yet'}; {_STANDS_IN[source]}."
+        missing = f"rows changed are not read ({why})" if why else "no rows changed are known yet"
+        note = f"{missing}; {_STANDS_IN[source]}."
     return {
         "source": source,
         "window_seconds": seconds,

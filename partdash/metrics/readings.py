@@ -14,9 +14,14 @@ from partdash.health.fixes import stored_fix
 from partdash.health.hotspots import UNKNOWN_SIGNALS, Signals, find_hotspots
 from partdash.health.partitions import PartitionState
 from partdash.health.shapes import ActivitySignal, FindingShape, stored_health
-from partdash.metrics.analysis import activity_of, window_sums, with_window_compression
+from partdash.metrics.analysis import (
+    activity_of,
+    rows_changed_blind,
+    window_sums,
+    with_window_compression,
+)
 from partdash.metrics.models import PartitionedTable, ServerSnapshot
-from partdash.mysql.catalogue import Shortfall, source_states
+from partdash.mysql.catalogue import SETTING, TABLESTATS, Shortfall, source_states
 from partdash.mysql.dialects import dialect_for
 
 # -- capabilities ----------------------------------------------------------------------
@@ -30,8 +35,24 @@ def capabilities(snapshot: ServerSnapshot | None) -> list[dict]:
         return []
     dialect = dialect_for(snapshot.flavor, snapshot.version)
     shortfalls = [Shortfall.from_dict(warning) for warning in snapshot.warnings or []]
-    states = source_states(snapshot.sources or {}, shortfalls, dialect)
+    read = dict(snapshot.sources or {})
+    uncached = _uncached(snapshot)
+    if uncached is not None:  # used, and not read: not `ok` (Test connection agrees)
+        shortfalls.append(uncached)
+        read[TABLESTATS.key] = False
+    states = source_states(read, shortfalls, dialect)
     return [state.as_dict() for state in states]
+
+
+def _uncached(snapshot: ServerSnapshot) -> Shortfall | None:
+    """Rows changed not read, the dictionary cache being too small: a setting's
+    shortfall for the capability panel, though not a poll warning (the poll is not
+    degraded by it: `coverage` says what it costs)."""
+    if (snapshot.sources or {}).get("tablestats_plan") != "uncached":
+        return None
+    blind = rows_changed_blind(snapshot)
+    assert blind is not None and blind.enable is not None  # uncached: the cache's fix
+    return Shortfall(SETTING, (TABLESTATS.key,), blind.why, (blind.enable,))
 
 
 def stored_signals(activity: ActivitySignal | None) -> Signals:

@@ -201,8 +201,10 @@ def partition_key(partition: str, subpartition: str) -> str:
 
 
 def _plan(collection: Collection) -> dict:
-    plan = collection.tablestats_plan
-    return {"tablestats_plan": plan} if plan else {}
+    plan, tables = collection.tablestats_plan, collection.dictionary_tables
+    if not plan:
+        return {}
+    return {"tablestats_plan": plan} | ({} if tables is None else {"dictionary_tables": tables})
 
 
 def counter_rate(new: int | None, old: int | None, seconds: float | None) -> float | None:

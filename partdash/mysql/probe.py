@@ -12,6 +12,8 @@ from typing import cast
 import pymysql
 from django.conf import settings as django_settings
 
+from partdash.health import coverage
+from partdash.health.coverage import CoverageShape
 from partdash.lib.quoting import identifier
 from partdash.mysql.catalogue import (
     CMP_PER_INDEX,
@@ -36,7 +38,7 @@ from partdash.mysql.choices import Flavor
 from partdash.mysql.connection import ConnectionFailure, Session, Target, open_session
 from partdash.mysql.dialects import Dialect, dialect_for
 from partdash.mysql.names import split_partition, split_tablespace
-from partdash.mysql.sources import DENIED, server_facts
+from partdash.mysql.sources import DENIED, SourceUnavailable, server_facts, tablestats
 
 # The settings Test connection shows, in this order.
 SETTINGS = (
@@ -68,6 +70,8 @@ class ProbeResult:
     missing_privileges: list[MissingPrivilege] = field(default_factory=list)
     fixes: list[str] = field(default_factory=list)
     sources: list[dict] = field(default_factory=list)
+    # Each signal polls will measure or not, why and what enables it (`health.coverage`).
+    coverage: list[CoverageShape] = field(default_factory=list)
     # What the server's greeting said about TLS (None: no greeting), and whether this
     # connection was encrypted.
     tls_offered: bool | None = None
@@ -86,6 +90,11 @@ class ProbeResult:
     def complete(self) -> bool:
         """Every source partdash reads on this server is readable: a poll will be ok."""
         return all(source["ok"] for source in self.sources)
+
+    @property
+    def blind(self) -> list[CoverageShape]:
+        """The signals polls will not measure here (`coverage`, measured left out)."""
+        return [signal for signal in self.coverage if not signal["measured"]]
 
     @property
     def certificate(self) -> str:
@@ -109,6 +118,8 @@ class ProbeResult:
         parts += [f"{name}={'ON' if on else 'OFF'}" for name, on in self.settings.items()]
         if self.missing_privileges:
             parts.append("missing: " + ", ".join(m.privilege for m in self.missing_privileges))
+        if self.blind:
+            parts.append("not measured here: " + ", ".join(s["label"] for s in self.blind))
         if self.certificate:
             parts.append(self.certificate)
         return "; ".join(parts)
@@ -131,6 +142,7 @@ class _Prober:
         self.session, self.facts, self.dialect = session, facts, dialect
         self.read: dict[str, bool] = {}
         self.shortfalls: list[Shortfall] = []
+        self.rows_changed: coverage.Blind | None = None  # why polls will not read them
 
     def denied(self, source: Source) -> None:
         self.shortfalls.append(privilege_shortfall(source, self.facts.account, self.dialect))
@@ -169,12 +181,54 @@ class _Prober:
             self.read[CMP_PER_INDEX.key] = False
 
     def tablestats(self, process: bool) -> None:
-        """Read by polls unless switched off; even a LIMIT 1 read of it costs what a full
-        one does, so PROCESS (which it needs) stands for it."""
-        if django_settings.PARTDASH_READ_TABLESTATS != "off":
-            self.read[TABLESTATS.key] = process
-            if not process:
-                self.denied(TABLESTATS)
+        """Read by polls unless switched off, and by default only where the dictionary
+        cache holds every InnoDB table (`tablestats.plan`); even a LIMIT 1 read of it
+        costs what a full one does, so PROCESS (which it needs) stands for it, and the
+        dictionary's table count (which loads no table) for the cache."""
+        mode = django_settings.PARTDASH_READ_TABLESTATS
+        if mode == "off":
+            self.rows_changed = coverage.TABLESTATS_OFF
+            return
+        self.read[TABLESTATS.key] = process
+        if not process:
+            self.denied(TABLESTATS)
+        elif mode == "auto":
+            self.dictionary_cache()
+
+    def dictionary_cache(self) -> None:
+        """Where table_definition_cache holds fewer tables than the dictionary, polls do
+        not read rows changed: not `ok`, with the SET GLOBAL that makes them free."""
+        try:
+            tables = tablestats.dictionary_tables(self.session, self.dialect)
+        except SourceUnavailable:
+            return  # the poll would fail the same way and say so
+        cache = self.facts.number("table_definition_cache")
+        if tables <= cache:
+            return
+        blind = coverage.uncached(cache, tables)
+        assert blind.enable is not None  # the cache's SET GLOBAL
+        self.shortfalls.append(Shortfall(SETTING, (TABLESTATS.key,), blind.why, (blind.enable,)))
+        self.read[TABLESTATS.key] = False
+        self.rows_changed = blind
+
+    def blind(self, source: Source) -> coverage.Blind | None:
+        """Why polls will not read `source` and its first fix; None where they will."""
+        if self.read.get(source.key, True):
+            return None
+        mine = [s for s in self.shortfalls if source.key in s.sources]
+        fixes = [fix for s in mine for fix in s.fixes]
+        why = "; ".join(s.message for s in mine) or f"{source.name(self.dialect)} is not read"
+        return coverage.Blind(why, fixes[0] if fixes else None)
+
+    def coverage(self) -> list[coverage.CoverageShape]:
+        """What polls will measure here, as the API and the pages will say it."""
+        rows_changed = self.rows_changed or self.blind(TABLESTATS)
+        others = tuple(
+            (source.key, source.loses, blind)
+            for source in (TABLESPACES, INNODB_CMP, CMP_PER_INDEX)
+            if (blind := self.blind(source)) is not None
+        )
+        return coverage.coverage(rows_changed, self.blind(FILE_IO), others)
 
     def hidden_schemas(self) -> None:
         """Schemas whose partitioned tables InnoDB lists but information_schema hides:
@@ -248,7 +302,9 @@ def probe(target: Target, deadline: float | None = None) -> ProbeResult:
         with open_session(target, deadline) as session:
             facts = server_facts.read(session)
             dialect = dialect_for(session.flavor, session.version)
-            states = _Prober(session, facts, dialect).run()
+            prober = _Prober(session, facts, dialect)
+            states = prober.run()
+            signals = prober.coverage()
     except ConnectionFailure as failure:
         return ProbeResult(
             reachable=False,
@@ -267,6 +323,7 @@ def probe(target: Target, deadline: float | None = None) -> ProbeResult:
         missing_privileges=_missing_privileges(states),
         fixes=_fixes(states),
         sources=[state.as_dict() for state in states],
+        coverage=signals,
         tls_offered=session.tls_offered,
         encrypted=session.encrypted,
         tls_fingerprint=session.tls_fingerprint,

@@ -4,6 +4,7 @@ import { code, el, estimate, link, show } from "../dom.js";
 import { severityBadge } from "../findings.js";
 import { age, bytes, count, folded, localTime, number } from "../format.js";
 import { Grid } from "../grid.js";
+import { coverageNotes } from "../coverage.js";
 import { capabilityPanel, FILE_IO, pressurePanel, warningsPanel } from "../health.js";
 import { watchPolls } from "../live.js";
 import { readView, writeView } from "../view-state.js";
@@ -219,6 +220,11 @@ function unmonitoredNotice(health) {
 function notices(server, health) {
   const items = [pollNotice(server), hiddenNotice(health), unmonitoredNotice(health)];
   const io = health?.capabilities?.find((item) => item.source === FILE_IO);
+  // What polls do not measure here, why, and what enables it (disk I/O: just below).
+  const blind = (health?.coverage ?? []).map((signal) => signal.signal);
+  items.push(
+    coverageNotes(health?.coverage, io && !io.ok ? blind.filter((s) => s !== "disk_io") : null),
+  );
   if (io && !io.ok) {
     const why = io.causes?.includes("setting")
       ? "performance_schema is off"

@@ -1,6 +1,7 @@
 // Table page: skew and compression figures, per-partition charts, activity, history, runway.
 import { getJSON } from "../api.js";
 import { showCompression } from "../compression.js";
+import { blindSignals, coverageNotes, neverRead } from "../coverage.js";
 import { el, estimate, show } from "../dom.js";
 import { findingList } from "../findings.js";
 import { age, bytes, count, dayCount, localTime, number, shown } from "../format.js";
@@ -32,6 +33,7 @@ const HEATMAPS = [
   {
     name: "rows-changed",
     metric: "rows_changed_per_s",
+    signal: "rows_changed",
     none:
       "No rows-changed figures in this window yet: each partition needs two readings of " +
       "InnoDB's modification counter (see where hot partitions come from, above).",
@@ -39,11 +41,13 @@ const HEATMAPS = [
   {
     name: "write",
     metric: "write_bytes_per_s",
+    signal: "disk_io",
     none: "No disk writes measured in this window: they need performance_schema ON and two polls.",
   },
   {
     name: "read",
     metric: "read_bytes_per_s",
+    signal: "disk_io",
     none: "No disk reads measured in this window: they need performance_schema ON and two polls.",
   },
 ];
@@ -114,8 +118,16 @@ function showFacts(table, partitions) {
   );
   show(
     "table-findings",
-    findingList(table.findings, "No findings: this table looks healthy.", { withFix: true }),
+    findingList(table.findings, noFindings(table.coverage), { withFix: true }),
+    coverageNotes(table.coverage),
   );
+}
+
+// "Healthy" only where everything was measured; else what was not is said below.
+function noFindings(coverage) {
+  const blind = blindSignals(coverage).map((signal) => signal.label);
+  if (!blind.length) return "No findings: this table looks healthy.";
+  return `No findings in what is measured here; not measured: ${blind.join(", ")} (below).`;
 }
 
 function showSkew(skew) {
@@ -209,15 +221,17 @@ function showPages() {
   );
 }
 
+let coverage = []; // the table's `coverage`: heatmaps of signals never read say so
+
 function drawHeatmaps() {
   const ordinal = view.order === "ordinal";
-  for (const { name, metric, none } of HEATMAPS) {
+  for (const { name, metric, signal, none } of HEATMAPS) {
     const rates = activity[metric];
     const chart = drawOrExplain(
       `${name}-box`,
       hasRates(rates),
       (c) => heatmap(c, rates, { ordinal }),
-      none,
+      neverRead(coverage, signal) ?? none,
     );
     show(`${name}-legend`, chart ? heatLegend(rates, chart.heatView, { ordinal }) : null);
   }
@@ -384,6 +398,7 @@ let partitions = [];
 async function loadFigures() {
   const [table, latest] = await Promise.all([getJSON(tableUrl), getJSON(`${tableUrl}partitions/`)]);
   partitions = latest;
+  coverage = table.coverage ?? [];
   showFacts(table, partitions);
   showSkew(table.skew);
   showCompression(table, partitions);

@@ -63,6 +63,7 @@ class LastRead:
     row_writes: tuple[str, ...]
     counters: Counters
     read: bool = True  # False: not read, the dictionary cache being too small (UNCACHED)
+    tables: int | None = None  # InnoDB's dictionary tables, as counted then (UNCACHED)
 
 
 @dataclass(frozen=True)
@@ -124,21 +125,19 @@ def plan(
     return READ
 
 
-def fits_cache(session: Session, dialect: Dialect, cache: int, partitions: int) -> bool:
-    """Whether InnoDB's dictionary cache (`table_definition_cache`) holds every InnoDB
-    table, so a read loads none: never where the partitions alone outnumber it (no query
-    then), else counted in the dictionary's table list, which loads no table (its fill
-    builds each row from its SYS_TABLES record: 26 buffer pool requests, no page read, on
-    2,567 tables)."""
-    if partitions > cache:
-        return False
+def dictionary_tables(session: Session, dialect: Dialect) -> int:
+    """How many tables InnoDB's dictionary has (a partition is one), counted in its table
+    list, which loads no table (its fill builds each row from its SYS_TABLES record: 26
+    buffer pool requests, no page read, on 2,567 tables). A TABLESTATS read is free only
+    where `table_definition_cache` holds them all; the count also sizes the cache that
+    would (`partdash.health.coverage.cache_needed`)."""
     try:
         ((count,),) = session.rows(
             DICTIONARY_TABLES_SQL.format(dictionary=dialect.dictionary_table)
         )
     except pymysql.MySQLError as exc:
         raise unavailable(TABLESTATS, exc) from None
-    return int(count) <= cache
+    return int(count)
 
 
 def changes(rows: list[PartitionChanges], last: LastRead | None) -> Changes:
