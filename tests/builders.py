@@ -19,7 +19,8 @@ from uuid import uuid4
 from django.conf import settings
 from django.utils import timezone
 
-from partdash.alerts.models import Alert, Notification, Silence
+from partdash.alerts import windows
+from partdash.alerts.models import Alert, MaintenanceWindow, Notification, Silence
 from partdash.collector.collect import Collection, PartitionFigures, table_key
 from partdash.lib.quoting import account
 from partdash.metrics.models import (
@@ -212,6 +213,21 @@ def silence(hours: float = 4, starts_ago: float = 0, **fields) -> Silence:
     return Silence.objects.create(
         starts_at=starts_at, ends_at=starts_at + timedelta(hours=hours), **fields
     )
+
+
+def window_now(server: Server, minutes: int = 30) -> MaintenanceWindow:
+    """A daily maintenance window of the server whose occurrence began this minute (UTC),
+    planned: its silence is in force."""
+    now = timezone.now()
+    window = MaintenanceWindow.objects.create(
+        name="now",
+        rrule=f"FREQ=DAILY;BYHOUR={now.hour};BYMINUTE={now.minute}",
+        duration_minutes=minutes,
+        timezone="UTC",
+        server=server,
+    )
+    windows.plan(window)
+    return window
 
 
 def notification(on: Server, error: str = "", attempts: int = 1, **fields) -> Notification:

@@ -136,6 +136,10 @@ def _retention(health: TableHealth, finding: FindingShape | None) -> Condition:
     )
 
 
+# The settings the conditions read (beside the rules' defaults, `rules.catalogue`): part
+# of the rules version (`service.rules_version`), so a change re-evaluates every table.
+JUDGING_SETTINGS = ("PARTDASH_RETENTION_GRACE_DAYS",)
+
 FINDING_RULES = {
     RuleName.SKEW: ("skew", _skew),
     RuleName.HOTSPOT: ("hotspot", _hotspot),

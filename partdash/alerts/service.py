@@ -9,9 +9,11 @@ module reads and writes.
 
 Cost: a poll evaluates the tables its analysis touched and those with an open alert,
 plus one query for the partitions past the `partition_size` threshold; every table only
-when the rules changed since this process last evaluated the server.
+when an input of the evaluation changed since the server's previous poll evaluated it
+(`rules_version`).
 """
 
+import hashlib
 import logging
 import uuid
 from dataclasses import dataclass
@@ -19,7 +21,7 @@ from datetime import datetime
 
 from django.conf import settings
 from django.db import transaction
-from django.db.models import Count, Max, Q
+from django.db.models import Q
 from django.utils import timezone
 
 from partdash.alerts import acks, alertmanager
@@ -32,7 +34,7 @@ from partdash.alerts.models import (
     Silence,
     Transition,
 )
-from partdash.alerts.rules import catalogue
+from partdash.alerts.rules import BuiltinRule, catalogue
 from partdash.health.alert_rules import Override, SilenceScope, rule_in_force, silenced_keys
 from partdash.health.alerting import AlertState, Condition, Key, Outcome, evaluate
 from partdash.lib.bulk import update_each
@@ -64,17 +66,17 @@ def evaluate_after_poll(server: Server, snapshot: ServerSnapshot, memory=None) -
     the evaluation id when it recorded any.
 
     `memory`: the poll's memory, whose `evaluated_under` says which rules version the
-    previous poll evaluated under: every table is evaluated when the rules changed since
-    (or that is unknown), else only what this poll analysed; set to this one's once
-    committed."""
+    previous poll evaluated under: every table is evaluated when the version changed
+    since (or that is unknown), else only what this poll analysed; set to this one's
+    once committed."""
     now = snapshot.taken_at
-    version = rules_version()
-    full = memory is None or memory.evaluated_under != version
     open_alerts = list(
         Alert.objects.filter(server=server, state__in=OPEN).exclude(rule=RuleName.STALE_POLLS)
     )
-    tables = _tables_to_evaluate(server, snapshot, open_alerts, full)
     evaluation = Evaluation(server, now, open_alerts)
+    version = rules_version(server, evaluation.rules, evaluation.overrides)
+    full = memory is None or memory.evaluated_under != version
+    tables = _tables_to_evaluate(server, snapshot, open_alerts, full)
     evaluation.judge_tables(tables)
     evaluation.judge_partitions()
     evaluation.conditions[Key(RuleName.PRESSURE)] = judged.pressure_condition(snapshot)
@@ -126,10 +128,34 @@ def evaluate_stale_polls(now: datetime | None = None) -> list[str]:
     return recorded
 
 
-def rules_version() -> tuple:
-    """Changes whenever an override is added, edited or deleted."""
-    figures = AlertRule.objects.aggregate(n=Count("id"), top=Max("id"), last=Max("updated_at"))
-    return (figures["n"], figures["top"], figures["last"])
+def rules_version(server: Server, rules: dict[str, BuiltinRule], overrides: list[Override]) -> str:
+    """A digest of everything, besides a table's stored figures and health, that decides
+    whether its alerts fire: the built-in rules' defaults (the PARTDASH_ALERT_*
+    settings), the settings the conditions read (`conditions.JUDGING_SETTINGS`), the
+    default recipients, the overrides that can match the server and its tags. A poll
+    evaluates every table when this differs from the version its server's previous poll
+    evaluated under (in the poll memory, shared through Redis, so across restarts too):
+    an edit to any of them reaches a quiet table at the next poll, not at its next
+    analysis. It digests the values themselves, not row counts and times, so an edit
+    that bypasses `save()` (a queryset's `update`) or a channel added to an override
+    counts too.
+
+    Silences and maintenance windows are not in it: they only mark a transition
+    `silenced`, and a table with a transition to mark has an open alert, which is
+    evaluated at every poll (an alert that fired under a silence is announced at the
+    first poll after it ends)."""
+    inputs = (
+        sorted((name, rule.defaults) for name, rule in rules.items()),
+        [(name, getattr(settings, name)) for name in judged.JUDGING_SETTINGS],
+        list(settings.ALERT_EMAILS),
+        sorted(overrides, key=lambda override: override.id),
+        sorted(server.tag_list),
+    )
+    # The records' own reprs (frozen dataclasses of plain values: the same text in every
+    # process). Measured: 0.2 ms with no override, 0.5 ms with 50, 3.3 ms with 500
+    # (`asdict` and JSON took 0.7, 2.6 and 25 ms).
+    encoded = repr(inputs).encode()
+    return hashlib.sha256(encoded).hexdigest()[:32]  # 128 bits: no collision by chance
 
 
 def _tables_to_evaluate(server, snapshot, open_alerts: list[Alert], full: bool):

@@ -658,7 +658,7 @@ class Memory:
     tablestats: LastRead | None = None
     kept: Kept | None = None
     figures: Figures | None = None
-    evaluated_under: tuple | None = None  # the alert rules' version (`rules_version`)
+    evaluated_under: str | None = None  # the alert rules' version (`rules_version`)
 
 
 @dataclass(frozen=True)
@@ -845,7 +845,7 @@ def save(server_pk: int, memory: Memory, rows: FigureRows) -> Written | None:
             "started": memory.started,
             "counted_at": _wall(memory.counted_at),
             "beside_failed_at": _wall(memory.beside_failed_at),
-            "evaluated_under": _evaluated(memory.evaluated_under),
+            "evaluated_under": memory.evaluated_under,
             "written_at": time.time(),
         },
         use_bin_type=True,
@@ -1013,15 +1013,7 @@ def _share_names(tablespaces: Buckets, kept: Kept) -> None:
         figures.name = names.get(figures.name, figures.name)
 
 
-def _evaluated(version: tuple | None) -> list | None:
-    if version is None:
-        return None
-    return [_when(v) if isinstance(v, datetime) else v for v in version]
-
-
-def _unevaluated(version: list | None) -> tuple | None:
-    """The rules version as `rules_version` returns it: (count, top id, last change)."""
-    if version is None or len(version) != 3:
-        return None
-    count, top, last = version
-    return (count, top, _datetime(last))
+def _unevaluated(version: object) -> str | None:
+    """The rules version as `rules_version` returns it (a digest); None for what an
+    older release wrote (a list): its next poll evaluates every table once."""
+    return version if isinstance(version, str) else None

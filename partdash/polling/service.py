@@ -195,7 +195,7 @@ class PollMemory:
     address: tuple[str, int]  # the server's, when remembered (another address: forgotten)
     sources: SourceMemory | None
     figures: store.Remembered | None = None
-    evaluated_under: tuple | None = None
+    evaluated_under: str | None = None
 
 
 # What this process holds of each server, by server.

@@ -7,7 +7,7 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
-from partdash.alerts import service
+from partdash.alerts import service, windows
 from partdash.alerts.models import Alert, AlertRule, Transition
 from partdash.alerts.service import (
     evaluate_after_failure,
@@ -185,6 +185,81 @@ def test_a_rule_edit_re_evaluates_every_table_and_re_sends_nothing(fleet):
     fleet.poll(), fleet.poll()
     assert kinds() == [("skew", "firing", False), ("skew", "firing", False)]
     assert Alert.objects.get(table="orders").threshold == 2.0
+
+
+# -- the rules version: what re-evaluates a quiet table (not analysed again) --------------
+
+
+def _big_quiet_table(fleet):
+    """orders at 110 GiB, under the default table_size (1 TiB), then two polls that
+    do not analyse it: quiet from then on."""
+    orders = fleet.table(total_data_bytes=90 << 30, total_index_bytes=20 << 30)
+    fleet.poll(orders), fleet.poll()
+    assert not Alert.objects.exists()
+    return orders
+
+
+def test_lowering_a_threshold_setting_re_evaluates_a_quiet_table(fleet, settings):
+    _big_quiet_table(fleet)
+    settings.PARTDASH_ALERT_TABLE_SIZE_BYTES = 100 << 30
+    fleet.poll(), fleet.poll()
+    assert kinds() == [("table_size", "firing", False)]
+    assert Alert.objects.get().threshold == 100 << 30
+
+
+def test_lowering_a_setting_a_condition_reads_re_evaluates_a_quiet_table(fleet, settings):
+    health = {"retention": {"overdue_days": 0.5}, **_finding("retention", "warning")}
+    archive = fleet.table("archive", health=health)
+    fleet.poll(archive), fleet.poll()  # half a day late: within the day's grace
+    assert not Alert.objects.exists()
+    settings.PARTDASH_RETENTION_GRACE_DAYS = 0.25
+    fleet.poll(), fleet.poll()
+    assert kinds() == [("retention", "firing", False)]
+
+
+def test_tagging_the_server_re_evaluates_a_quiet_table_under_the_tags_rule(fleet):
+    AlertRule.objects.create(rule="table_size", tag="prod", threshold=100 << 30)
+    _big_quiet_table(fleet)
+    fleet.server.tags = "prod"
+    fleet.server.save()
+    fleet.poll(), fleet.poll()
+    assert kinds() == [("table_size", "firing", False)]
+
+
+def test_a_rule_edited_without_save_re_evaluates_a_quiet_table(fleet):
+    """An UPDATE that leaves `updated_at` (a queryset's `update`, a script) counts too."""
+    rule = AlertRule.objects.create(rule="table_size", threshold=200 << 30)
+    _big_quiet_table(fleet)
+    AlertRule.objects.filter(pk=rule.pk).update(threshold=100 << 30)
+    fleet.poll(), fleet.poll()
+    assert kinds() == [("table_size", "firing", False)]
+
+
+def test_unchanged_inputs_leave_a_quiet_table_unread(fleet, settings):
+    """The same rules, settings and tags: the digest is the same, so a quiet table's
+    alerts are not evaluated (its health changed here behind the poll's back)."""
+    orders = _big_quiet_table(fleet)
+    PartitionedTable.objects.filter(pk=orders.pk).update(total_data_bytes=2 << 40)
+    settings.PARTDASH_ALERT_REPEAT_HOURS = 1  # not an input of the evaluation
+    fleet.poll(), fleet.poll()
+    assert not Alert.objects.exists()
+
+
+def test_a_window_starting_and_ending_on_a_quiet_table_holds_then_announces(fleet):
+    """A window's occurrence begins while a quiet table's alert is pending: it fires
+    silenced. The window is moved (its occurrence ends): the next poll announces it,
+    though the table is still not analysed again."""
+    orders = fleet.table(health=skewed(2.4))
+    fleet.poll(orders)
+    window = builders.window_now(fleet.server)
+    fleet.poll()
+    assert kinds() == [("skew", "firing", True)] and fleet.queued == []
+    window.rrule = f"FREQ=DAILY;BYHOUR={(timezone.now().hour + 12) % 24};BYMINUTE=0"
+    window.save()
+    windows.plan(window)
+    evaluation = fleet.poll()
+    assert kinds() == [("skew", "firing", True), ("skew", "firing", False)]
+    assert fleet.queued == [(fleet.server.pk, evaluation)]
 
 
 # -- overrides -------------------------------------------------------------------------

@@ -106,15 +106,7 @@ def test_a_window_holds_a_transition_and_releases_it_once(settings):
     settings.PARTDASH_ALERT_FOR_POLLS = 1
     db1 = builders.server("db1")
     builders.table(db1, "a", "b")
-    now = timezone.now()
-    window = MaintenanceWindow.objects.create(
-        name="now",
-        rrule=f"FREQ=DAILY;BYHOUR={now.hour};BYMINUTE={now.minute}",
-        duration_minutes=30,
-        timezone="UTC",
-        server=db1,
-    )
-    windows.plan(window)
+    window = builders.window_now(db1)
     assert windows.in_force(window)
     key = Key("skew", "a", "b")
 
