@@ -19,7 +19,7 @@ from celery.signals import task_postrun, task_prerun
 
 from partdash.celery import app
 
-POLL_TASK = "partdash.collector.tasks.poll_server"  # the tasks cannot be imported before Django
+POLL_TASK = "partdash.polling.tasks.poll_server"  # the tasks cannot be imported before Django
 
 __all__ = ["app"]
 

@@ -17,8 +17,8 @@ os.environ.setdefault("CELERY_SKIP_CHECKS", "1")
 
 app = Celery("partdash")
 app.config_from_object("django.conf:settings", namespace="CELERY")
-# The tasks keep the names they had before polling/ was split out of collector/ (queued
-# messages name them): `partdash.collector.tasks.*` lives in partdash.polling.tasks.
+# The polling tasks are `partdash.polling.tasks.*`; their names from before polling/ was
+# split out of collector/ (`partdash.collector.tasks.*`) stay routable to them there.
 app.autodiscover_tasks(["partdash.polling", "partdash.metrics", "partdash.alerts"])
 
 
@@ -30,7 +30,7 @@ def schedule_dispatcher(sender: Celery, **kwargs) -> None:
 
     sender.add_periodic_task(
         settings.PARTDASH_DISPATCH_SECONDS,
-        sender.signature("partdash.collector.tasks.dispatch_due_polls"),
+        sender.signature("partdash.polling.tasks.dispatch_due_polls"),
         name="dispatch due polls",
     )
     sender.add_periodic_task(

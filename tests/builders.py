@@ -339,7 +339,7 @@ def poll(
     `catalogue` sources that list no partitions: file_io, innodb_cmp, cmp_per_index).
     The statistics are as of the poll (as after an ANALYZE TABLE). Returns the poll's
     snapshot; `server` is refreshed."""
-    service.forget_figures(server.pk)  # read the previous poll back, whatever was held
+    service.forget(server.pk)  # read the previous poll back, whatever was held
     collection = _collection(server, {**VARIABLES, **variables}, tables, hidden, ungranted)
     # What `poll_server` does once it has collected: the same two functions, so that what
     # is stored cannot drift from what a poll stores.

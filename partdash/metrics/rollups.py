@@ -57,7 +57,8 @@ IN_BATCH = 5000  # partitions per lookup (SQLite's 32,766 bound variables)
 
 LEVELS = ("rows", "data_bytes", "index_bytes", "file_bytes")
 COUNTERS = ("modified_counter", "write_bytes", "read_bytes")
-SAMPLED = LEVELS + COUNTERS
+# The sampled figures a rollup carries (not every column of a sample: `SAMPLED_FIGURES`).
+ROLLED_UP = LEVELS + COUNTERS
 DELTA_OF = {
     "modified_counter": "rows_changed",
     "write_bytes": "write_bytes_delta",
@@ -203,7 +204,7 @@ class Fold:
             if delta is not None:
                 name = DELTA_OF[counter]
                 rolled[name] = (rolled.get(name) or 0) + delta
-        for name in SAMPLED:
+        for name in ROLLED_UP:
             figure = sample[name]
             if figure is not None:
                 before[name] = rolled[name] = figure
@@ -351,20 +352,20 @@ def fold_samples(fold: Fold, table_id: int, buckets: list[Bucket]) -> dict[int, 
             partition__table_id=table_id, snapshot_id__gte=low, snapshot_id__lte=high
         )
         .order_by("snapshot_id")
-        .values_list("snapshot_id", "partition_id", *SAMPLED)
+        .values_list("snapshot_id", "partition_id", *ROLLED_UP)
     )
     per_bucket: dict[int, dict[int, dict]] = {}
     for snapshot_id, partition_id, *values in samples.iterator(chunk_size=10_000):
         index = order.get(snapshot_id)
         if index is None:  # another server's poll, between this one's ids
             continue
-        sample = dict(zip(SAMPLED, values, strict=True))
+        sample = dict(zip(ROLLED_UP, values, strict=True))
         fold.look_back(partition_id, sample, low)
         fold.step(partition_id, sample, per_bucket.setdefault(index, {}))
     return per_bucket
 
 
-FIGURES = SAMPLED + tuple(DELTA_OF.values())
+FIGURES = ROLLED_UP + tuple(DELTA_OF.values())
 
 
 def _roll_chunk(fold: Fold, table_id: int, buckets: list[Bucket]) -> int:

@@ -20,9 +20,7 @@ from partdash.health.counters import counter_delta
 from partdash.health.drift import Layout, layout_digest
 from partdash.health.partitions import PartitionState
 from partdash.metrics.models import (
-    SAMPLED_FIGURES as SAMPLED,
-)
-from partdash.metrics.models import (
+    SAMPLED_FIGURES,
     Partition,
     PartitionedTable,
     PartitionSample,
@@ -41,10 +39,10 @@ OTHER = ("stats_updated_at", "autoinc", "space_id", "row_format", "page_size")
 RATES = ("read_bytes_per_s", "write_bytes_per_s", "rows_changed_per_s")
 _N_RATES = len(RATES)
 # The Partition columns a poll compares and writes, in this order.
-FIGURES = SAMPLED + OTHER
+FIGURES = SAMPLED_FIGURES + OTHER
 STORED = (*FIGURES, *RATES, "changed_at", "recent")
 _N = len(FIGURES)
-_N_SAMPLED = len(SAMPLED)
+_N_SAMPLED_FIGURES = len(SAMPLED_FIGURES)
 
 
 # The row types' fields are built from the model's at import, which mypy cannot read:
@@ -280,12 +278,12 @@ def _readable(stored: "StoredFigures") -> bool:
 
 
 def _insert_samples(samples: list[tuple]) -> int:
-    """Insert (partition id, snapshot id, *SAMPLED) rows; empties the list."""
+    """Insert (partition id, snapshot id, *SAMPLED_FIGURES) rows; empties the list."""
     if not samples:
         return 0
     quote = connection.ops.quote_name
-    columns = ", ".join(quote(c) for c in ("partition_id", "snapshot_id", *SAMPLED))
-    placeholders = ", ".join(["%s"] * (2 + len(SAMPLED)))
+    columns = ", ".join(quote(c) for c in ("partition_id", "snapshot_id", *SAMPLED_FIGURES))
+    placeholders = ", ".join(["%s"] * (2 + len(SAMPLED_FIGURES)))
     sql = f"INSERT INTO {quote(PartitionSample._meta.db_table)} ({columns}) VALUES ({placeholders})"
     with connection.cursor() as cursor:
         cursor.executemany(sql, samples)
@@ -677,7 +675,7 @@ class PollStore:
             return False
         delta = [
             v if v is not None and v != b else None
-            for v, b in zip(values[:_N_SAMPLED], before[:_N_SAMPLED], strict=True)
+            for v, b in zip(values[:_N_SAMPLED_FIGURES], before[:_N_SAMPLED_FIGURES], strict=True)
         ]
         sampled = any(v is not None for v in delta)
         if sampled:

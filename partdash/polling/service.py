@@ -280,12 +280,6 @@ def forget(server_pk: int) -> None:
     pollmemory.unheld(server_pk)
 
 
-def forget_figures(server_pk: int) -> None:
-    """The next store of the server reads its figures back from the database."""
-    if (memory := _MEMORY.get(server_pk)) is not None:
-        memory.figures = None
-
-
 # How the shared poll memory builds the remembered figures' rows again.
 _FIGURE_ROWS = pollmemory.FigureRows(
     tuple(store.StoredRow._fields.index(name) for name in ("stats_updated_at", "changed_at")),

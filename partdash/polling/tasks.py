@@ -17,15 +17,21 @@ from partdash.servers.models import Server
 
 log = logging.getLogger(__name__)
 
-POLL_TASK = "partdash.collector.tasks.poll_server"
+POLL_TASK = "partdash.polling.tasks.poll_server"
+DISPATCH_TASK = "partdash.polling.tasks.dispatch_due_polls"
+# The names these tasks had before polling/ was split out of collector/. Messages an older
+# release queued (a poll, beat's tick) still carry them, so they stay routable to the same
+# code until no such message can be left (see docs/development.md).
+LEGACY_POLL_TASK = "partdash.collector.tasks.poll_server"
+LEGACY_DISPATCH_TASK = "partdash.collector.tasks.dispatch_due_polls"
+POLL_TASKS = (POLL_TASK, LEGACY_POLL_TASK)
 WORKER_LOST = (
     "the worker running this poll was lost (killed, SIGKILL or out of memory); "
     "the next poll runs on schedule"
 )
 
 
-@shared_task(name="partdash.collector.tasks.dispatch_due_polls", ignore_result=True)
-def dispatch_due_polls() -> int:
+def _dispatch_due_polls() -> int:
     """Beat's single entry: queue a poll for every server that is due. While the
     metadata store is down or locked, one line a tick says so (no traceback)."""
     try:
@@ -33,6 +39,10 @@ def dispatch_due_polls() -> int:
     except DatabaseError as exc:
         log.error("no polls dispatched: %s", store_unavailable(exc))
         return 0
+
+
+dispatch_due_polls = shared_task(name=DISPATCH_TASK, ignore_result=True)(_dispatch_due_polls)
+shared_task(name=LEGACY_DISPATCH_TASK, ignore_result=True)(_dispatch_due_polls)
 
 
 def time_limit_message(soft: int) -> str:
@@ -51,8 +61,7 @@ def remember_concurrency(sender=None, **kwargs) -> None:
     worker_slots = getattr(sender, "concurrency", None)
 
 
-@shared_task(name=POLL_TASK, bind=True, ignore_result=True)
-def poll_server_task(self, server_id: int, forced: bool = False) -> str:
+def _poll_server(self, server_id: int, forced: bool = False) -> str:
     """Poll one server unless it is disabled, gone, or already being polled. A server
     whose last poll failed is polled only in a free slot of those kept for failing
     servers (not when asked for with Poll now, `forced`); otherwise this poll is left
@@ -64,6 +73,10 @@ def poll_server_task(self, server_id: int, forced: bool = False) -> str:
         return _poll_task(self, server_id, forced)
     finally:
         scheduling.close_poll_now_window(server_id, self.request.id)
+
+
+poll_server_task = shared_task(name=POLL_TASK, bind=True, ignore_result=True)(_poll_server)
+shared_task(name=LEGACY_POLL_TASK, bind=True, ignore_result=True)(_poll_server)
 
 
 def _poll_task(self, server_id: int, forced: bool) -> str:
@@ -115,7 +128,9 @@ def _poll(server: Server, soft: int, poll_id: str) -> str:
 def poll_worker_lost(sender=None, task_id=None, exception=None, args=None, **kwargs) -> None:
     """A poll's worker child died (SIGKILL, out of memory): the worker's main process
     releases the server's poll lock, which the dead child held, and records why."""
-    if getattr(sender, "name", None) != POLL_TASK or not isinstance(exception, WorkerLostError):
+    if getattr(sender, "name", None) not in POLL_TASKS or not isinstance(
+        exception, WorkerLostError
+    ):
         return
     server_id = (args or [None])[0]
     server = Server.objects.filter(pk=server_id).first()

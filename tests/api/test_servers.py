@@ -242,7 +242,7 @@ def test_poll_queues_a_task_carrying_only_the_server_id(staff_api, queue):
     assert response.json()["queued"] is True
 
     (raw,) = raw_messages(queue)
-    assert task_call(raw) == ("partdash.collector.tasks.poll_server", [server.pk], {"forced": True})
+    assert task_call(raw) == ("partdash.polling.tasks.poll_server", [server.pk], {"forced": True})
     assert SECRET.encode() not in raw
     assert server.password_token.encode() not in raw
 

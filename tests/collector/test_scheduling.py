@@ -10,6 +10,7 @@ from partdash.lib import shared_redis
 from partdash.polling import scheduling
 from partdash.polling.tasks import poll_server_task
 from partdash.servers.models import Server
+from tests import builders
 
 pytestmark = pytest.mark.django_db
 
@@ -204,3 +205,18 @@ def test_a_store_that_is_down_gets_one_line_a_tick_not_a_traceback(monkeypatch, 
     errors = [r for r in caplog.records if r.levelname == "ERROR"]
     assert len(errors) == 2 and not any(r.exc_info for r in errors)
     assert "no polls dispatched: metadata store unavailable" in errors[0].getMessage()
+
+
+def test_tasks_queued_under_their_old_names_still_run(db, empty_queue):
+    """A message an older release queued names `partdash.collector.tasks.*`: a worker
+    routes it by its registry, which holds the same tasks under those names too."""
+    from celery import current_app
+
+    from partdash.polling import tasks
+
+    server = builders.server(enabled=False)
+    assert poll_server_task.name == tasks.POLL_TASK in current_app.tasks
+    legacy = current_app.tasks["partdash.collector.tasks.poll_server"]
+    assert legacy.apply(args=[server.pk]).get() == "skipped: server disabled or deleted"
+    dispatch = current_app.tasks["partdash.collector.tasks.dispatch_due_polls"]
+    assert dispatch.apply().get() == 0  # no server is due

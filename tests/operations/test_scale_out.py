@@ -27,13 +27,13 @@ INTERVAL = 10
 RUN_SECONDS = 65
 WORKERS = ("w1", "w2")
 DUPLICATES = 3  # polls of each server queued at once, mid-run, besides beat's
-POLL_TASK = "partdash.collector.tasks.poll_server"
+POLL_TASK = "partdash.polling.tasks.poll_server"
 
-# [2026-11-22 22:01:08,123: INFO/ForkPoolWorker-1] Task partdash.collector.tasks.poll_server[ID]
+# [2026-11-22 22:01:08,123: INFO/ForkPoolWorker-1] Task partdash.polling.tasks.poll_server[ID]
 # succeeded in 0.25s: 'db1: 0 partitions seen, ...' (then the warnings, one per line), or
 # ... succeeded in 0.04s: 'skipped: already polling'
 SUCCEEDED = re.compile(
-    r"Task partdash\.collector\.tasks\.poll_server\[(?P<id>[^\]]+)\] succeeded in \S+: "
+    r"Task partdash\.polling\.tasks\.poll_server\[(?P<id>[^\]]+)\] succeeded in \S+: "
     r"'(?P<summary>[^\n]*)"
 )
 
