@@ -77,8 +77,8 @@ def evaluate_after_poll(server: Server, snapshot: ServerSnapshot, memory=None) -
     evaluation = Evaluation(server, now, open_alerts)
     evaluation.judge_tables(tables)
     evaluation.judge_partitions()
-    evaluation.conditions[Key(RuleName.PRESSURE)] = judged.pressure_condition(snapshot)
-    evaluation.conditions[Key(RuleName.DRIFT)] = judged.drift_condition(snapshot)
+    evaluation.conditions[Key("pressure")] = judged.pressure_condition(snapshot)
+    evaluation.conditions[Key("drift")] = judged.drift_condition(snapshot)
     evaluation.conditions[Key(RuleName.WORKING_SET_FORECAST)] = (
         judged.working_set_forecast_condition(snapshot)
     )
