@@ -96,7 +96,10 @@ class FindingKind:
     facts and the runway horizon in days. `urgency`: its place in the maintenance plan
     (lower is fixed first). `within`: the plan's phrase of how urgent one finding is and
     its order within the kind (default: its severity, 0). `names_in_advice`: its advice
-    names partitions, so a table whose name partdash writes no statement for gets none."""
+    names partitions, so a table whose name partdash writes no statement for gets none.
+    `stores`: what the table's stored health keeps of it under its name (plain values),
+    for its alert's judge, its figures and the pages (the built-in kinds' shapes are the
+    analysis's own)."""
 
     name: str
     label: str
@@ -107,6 +110,7 @@ class FindingKind:
     figures: tuple[Figure, ...] = ()
     within: Callable[[Mapping[str, Any], Mapping[str, Any]], tuple[str, float]] | None = None
     names_in_advice: bool = False
+    stores: Callable[[Observed], Any] | None = None
 
 
 _KINDS: dict[str, FindingKind] = {}

@@ -18,7 +18,7 @@ from dataclasses import fields, is_dataclass, replace
 from datetime import date, datetime, timedelta
 from functools import cache
 from operator import attrgetter
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from django.conf import settings
 from django.db import connection
@@ -545,6 +545,9 @@ def table_health(
         # When the window's sums change with nothing written: the next analysis is due.
         "window_ends": min((e for e in ends if e is not None), default=None),
     }
+    for kind in registered():
+        if kind.stores is not None:
+            cast(dict, health)[kind.name] = plain(kind.stores(observed))
     if retention is not None:
         health["retention"] = _retention_shape(retention)
         # Due again when the overdue partitions pass the grace: the `retention` alert
