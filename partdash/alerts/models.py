@@ -8,7 +8,6 @@ task claims each server's evaluation atomically and sends one email for it.
 """
 
 from django.conf import settings
-from django.core.exceptions import ValidationError
 from django.db import models
 from django.db.models import Q
 from django.db.models.signals import pre_delete
@@ -31,20 +30,15 @@ class RuleName(models.TextChoices):
 
 def rule_choices() -> list[tuple[str, str]]:
     """Every rule as (name, label): the registered finding kinds' (those with a rule),
-    then the others. Read when asked, so a kind registered later is among them."""
+    then the others. The rule columns take it as a callable: read when a form or a
+    validation asks, so a kind registered later is among them, and the migrations name
+    the function rather than its values (a new finding kind needs no migration)."""
     found = [(kind.name, kind.label) for kind in registered() if kind.alert is not None]
     return found + list(RuleName.choices)
 
 
 def rule_names() -> list[str]:
     return [name for name, _ in rule_choices()]
-
-
-def validate_rule(value: str) -> None:
-    """A rule's name must be one of `rule_choices` (not the field's `choices`: those are
-    part of the migrations' state, and a new finding kind would need a migration)."""
-    if value not in rule_names():
-        raise ValidationError(f"unknown rule {value!r}; one of {', '.join(rule_names())}")
 
 
 class Severity(models.TextChoices):
@@ -58,7 +52,7 @@ class AlertRule(models.Model):
     so a disabled rule on one table switches the rule off there alone. Null figures fall
     back to the next less specific rule, then to the built-in default."""
 
-    rule = models.CharField(max_length=20, validators=[validate_rule])
+    rule = models.CharField(max_length=20, choices=rule_choices)
     enabled = models.BooleanField(default=True)
     threshold = models.FloatField(null=True, blank=True)
     clear_threshold = models.FloatField(null=True, blank=True)
@@ -114,7 +108,7 @@ class Alert(models.Model):
         FIRING = "firing", "Firing"
         RESOLVED = "resolved", "Resolved"
 
-    rule = models.CharField(max_length=20, validators=[validate_rule])
+    rule = models.CharField(max_length=20, choices=rule_choices)
     severity = models.CharField(max_length=10, choices=Severity, default=Severity.WARNING)
     server = models.ForeignKey("servers.Server", on_delete=models.CASCADE, related_name="alerts")
     partitioned_table = models.ForeignKey(
@@ -368,7 +362,7 @@ class MaintenanceWindow(models.Model):
     )
     schema = models.CharField(max_length=64, null=True, blank=True)  # noqa: DJ001
     table = models.CharField(max_length=64, null=True, blank=True)  # noqa: DJ001
-    rule = models.CharField(max_length=20, validators=[validate_rule], null=True, blank=True)  # noqa: DJ001
+    rule = models.CharField(max_length=20, choices=rule_choices, null=True, blank=True)  # noqa: DJ001
     comment = models.TextField(blank=True)
     created_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
@@ -395,7 +389,7 @@ class Silence(models.Model):
     # Null means "every" (CONTRACT: silences).
     schema = models.CharField(max_length=64, null=True, blank=True)  # noqa: DJ001
     table = models.CharField(max_length=64, null=True, blank=True)  # noqa: DJ001
-    rule = models.CharField(max_length=20, validators=[validate_rule], null=True, blank=True)  # noqa: DJ001
+    rule = models.CharField(max_length=20, choices=rule_choices, null=True, blank=True)  # noqa: DJ001
     starts_at = models.DateTimeField()
     ends_at = models.DateTimeField()
     comment = models.TextField(blank=True)
