@@ -285,7 +285,7 @@ SPECTACULAR_SETTINGS = {
     # One name per choice set where several fields use it (a rule's `rule` and a
     # channel's `rules`; an alert's `severity` and a channel's `min_severity`).
     "ENUM_NAME_OVERRIDES": {
-        "RuleEnum": "partdash.alerts.models.RuleName",
+        "RuleEnum": "partdash.alerts.models.rule_choices",
         "SeverityEnum": "partdash.alerts.models.Severity",
     },
 }

@@ -15,9 +15,9 @@ from partdash.alerts.models import (
     Channel,
     MaintenanceWindow,
     Notification,
-    RuleName,
     Silence,
     Transition,
+    rule_choices,
 )
 from partdash.alerts.overrides import override_problems, recipient_list, recipient_problems
 from partdash.alerts.silences import active_silences, silence_problems
@@ -135,7 +135,7 @@ class ChannelForm(forms.ModelForm):
         "leave blank to keep the stored one.",
     )
     rules = forms.MultipleChoiceField(
-        choices=RuleName.choices,
+        choices=rule_choices,
         required=False,
         widget=forms.CheckboxSelectMultiple,
         help_text="The rules it receives; none ticked: every rule.",

@@ -8,6 +8,7 @@ Each function returns `Condition`s (`partdash.health.alerting`) by `Key`.
 """
 
 from datetime import datetime, timedelta
+from typing import Any
 
 from django.conf import settings
 from django.db.models import BigIntegerField, ExpressionWrapper, F, OuterRef, Q, Subquery, Value
@@ -16,13 +17,13 @@ from django.db.models.functions import Coalesce
 from partdash.alerts.emails import binary_size
 from partdash.alerts.models import RuleName
 from partdash.health.alerting import Condition, Key
-from partdash.health.compression import FAILURE_RATE_LIMIT, PAGE_RATIO_LIMIT
-from partdash.health.findings import RUNWAY_WARNING_DAYS, day_count
+from partdash.health.finding_kinds import finding_condition
+from partdash.health.kinds import Judge, registered
+from partdash.health.kinds import kind as registered_kind
 from partdash.health.pressure import WARN_RATIO
 from partdash.health.shapes import (
     FindingShape,
     FixShape,
-    TableHealth,
     stored_health,
     stored_pressure,
 )
@@ -55,101 +56,27 @@ def advice(rule: str) -> FixShape:
 # -- a table's stored health -----------------------------------------------------------
 
 
-def _finding_condition(
-    finding: FindingShape | None, value, limit, otherwise: str, **fields
-) -> Condition:
-    """A finding rule's condition: it holds while the stored finding exists."""
-    return Condition(
-        value=value,
-        limit=limit,
-        holds=finding is not None,
-        severity=(finding or {}).get("severity", "warning"),
-        message=(finding or {}).get("message") or otherwise,
-        fix=(finding or {}).get("fix"),
-        **fields,
-    )
+def judging_settings() -> tuple[str, ...]:
+    """The settings the conditions read (beside the rules' defaults, `rules.catalogue`):
+    each registered kind's `AlertSpec.reads`. Part of the rules version
+    (`service.rules_version`), so a change re-evaluates every table."""
+    return tuple(sorted({name for kind in registered() if kind.alert for name in kind.alert.reads}))
 
 
-def _skew(health: TableHealth, finding: FindingShape | None) -> Condition:
-    skew = health.get("skew") or {}
-    limit = skew.get("threshold")
-    # Unjudged (too few rows, one partition): unknown, not even; it clears an alert.
-    judged = limit is not None and skew.get("judged", True)
-    value = skew.get("max_mean_ratio") if judged else None
-    return _finding_condition(finding, value, limit, skew.get("reason") or "not judged")
+def finding_rules() -> dict[str, Judge]:
+    """The judge of each registered table finding kind's rule, by rule name."""
+    return {
+        kind.name: kind.alert.judge
+        for kind in registered()
+        if kind.alert is not None and kind.alert.judge is not None
+    }
 
 
-def _hotspot(health: TableHealth, finding: FindingShape | None) -> Condition:
-    hot = len(health.get("hotspots") or []) if finding else 0
-    return _finding_condition(finding, hot, 1, "no hot partition")
-
-
-def _runway(health: TableHealth, finding: FindingShape | None) -> Condition:
-    runway = health.get("runway") or {}
-    days = runway.get("days_left")
-    unknown = f"runway unknown: {runway['reason']}" if runway.get("reason") else "runway unknown"
-    otherwise = unknown if days is None else f"{day_count(days)} left"
-    warning = runway.get("warning_days") or RUNWAY_WARNING_DAYS
-    return _finding_condition(finding, days, warning, otherwise)
-
-
-def _compression(health: TableHealth, finding: FindingShape | None) -> Condition:
-    compression = health.get("compression") or {}
-    verdict = compression.get("verdict") or "not compressed"
-    if compression.get("kind") == "page":
-        # A ratio, lower is worse: a threshold set for failure rates does not apply.
-        ratio = compression.get("ratio")
-        return _finding_condition(
-            finding, ratio, PAGE_RATIO_LIMIT, verdict, worse="below", overridable=False
-        )
-    rate = compression.get("failure_rate")
-    return _finding_condition(finding, rate, FAILURE_RATE_LIMIT, verdict)
-
-
-def _fragmentation(health: TableHealth, finding: FindingShape | None) -> Condition:
-    count = health.get("fragmented") or 0
-    return _finding_condition(finding, count, 1, f"{count} fragmented partition(s)")
-
-
-def _staleness(health: TableHealth, finding: FindingShape | None) -> Condition:
-    count = health.get("stale") or 0
-    return _finding_condition(finding, count, 1, f"{count} partition(s) with stale statistics")
-
-
-def _drift(health: TableHealth, finding: FindingShape | None) -> Condition:
-    drift = health.get("drift") or {}
-    differences = len(drift.get("differences") or []) if finding else 0
-    return _finding_condition(finding, differences, 1, "in line with its group")
-
-
-def _retention(health: TableHealth, finding: FindingShape | None) -> Condition:
-    """Days the oldest partition is past its retention policy, against the grace
-    (`PARTDASH_RETENTION_GRACE_DAYS`): a daily drop job that runs a few hours late does
-    not page, one that stopped does."""
-    retention = health.get("retention") or {}
-    overdue = retention.get("overdue_days") if finding else 0.0
-    return _finding_condition(
-        finding,
-        overdue,
-        settings.PARTDASH_RETENTION_GRACE_DAYS,
-        "no partition past its retention policy",
-    )
-
-
-# The settings the conditions read (beside the rules' defaults, `rules.catalogue`): part
-# of the rules version (`service.rules_version`), so a change re-evaluates every table.
-JUDGING_SETTINGS = ("PARTDASH_RETENTION_GRACE_DAYS",)
-
-FINDING_RULES = {
-    RuleName.SKEW: ("skew", _skew),
-    RuleName.HOTSPOT: ("hotspot", _hotspot),
-    RuleName.RUNWAY: ("runway", _runway),
-    RuleName.COMPRESSION: ("compression", _compression),
-    RuleName.FRAGMENTATION: ("fragmentation", _fragmentation),
-    RuleName.STALENESS: ("staleness", _staleness),
-    RuleName.RETENTION: ("retention", _retention),
-    RuleName.DRIFT: ("drift", _drift),
-}
+def _settings_read(kind: str) -> dict[str, Any]:
+    """The settings a kind's judge reads (`AlertSpec.reads`), by name."""
+    declared = registered_kind(kind)
+    reads = declared.alert.reads if declared and declared.alert else ()
+    return {name: getattr(settings, name) for name in reads}
 
 
 def _size(data_bytes: int | None, index_bytes: int | None) -> int | None:
@@ -165,8 +92,8 @@ def table_conditions(table: PartitionedTable) -> dict[Key, Condition]:
     for finding in health.get("findings") or []:  # stored worst first
         findings.setdefault(finding.get("kind"), finding)
     conditions = {
-        Key(rule, table.schema, table.name): judge(health, findings.get(kind))
-        for rule, (kind, judge) in FINDING_RULES.items()
+        Key(rule, table.schema, table.name): judge(health, findings.get(rule), _settings_read(rule))
+        for rule, judge in finding_rules().items()
     }
     size = _size(table.total_data_bytes, table.total_index_bytes)
     conditions[Key(RuleName.TABLE_SIZE, table.schema, table.name)] = Condition(
@@ -208,7 +135,7 @@ def drift_condition(snapshot: ServerSnapshot) -> Condition:
         if f.get("kind") == "drift"
     ]
     missing = len((stored_pressure(snapshot.pressure).get("drift") or {}).get("missing") or [])
-    return _finding_condition(
+    return finding_condition(
         found[0] if found else None, missing, 1, "no table of its groups missing"
     )
 

@@ -13,23 +13,32 @@ from django.db.models import Q
 from django.db.models.signals import pre_delete
 from django.dispatch import receiver
 
+from partdash.health.kinds import registered
+
 
 class RuleName(models.TextChoices):
-    SKEW = "skew", "Skew"
-    HOTSPOT = "hotspot", "Hotspot"
-    RUNWAY = "runway", "Runway"
-    COMPRESSION = "compression", "Compression"
-    FRAGMENTATION = "fragmentation", "Fragmentation"
-    STALENESS = "staleness", "Stale statistics"
-    PRESSURE = "pressure", "Server pressure"
+    """The rules that judge no finding. A finding kind's rule is its kind's, named and
+    labelled by its declaration (`partdash.health.kinds`): `rule_choices` lists both."""
+
     PARTITION_SIZE = "partition_size", "Partition size"
     TABLE_SIZE = "table_size", "Table size"
     TABLE_GROWTH = "table_growth", "Table growth per day"
     UNREACHABLE = "unreachable", "Unreachable"
     STALE_POLLS = "stale_polls", "No successful poll"
     WORKING_SET_FORECAST = "working_set_forecast", "Working set outgrows the pool (forecast)"
-    DRIFT = "drift", "Layout drift in a server group"
-    RETENTION = "retention", "Retention job stalled"
+
+
+def rule_choices() -> list[tuple[str, str]]:
+    """Every rule as (name, label): the registered finding kinds' (those with a rule),
+    then the others. The rule columns take it as a callable: read when a form or a
+    validation asks, so a kind registered later is among them, and the migrations name
+    the function rather than its values (a new finding kind needs no migration)."""
+    found = [(kind.name, kind.label) for kind in registered() if kind.alert is not None]
+    return found + list(RuleName.choices)
+
+
+def rule_names() -> list[str]:
+    return [name for name, _ in rule_choices()]
 
 
 class Severity(models.TextChoices):
@@ -43,7 +52,7 @@ class AlertRule(models.Model):
     so a disabled rule on one table switches the rule off there alone. Null figures fall
     back to the next less specific rule, then to the built-in default."""
 
-    rule = models.CharField(max_length=20, choices=RuleName)
+    rule = models.CharField(max_length=20, choices=rule_choices)
     enabled = models.BooleanField(default=True)
     threshold = models.FloatField(null=True, blank=True)
     clear_threshold = models.FloatField(null=True, blank=True)
@@ -99,7 +108,7 @@ class Alert(models.Model):
         FIRING = "firing", "Firing"
         RESOLVED = "resolved", "Resolved"
 
-    rule = models.CharField(max_length=20, choices=RuleName)
+    rule = models.CharField(max_length=20, choices=rule_choices)
     severity = models.CharField(max_length=10, choices=Severity, default=Severity.WARNING)
     server = models.ForeignKey("servers.Server", on_delete=models.CASCADE, related_name="alerts")
     partitioned_table = models.ForeignKey(
@@ -353,7 +362,7 @@ class MaintenanceWindow(models.Model):
     )
     schema = models.CharField(max_length=64, null=True, blank=True)  # noqa: DJ001
     table = models.CharField(max_length=64, null=True, blank=True)  # noqa: DJ001
-    rule = models.CharField(max_length=20, choices=RuleName, null=True, blank=True)  # noqa: DJ001
+    rule = models.CharField(max_length=20, choices=rule_choices, null=True, blank=True)  # noqa: DJ001
     comment = models.TextField(blank=True)
     created_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
@@ -380,7 +389,7 @@ class Silence(models.Model):
     # Null means "every" (CONTRACT: silences).
     schema = models.CharField(max_length=64, null=True, blank=True)  # noqa: DJ001
     table = models.CharField(max_length=64, null=True, blank=True)  # noqa: DJ001
-    rule = models.CharField(max_length=20, choices=RuleName, null=True, blank=True)  # noqa: DJ001
+    rule = models.CharField(max_length=20, choices=rule_choices, null=True, blank=True)  # noqa: DJ001
     starts_at = models.DateTimeField()
     ends_at = models.DateTimeField()
     comment = models.TextField(blank=True)

@@ -8,7 +8,7 @@ import math
 from django.core.exceptions import ValidationError
 from django.core.validators import validate_email
 
-from partdash.alerts.models import RuleName
+from partdash.alerts.models import rule_names
 from partdash.alerts.rules import fires_below
 from partdash.health.alert_rules import addresses
 
@@ -40,8 +40,8 @@ def override_problems(
 ) -> dict[str, str]:
     """What is wrong with an override's figures, by field."""
     problems: dict[str, str] = {}
-    if rule not in RuleName.values:
-        problems["rule"] = f"unknown rule; one of {', '.join(RuleName.values)}"
+    if rule not in rule_names():
+        problems["rule"] = f"unknown rule; one of {', '.join(rule_names())}"
     for name, value in (("threshold", threshold), ("clear_threshold", clear_threshold)):
         if value is not None and not math.isfinite(value):
             problems[name] = "must be a finite number"

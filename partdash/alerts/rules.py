@@ -2,8 +2,9 @@
 threshold and direction. All are on by default; `AlertRule` rows override them per
 server, tag, schema or table (`partdash.health.alert_rules`).
 
-The finding rules (skew, hotspot, runway, compression, fragmentation, staleness,
-retention, pressure) judge the stored finding of their kind: their condition is that the finding
+The finding rules (one per registered finding kind, `partdash.health.kinds`: skew,
+hotspot, runway, compression, fragmentation, staleness, pressure, drift, retention) judge
+the stored finding of their kind: their condition is that the finding
 exists, their value the figure the finding is about, their threshold the analysis's own
 limit (README "Health analytics"). An override's threshold can only raise the bar: the
 finding must still exist. The other rules judge stored figures against thresholds from
@@ -17,12 +18,10 @@ from django.conf import settings
 
 from partdash.alerts.models import RuleName, Severity
 from partdash.health.alerting import Rule
+from partdash.health.finding_kinds import RUNWAY_CLEAR_RATIO
+from partdash.health.kinds import registered
 
 Subject = Literal["server", "table", "partition"]
-
-# Runway clears one day past its 14-day limit (15 days), so the partitions a fix adds
-# must reach past 15 days for the alert to resolve.
-RUNWAY_CLEAR_RATIO = 14 / 15
 
 
 @dataclass(frozen=True, slots=True)
@@ -46,84 +45,27 @@ def _rule(name: str, **fields) -> Rule:
     return Rule(name, **fields)
 
 
+def finding_rules() -> list[BuiltinRule]:
+    """The rule of each registered finding kind (`partdash.health.kinds`), with its
+    declared defaults over the settings'."""
+    return [
+        BuiltinRule(
+            kind.name,
+            kind.alert.subject,
+            kind.alert.judges,
+            kind.alert.unit,
+            _rule(kind.name, **kind.alert.defaults),
+            finding=kind.name,
+        )
+        for kind in registered()
+        if kind.alert is not None
+    ]
+
+
 def catalogue() -> dict[str, BuiltinRule]:
     """Every built-in rule, by name, with the defaults the settings give them now."""
     rules = [
-        BuiltinRule(
-            RuleName.SKEW,
-            "table",
-            "largest partition's rows over the mean (the skew finding's max_mean_ratio)",
-            "x",
-            _rule(RuleName.SKEW),
-            finding="skew",
-        ),
-        BuiltinRule(
-            RuleName.HOTSPOT,
-            "table",
-            "hot partitions (the hotspot finding)",
-            "partitions",
-            _rule(RuleName.HOTSPOT),
-            finding="hotspot",
-        ),
-        BuiltinRule(
-            RuleName.RUNWAY,
-            "table",
-            "days before rows reach the catch-all (0 once they have)",
-            "days",
-            _rule(RuleName.RUNWAY, worse="below", clear_ratio=RUNWAY_CLEAR_RATIO),
-            finding="runway",
-        ),
-        BuiltinRule(
-            RuleName.COMPRESSION,
-            "table",
-            "compression failure rate (page compression: the ratio saved)",
-            "",
-            _rule(RuleName.COMPRESSION),
-            finding="compression",
-        ),
-        BuiltinRule(
-            RuleName.FRAGMENTATION,
-            "table",
-            "partitions with over a quarter of their file free",
-            "partitions",
-            _rule(RuleName.FRAGMENTATION),
-            finding="fragmentation",
-        ),
-        BuiltinRule(
-            RuleName.STALENESS,
-            "table",
-            "partitions changed by over 20% since their statistics",
-            "partitions",
-            _rule(RuleName.STALENESS),
-            finding="staleness",
-        ),
-        BuiltinRule(
-            RuleName.DRIFT,
-            "table",
-            "differences from the table's layout on the rest of its server group (the drift "
-            "finding)",
-            "differences",
-            _rule(RuleName.DRIFT),
-            finding="drift",
-        ),
-        BuiltinRule(
-            RuleName.RETENTION,
-            "table",
-            "days the oldest partition is past its retention policy (the retention finding); "
-            "fires past PARTDASH_RETENTION_GRACE_DAYS: the drop job stalled",
-            "days",
-            _rule(RuleName.RETENTION),
-            finding="retention",
-        ),
-        BuiltinRule(
-            RuleName.PRESSURE,
-            "server",
-            "partitions against the server's caches and file limit, written working set "
-            "against the buffer pool (the worst ratio)",
-            "",
-            _rule(RuleName.PRESSURE),
-            finding="pressure",
-        ),
+        *finding_rules(),
         BuiltinRule(
             RuleName.WORKING_SET_FORECAST,
             "server",

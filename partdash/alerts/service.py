@@ -79,8 +79,8 @@ def evaluate_after_poll(server: Server, snapshot: ServerSnapshot, memory=None) -
     tables = _tables_to_evaluate(server, snapshot, open_alerts, full)
     evaluation.judge_tables(tables)
     evaluation.judge_partitions()
-    evaluation.conditions[Key(RuleName.PRESSURE)] = judged.pressure_condition(snapshot)
-    evaluation.conditions[Key(RuleName.DRIFT)] = judged.drift_condition(snapshot)
+    evaluation.conditions[Key("pressure")] = judged.pressure_condition(snapshot)
+    evaluation.conditions[Key("drift")] = judged.drift_condition(snapshot)
     evaluation.conditions[Key(RuleName.WORKING_SET_FORECAST)] = (
         judged.working_set_forecast_condition(snapshot)
     )
@@ -131,7 +131,7 @@ def evaluate_stale_polls(now: datetime | None = None) -> list[str]:
 def rules_version(server: Server, rules: dict[str, BuiltinRule], overrides: list[Override]) -> str:
     """A digest of everything, besides a table's stored figures and health, that decides
     whether its alerts fire: the built-in rules' defaults (the PARTDASH_ALERT_*
-    settings), the settings the conditions read (`conditions.JUDGING_SETTINGS`), the
+    settings), the settings the conditions read (`conditions.judging_settings`), the
     default recipients, the overrides that can match the server and its tags. A poll
     evaluates every table when this differs from the version its server's previous poll
     evaluated under (in the poll memory, shared through Redis, so across restarts too):
@@ -146,7 +146,7 @@ def rules_version(server: Server, rules: dict[str, BuiltinRule], overrides: list
     first poll after it ends)."""
     inputs = (
         sorted((name, rule.defaults) for name, rule in rules.items()),
-        [(name, getattr(settings, name)) for name in judged.JUDGING_SETTINGS],
+        [(name, getattr(settings, name)) for name in judged.judging_settings()],
         list(settings.ALERT_EMAILS),
         sorted(overrides, key=lambda override: override.id),
         sorted(server.tag_list),

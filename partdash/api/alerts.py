@@ -21,9 +21,9 @@ from partdash.alerts.models import (
     Channel,
     MaintenanceWindow,
     Notification,
-    RuleName,
     Severity,
     Silence,
+    rule_choices,
 )
 from partdash.alerts.overrides import override_problems, recipient_list, recipient_problems
 from partdash.alerts.silences import active_silences, silence_problems
@@ -40,6 +40,14 @@ from partdash.servers.models import Server, ServerGroup
 
 MAX_ID = 2**63 - 1  # larger ids would overflow the database's integer, not just miss
 MAX_LIST = 5000  # rows of one list, at most: a storm of per-partition alerts stays a page
+
+
+class RuleField(serializers.ChoiceField):
+    """A rule's name: one of `rule_choices` (every registered finding kind's rule and the
+    others), read as each serializer is built, so a kind registered later is accepted."""
+
+    def __init__(self, **kwargs):
+        super().__init__(rule_choices(), **kwargs)
 
 
 class BlankAsNull(serializers.CharField):
@@ -146,7 +154,7 @@ class AlertQuery(serializers.Serializer):
     table = serializers.IntegerField(
         required=False, min_value=1, max_value=MAX_ID, help_text="a partitioned table's id"
     )
-    rule = serializers.ChoiceField(RuleName.choices, required=False)
+    rule = RuleField(required=False)
     silenced = serializers.BooleanField(
         required=False, allow_null=True, default=None, help_text="held by a silence now"
     )
@@ -353,7 +361,7 @@ class RecipientsField(serializers.ListField):
 
 
 class AlertRuleSerializer(serializers.ModelSerializer):
-    rule = serializers.ChoiceField(RuleName.choices)
+    rule = RuleField()
     server = serializers.PrimaryKeyRelatedField(
         queryset=Server.objects.all(), allow_null=True, required=False, default=None
     )
@@ -467,9 +475,7 @@ class SilenceSerializer(serializers.ModelSerializer):
     )
     schema = NullableScope(max_length=64)
     table = NullableScope(max_length=64)
-    rule = serializers.ChoiceField(
-        RuleName.choices, allow_null=True, allow_blank=True, required=False, default=None
-    )
+    rule = RuleField(allow_null=True, allow_blank=True, required=False, default=None)
     starts_at = serializers.DateTimeField(required=False, help_text="default: now")
     created_by = serializers.SlugRelatedField(
         slug_field="username", read_only=True, allow_null=True
@@ -547,7 +553,7 @@ class ChannelSerializer(serializers.ModelSerializer):
         "https:// URL for partdash's JSON webhook. Stored encrypted; never shown back.",
     )
     rules = serializers.ListField(
-        child=serializers.ChoiceField(RuleName.choices),
+        child=RuleField(),
         required=False,
         default=list,
         help_text="The rules it receives; empty: every rule.",
@@ -640,7 +646,7 @@ class MaintenanceWindowSerializer(serializers.ModelSerializer):
     )
     schema = NullableScope(max_length=64)
     table = NullableScope(max_length=64)
-    rule = serializers.ChoiceField(RuleName.choices, allow_null=True, required=False, default=None)
+    rule = RuleField(allow_null=True, required=False, default=None)
     timezone = serializers.CharField(max_length=64, required=False, default="UTC")
     rrule = serializers.CharField(
         max_length=windows.MAX_RRULE_CHARS,

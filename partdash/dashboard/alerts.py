@@ -18,7 +18,7 @@ from partdash.alerts import acks
 from partdash.alerts.delivery import one_line
 from partdash.alerts.history import history_of
 from partdash.alerts.listing import OPEN, alerts_as_shown
-from partdash.alerts.models import Alert, Channel, RuleName, Silence
+from partdash.alerts.models import Alert, Channel, Silence, rule_choices, rule_names
 from partdash.alerts.silences import DURATIONS, alerts_matched_by
 from partdash.alerts.testalert import (
     TestAlertLate,
@@ -42,13 +42,13 @@ def alerts(request: HttpRequest) -> HttpResponse:
     chosen = {key: request.GET.get(key, "") for key in ("server", "rule", "table")}
     chosen = {
         "server": chosen["server"] if AN_ID.fullmatch(chosen["server"]) else "",
-        "rule": chosen["rule"] if chosen["rule"] in RuleName.values else "",
+        "rule": chosen["rule"] if chosen["rule"] in rule_names() else "",
         "table": chosen["table"] if AN_ID.fullmatch(chosen["table"]) else "",
     }
     tables = PartitionedTable.objects.select_related("server")
     context = {
         "servers": Server.objects.only("pk", "name"),
-        "rules": RuleName.choices,
+        "rules": rule_choices(),
         "table": tables.filter(pk=int(chosen["table"])).first() if chosen["table"] else None,
         "chosen_server": chosen["server"],
         "chosen_rule": chosen["rule"],
@@ -125,7 +125,7 @@ class SilenceForm(forms.Form):
     schema = forms.CharField(max_length=64, required=False, empty_value=None)
     table = forms.CharField(max_length=64, required=False, empty_value=None)
     rule = forms.TypedChoiceField(
-        choices=[("", "every rule"), *RuleName.choices], required=False, empty_value=None
+        choices=lambda: [("", "every rule"), *rule_choices()], required=False, empty_value=None
     )
     duration = forms.ChoiceField(
         choices=[(key, label) for key, (label, _) in DURATIONS.items()],

@@ -38,17 +38,7 @@ SKEW_CRITICAL_FACTOR = 2.0
 RETENTION_CRITICAL_DAYS = 7
 
 Severity = Literal["warning", "critical"]
-Kind = Literal[
-    "skew",
-    "hotspot",
-    "runway",
-    "compression",
-    "fragmentation",
-    "staleness",
-    "pressure",
-    "drift",
-    "retention",
-]
+Kind = str  # a registered finding kind's name (`partdash.health.kinds`)
 
 
 @dataclass(frozen=True, slots=True)

@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from datetime import date, datetime
 from typing import TYPE_CHECKING, Any, Literal
 
+from partdash.health import kinds
 from partdash.health.bounds import is_catchall, parse_expression
 from partdash.health.compression import Compression
 from partdash.health.fix_values import Unsafe, charset_problem, name_sql, table_problem
@@ -469,28 +470,19 @@ def drop_fix(table: TableFacts) -> Fix:
     )
 
 
-_TABLE_FIXES = {
-    "retention": drop_fix,
-    "fragmentation": rebuild_fix,
-    "staleness": analyze_fix,
-    "compression": compression_fix,
-    "skew": skew_fix,
-    "hotspot": hotspot_fix,
-}
-
-
 def table_fix(kind: str, table: TableFacts, horizon_days: int) -> Fix | None:
-    """The fix of a table's finding of this kind; advice alone where the table's name is
-    one partdash writes no statement for, or a name it would write cannot be."""
-    build = _TABLE_FIXES.get(kind)
-    if kind != "runway" and build is None:
+    """The fix of a table's finding of this kind (its `FindingKind.fix`, `health.kinds`);
+    advice alone where the table's name is one partdash writes no statement for, or a
+    name it would write cannot be."""
+    declared = kinds.kind(kind)
+    if declared is None or declared.fix is None:
         return None
     try:
-        fix = runway_fix(table, horizon_days) if kind == "runway" else build(table)  # type: ignore[misc]
+        fix = declared.fix(table, horizon_days)
     except Unsafe as reason:
         return Fix(f"partdash writes no statement for this table: {reason}.")
     problem = table_problem(table.schema, table.name)
-    if problem and (fix.sql is not None or kind == "runway"):
+    if problem and (fix.sql is not None or declared.names_in_advice):
         # Not even in words: the statement the advice would describe is what breaks.
         return Fix(f"partdash writes no statement for this table: {problem}.")
     return fix

@@ -18,7 +18,7 @@ from dataclasses import fields, is_dataclass, replace
 from datetime import date, datetime, timedelta
 from functools import cache
 from operator import attrgetter
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from django.conf import settings
 from django.db import connection
@@ -41,9 +41,9 @@ from partdash.health.hotspots import (
     choose_source,
     find_hotspots,
     hold_for,
-    old_partition_writes,
     written_partitions,
 )
+from partdash.health.kinds import Observed, registered
 from partdash.health.partitions import PartitionState
 from partdash.health.pressure import (
     WORKING_SET_RATIO,
@@ -491,19 +491,6 @@ def table_health(
     retention = table_retention(
         policy, table.method, table.expression, states, now, _overdue_seen_at(table, policy)
     )
-    candidates = [
-        rules.skew_finding(skew_rows),
-        rules.hotspot_finding(
-            hotspots,
-            table.method,
-            old_partition_writes(hotspots, table.method, table.expression, states, now),
-        ),
-        rules.runway_finding(runway),
-        rules.compression_finding(compression),
-        rules.fragmentation_finding(len(fragments), sum(f.data_free or 0 for f in fragments)),
-        rules.staleness_finding(stale),
-        rules.retention_finding(retention),
-    ]
     facts = TableFacts(
         schema=table.schema,
         name=table.name,
@@ -520,7 +507,21 @@ def table_health(
         stale=_partition_names(states, {s.name for s in stale}),
         retention=retention,
     )
-    found = sorted((rules.with_fix(f, facts) for f in candidates if f), key=lambda f: -f.score)
+    observed = Observed(
+        facts,
+        states,
+        skew=skew_rows,
+        hotspots=hotspots,
+        compression=compression,
+        runway=runway,
+        fragments=fragments,
+        stale=stale,
+        retention=retention,
+        now=now,
+    )
+    found = sorted(
+        (rules.with_fix(f, facts) for f in _candidates(observed) if f), key=lambda f: -f.score
+    )
     health: TableHealth = {
         "skew": _skew(skew_rows),
         "skew_bytes": _skew(skew_bytes),
@@ -544,6 +545,9 @@ def table_health(
         # When the window's sums change with nothing written: the next analysis is due.
         "window_ends": min((e for e in ends if e is not None), default=None),
     }
+    for kind in registered():
+        if kind.stores is not None:
+            cast(dict, health)[kind.name] = plain(kind.stores(observed))
     if retention is not None:
         health["retention"] = _retention_shape(retention)
         # Due again when the overdue partitions pass the grace: the `retention` alert
@@ -553,6 +557,12 @@ def table_health(
             ends = [e for e in (health["window_ends"], stalls_at) if e is not None]
             health["window_ends"] = min(ends)
     return health
+
+
+def _candidates(seen: Observed) -> list[rules.Finding | None]:
+    """Each registered kind's finding of the table (`health.kinds`), None where it has
+    none; kinds found elsewhere (a server's pressure, a group's drift) are skipped."""
+    return [kind.analyse(seen) for kind in registered() if kind.analyse is not None]
 
 
 def _stalls_at(retention: Retention) -> int | None:

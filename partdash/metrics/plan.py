@@ -33,27 +33,14 @@ from typing import Any, TypedDict
 from django.db.models import OuterRef, Q, Subquery
 from django.utils import timezone
 
+from partdash.health import kinds
 from partdash.health.composed import Part, Proposal, TableFix, compose
-from partdash.health.findings import day_count
 from partdash.health.fix_values import Unsafe, name_sql
 from partdash.health.fixes import stored_fix
 from partdash.health.shapes import FindingShape, stored_health, stored_pressure
 from partdash.metrics.models import Partition, PartitionedTable, ServerSnapshot
 from partdash.servers.models import Server
 
-# The kinds in the order a DBA fixes them; any other kind comes after them.
-URGENCY = (
-    "runway",
-    "retention",
-    "drift",
-    "fragmentation",
-    "staleness",
-    "pressure",
-    "compression",
-    "skew",
-    "hotspot",
-)
-_LATER = len(URGENCY)
 SEVERITY_RANK = {"critical": 0, "warning": 1}
 # The statistics a statement that rewrites partitions leaves at 0 rows (MySQL bug
 # #120318, MDEV-35163: see partdash.health.fixes) until they are analysed.
@@ -306,43 +293,29 @@ def _analyze_after(safety: str | None, schema: str | None, table: str | None) ->
 
 # -- urgency ------------------------------------------------------------------------------
 
-# Runway without a catch-all or a known day: after the runway findings that have one.
-_UNKNOWN = 1e18
-
 
 def _urgency(finding: FindingShape, health: Any) -> tuple[str, float]:
     """A short phrase that says how urgent ("1,200 rows in the catch-all", "3.2 days
-    left", "40 days overdue", else the severity) and the order within the kind: runway,
-    rows in the catch-all first (more first), then fewest days left; retention, most
-    overdue first; other kinds 0 (severity and score decide)."""
-    kind = finding["kind"]
-    if kind == "runway":
-        return _runway_urgency(health.get("runway") or {}, finding["severity"])
-    overdue = _overdue(health) if kind == "retention" else None
-    if overdue is not None:
-        return f"{day_count(overdue)} overdue", -overdue
-    return finding["severity"], 0.0
+    left", "40 days overdue", else the severity) and the order within the kind: the
+    kind's own `within` (runway: rows in the catch-all first, then fewest days left;
+    retention: most overdue first); else 0 (severity and score decide)."""
+    declared = kinds.kind(finding["kind"])
+    if declared is None or declared.within is None:
+        return finding["severity"], 0.0
+    return declared.within(finding, health)
 
 
-def _runway_urgency(runway: dict, severity: str) -> tuple[str, float]:
-    rows, days = runway.get("catchall_rows"), runway.get("days_left")
-    if rows:
-        return f"{rows:,} rows in the catch-all", -_UNKNOWN - rows
-    if days is None:
-        return severity, _UNKNOWN
-    return ("past the last bound" if days <= 0 else f"{day_count(days)} left"), float(days)
-
-
-def _overdue(health: Any) -> float | None:
-    value = (health.get("retention") or {}).get("overdue_days")
-    return float(value) if isinstance(value, int | float) else None
+def kind_rank(kind: str) -> int:
+    """The kind's place in the plan (`FindingKind.urgency`); a kind not registered comes
+    after every registered one."""
+    order = kinds.urgency_order()
+    return order.index(kind) if kind in order else len(order)
 
 
 def _urgency_key(ranked: tuple[float, PlanItem]) -> tuple:
     within, item = ranked
-    kind = item["kind"]
     return (
-        URGENCY.index(kind) if kind in URGENCY else _LATER,
+        kind_rank(item["kind"]),
         within,
         SEVERITY_RANK.get(item["severity"], 2),
         -item["score"],

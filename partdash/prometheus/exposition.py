@@ -17,7 +17,8 @@ from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.core import GaugeMetricFamily
 
 from partdash.alerts.listing import alerts_as_shown
-from partdash.alerts.models import Alert, RuleName, Severity
+from partdash.alerts.models import Alert, Severity, rule_names
+from partdash.health.kinds import Figure, registered
 from partdash.health.shapes import stored_health, stored_pressure
 from partdash.metrics.models import Partition, PartitionedTable, ServerSnapshot
 from partdash.metrics.readings import health_fields
@@ -136,47 +137,33 @@ def server_families(servers: list[Server]) -> Iterator[GaugeMetricFamily]:
 
 # -- tables ----------------------------------------------------------------------------
 
-# Per table: (name, help, the figure from a table's API row).
+# Per table: (name, help, the figure from a table's API row); each finding kind's own
+# families (`FindingKind.figures`, `partdash.health.kinds`) come between these and the score.
 TABLE_FIGURES = (
     ("table_partitions", "Partitions (and subpartitions) of the table.", "partition_count"),
     ("table_rows", "Rows (an estimate from InnoDB's statistics).", "rows"),
     ("table_data_bytes", "Data bytes over the table's partitions.", "data_bytes"),
     ("table_index_bytes", "Index bytes over the table's partitions.", "index_bytes"),
     ("table_file_bytes", "Tablespace file bytes over the table's partitions.", "file_bytes"),
-    (
-        "table_skew_ratio",
-        "The largest partition's rows over the mean (1 is perfectly even).",
-        "skew_ratio",
-    ),
-    (
-        "table_runway_seconds",
-        "Seconds before rows land in the catch-all partition (RANGE; absent where unknown).",
-        "runway_seconds",
-    ),
-    ("table_catchall_rows", "Rows in the MAXVALUE partition (RANGE).", "catchall_rows"),
-    ("table_hot_partitions", "Partitions flagged hot in the latest window.", "hot_partitions"),
-    (
-        "table_compression_failure_ratio",
-        "Failed compressions over compressions in the window (compressed tables).",
-        "compression_failure_ratio",
-    ),
-    (
-        "table_retention_overdue_partitions",
-        "Partitions past the retention policy matching the table (absent: no policy).",
-        "retention_overdue_partitions",
-    ),
-    (
-        "table_retention_overdue_seconds",
-        "How long the oldest partition has been past its retention policy.",
-        "retention_overdue_seconds",
-    ),
-    (
-        "table_drift_differences",
-        "Differences from the table's layout on its server group (absent: in line or no group).",
-        "drift_differences",
-    ),
-    ("table_score", "The table's health score (0 is healthy; the worst finding's).", "score"),
 )
+SCORE_FIGURE = (
+    "table_score",
+    "The table's health score (0 is healthy; the worst finding's).",
+    "score",
+)
+
+
+def kind_figures() -> list[Figure]:
+    """The registered finding kinds' families, in the kinds' order."""
+    return [figure for kind in registered() for figure in kind.figures]
+
+
+def table_figure_names() -> list[tuple[str, str, str]]:
+    """Every per-table family: (name, help, its key in `table_figures`)."""
+    kinds = [(figure.name, figure.help, figure.name) for figure in kind_figures()]
+    return [*TABLE_FIGURES, *kinds, SCORE_FIGURE]
+
+
 TABLE_COLUMNS = (
     "id",
     "server__name",
@@ -194,40 +181,23 @@ TABLE_COLUMNS = (
 
 
 def table_figures(values: dict) -> dict:
-    """A stored table's figures, read as the API reads its health (`health_fields`)."""
-    health = health_fields(values["health"])
-    runway = health["runway"] or {}
+    """A stored table's figures: its totals, each finding kind's figures from its
+    stored health, its score and its hot partitions (for the partitions' `hot`)."""
+    stored = stored_health(values["health"])
     return {
         "partition_count": values["partition_count"],
         "rows": values["total_rows"],
         "data_bytes": values["total_data_bytes"],
         "index_bytes": values["total_index_bytes"],
         "file_bytes": values["total_file_bytes"],
-        "skew_ratio": (health["skew"] or {}).get("max_mean_ratio"),
-        "runway_seconds": None if runway.get("days_left") is None else runway["days_left"] * 86400,
-        "catchall_rows": runway.get("catchall_rows"),
-        "hot_partitions": len(health["hotspots"]),
-        "compression_failure_ratio": (health["compression"] or {}).get("failure_rate"),
+        **{figure.name: figure.value(stored) for figure in kind_figures()},
         "score": values["score"],
-        "hotspots": health["hotspots"],
-        **_retention_and_drift(stored_health(values["health"])),
-    }
-
-
-def _retention_and_drift(stored) -> dict:
-    retention = stored.get("retention") or {}
-    overdue = retention.get("overdue_days")
-    policy = retention.get("policy_id") is not None
-    drift = stored.get("drift")
-    return {
-        "retention_overdue_partitions": retention.get("overdue_partitions") if policy else None,
-        "retention_overdue_seconds": None if overdue is None else overdue * 86400,
-        "drift_differences": len(drift.get("differences") or []) if drift else None,
+        "hotspots": health_fields(values["health"])["hotspots"],
     }
 
 
 def table_families(tables: list[dict]) -> Iterator[GaugeMetricFamily]:
-    families = [(gauge(name, text, TABLE), key) for name, text, key in TABLE_FIGURES]
+    families = [(gauge(name, text, TABLE), key) for name, text, key in table_figure_names()]
     for values in tables:
         labels = [values["server__name"], values["schema"], values["name"]]
         figures = values["figures"]
@@ -310,7 +280,7 @@ def alert_families(servers: list[Server]) -> Iterator[GaugeMetricFamily]:
         .values_list("server__name", "rule", "severity", "is_silenced")
     )
     for name in (server.name for server in servers):
-        for rule in RuleName.values:
+        for rule in rule_names():
             for severity in Severity.values:
                 key = (name, rule, severity)
                 add(firing, list(key), counts[(*key, False)] + counts[(*key, True)])
