@@ -387,7 +387,9 @@ class GuardedConnection(pymysql.connections.Connection):
 
     def connect(self, sock=None) -> None:
         if self.deadline is not None and self._watchdog is None:
-            self._watchdog = threading.Timer(self.deadline, self._expire)
+            # (a weak reference: the timer holding the connection, which holds the timer,
+            # would leave both to the cyclic collector after every poll)
+            self._watchdog = threading.Timer(self.deadline, _expire, (weakref.ref(self),))
             self._watchdog.daemon = True
             self._watchdog.start()
         query_timeouts = self._read_timeout, self._write_timeout
@@ -783,6 +785,13 @@ def _session_settings(flavor: str) -> list[str]:
     else:
         caps.append(f"SET SESSION max_execution_time = {int(statement * 1000)}")
     return caps
+
+
+def _expire(connection: "weakref.ref[GuardedConnection]") -> None:
+    """The deadline's watchdog: end the connection if it still exists."""
+    conn = connection()
+    if conn is not None:
+        conn._expire()
 
 
 def flavor_of(version: str) -> str:

@@ -834,14 +834,14 @@ def test_steady_polls_read_only_statistics_rows_refreshed_since_the_last_poll(
     assert sum(p.rows for p in live(server, schema, "a").values()) == 40
 
 
-def counting_session(target):
+def counting_session(target, *deadline):
     from contextlib import contextmanager
 
     from partdash.mysql import connection
 
     @contextmanager
     def wrapped():
-        with connection.open_session(target) as session:
+        with connection.open_session(target, *deadline) as session:
             yield CountingSession(session.conn, session.flavor, session.version)
 
     return wrapped()
