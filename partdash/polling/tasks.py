@@ -17,7 +17,7 @@ from partdash.servers.models import Server
 
 log = logging.getLogger(__name__)
 
-POLL_TASK = "partdash.collector.tasks.poll_server"
+POLL_TASK = scheduling.POLL_TASK
 WORKER_LOST = (
     "the worker running this poll was lost (killed, SIGKILL or out of memory); "
     "the next poll runs on schedule"
