@@ -47,6 +47,8 @@ def overrides_for(server: Server) -> list[Override]:
 
 
 def silences_for(server: Server) -> list[SilenceScope]:
+    """The silences not yet ended that can hold this server's alerts (its own, its
+    groups', everyone's)."""
     now = timezone.now()
     mine = (Q(server=None) & Q(group=None)) | Q(server=server) | Q(group__servers=server)
     rows = Silence.objects.filter(mine, ends_at__gt=now).distinct()
