@@ -10,7 +10,8 @@ test:
 bench:
 	@scripts/bench.sh
 
-# lint-imports: the layers of partdash/ (pyproject.toml, docs/development.md "Layout").
+# lint-imports: the layers of partdash/ and no cycle inside a package (pyproject.toml,
+# docs/development.md "Layout").
 lint:
 	.venv/bin/ruff check . && .venv/bin/ruff format --check .
 	.venv/bin/mypy

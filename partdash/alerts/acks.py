@@ -18,7 +18,10 @@ from django.core import signing
 from django.db import transaction
 from django.utils import timezone
 
+from partdash.alerts.belated import announcement
 from partdash.alerts.models import Acknowledgement, Alert, AlertRule, Severity, Transition
+from partdash.alerts.records import key_of, overrides_for
+from partdash.alerts.silences import silenced_now
 
 LINK_SALT = "partdash.alerts.ack"
 LINK_DAYS = 7  # a link in a message acknowledges for this long after it was made
@@ -115,8 +118,6 @@ def alert_of_link(token: str) -> Alert:
 
 def escalation_of(alert: Alert, rules: list[AlertRule]) -> AlertRule | None:
     """The most specific enabled rule override matching `alert` that escalates."""
-    from partdash.alerts.service import key_of, overrides_for
-
     by_id = {rule.pk: rule for rule in rules}
     key = key_of(alert)
     tags = set(alert.server.tag_list)
@@ -136,9 +137,6 @@ def escalate(now: datetime | None = None) -> list[tuple[int, str]]:
     `escalate_after_minutes` since they fired, and not silenced: one FIRING transition
     each for the escalation channel alone (taken by the UPDATE of `escalated_at`, so one
     sweep does it). Returns the (server, evaluation) pairs to deliver."""
-    from partdash.alerts.belated import announcement
-    from partdash.alerts.silences import silenced_now
-
     now = now or timezone.now()
     rules = list(AlertRule.objects.filter(enabled=True).exclude(escalate_to=None))
     if not rules:

@@ -21,8 +21,8 @@ from django.db.models import QuerySet
 from django.utils import timezone
 
 from partdash.alerts.models import Alert, AlertRule, Notification, Transition
+from partdash.alerts.records import key_of, overrides_for, silences_for
 from partdash.alerts.rules import catalogue
-from partdash.alerts.service import key_of, overrides_for, silences_for
 from partdash.health.alert_rules import Override, rule_in_force, silenced_keys
 from partdash.servers.models import Server
 

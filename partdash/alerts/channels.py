@@ -33,7 +33,10 @@ from django.db.models import Q, QuerySet
 from django.utils import timezone
 
 from partdash.alerts import emails
+from partdash.alerts.belated import announcement
 from partdash.alerts.models import Alert, Channel, ChannelKind, Notification, Transition
+from partdash.alerts.records import key_of, silences_for
+from partdash.health.alert_rules import silenced_keys
 from partdash.health.fixes import stored_fix
 from partdash.lib.addresses import (
     POLICY_REFUSED,
@@ -389,10 +392,6 @@ def welcome(now: datetime | None = None) -> list[tuple[int, str]]:
     alone, once (taken by the UPDATE of its `announced_at`); an alert with a transition
     since reached it in that transition's evaluation. Returns the (server, evaluation)
     pairs to deliver."""
-    from partdash.alerts.belated import announcement
-    from partdash.alerts.service import key_of, silences_for
-    from partdash.health.alert_rules import silenced_keys
-
     now = now or timezone.now()
     queued = []
     for channel in unannounced():

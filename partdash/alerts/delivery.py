@@ -29,6 +29,7 @@ from django.utils import timezone
 
 from partdash.alerts import channels, emails
 from partdash.alerts.models import Alert, Notification, Transition
+from partdash.alerts.silences import silenced_now
 
 log = logging.getLogger(__name__)
 
@@ -240,8 +241,6 @@ def sweep() -> list[int]:
 def due_reminders(now: datetime) -> QuerySet:
     """Firing alerts announced more than PARTDASH_ALERT_REPEAT_HOURS ago, and not
     reminded of since, that no silence holds and nobody acknowledged."""
-    from partdash.alerts.silences import silenced_now
-
     cutoff = now - timedelta(hours=settings.PARTDASH_ALERT_REPEAT_HOURS)
     return (
         Alert.objects.filter(state=Alert.State.FIRING, notified_at__lt=cutoff, acknowledged_at=None)

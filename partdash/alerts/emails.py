@@ -23,6 +23,7 @@ from django.conf import settings
 from django.core.mail import EmailMultiAlternatives
 from django.template.loader import render_to_string
 
+from partdash.alerts.acks import link_token
 from partdash.alerts.models import Alert, Notification, Severity, Transition
 from partdash.health.fixes import safety_words, stored_fix
 from partdash.health.shapes import stored_health
@@ -209,8 +210,6 @@ class Line:
     @property
     def ack(self) -> str:
         """The signed link that acknowledges this firing (`acks.link_token`)."""
-        from partdash.alerts.acks import link_token
-
         return link(f"/alerts/ack/{link_token(self.alert)}/")
 
     def worst_first(self) -> tuple:

@@ -26,16 +26,10 @@ from django.utils import timezone
 
 from partdash.alerts import acks, alertmanager
 from partdash.alerts import conditions as judged
-from partdash.alerts.models import (
-    Acknowledgement,
-    Alert,
-    AlertRule,
-    RuleName,
-    Silence,
-    Transition,
-)
+from partdash.alerts.models import Acknowledgement, Alert, RuleName, Transition
+from partdash.alerts.records import key_of, overrides_for, silences_for
 from partdash.alerts.rules import BuiltinRule, catalogue
-from partdash.health.alert_rules import Override, SilenceScope, rule_in_force, silenced_keys
+from partdash.health.alert_rules import Override, rule_in_force, silenced_keys
 from partdash.health.alerting import AlertState, Condition, Key, Outcome, evaluate
 from partdash.lib.bulk import update_each
 from partdash.metrics.models import PartitionedTable, ServerSnapshot
@@ -354,10 +348,6 @@ class Evaluation:
 # -- rows <-> states -------------------------------------------------------------------
 
 
-def key_of(alert: Alert) -> Key:
-    return Key(alert.rule, alert.schema, alert.table, alert.partition)
-
-
 def state_of(alert: Alert) -> AlertState:
     return AlertState(
         state=alert.state,
@@ -422,43 +412,6 @@ def _ensure_ids(server: Server, alerts: dict[Key, Alert]) -> None:
         alert = missing.get(Key(*key))
         if alert is not None:
             alert.pk = pk
-
-
-# -- rules and silences as plain records -----------------------------------------------
-
-
-def overrides_for(server: Server) -> list[Override]:
-    """The overrides that can match this server (its own, its tags', everyone's)."""
-    tags = set(server.tag_list)
-    rows = AlertRule.objects.filter(Q(server=None) | Q(server=server)).prefetch_related("channels")
-    return [
-        Override(
-            rule=r.rule,
-            enabled=r.enabled,
-            threshold=r.threshold,
-            clear_threshold=r.clear_threshold,
-            for_polls=r.for_polls,
-            severity=r.severity or "",
-            recipients=r.recipients or "",
-            channels=tuple(sorted(channel.pk for channel in r.channels.all())),
-            server=r.server_id,
-            tag=r.tag,
-            schema=r.schema,
-            table=r.table,
-            id=r.pk,
-        )
-        for r in rows
-        if r.tag is None or r.tag in tags
-    ]
-
-
-def silences_for(server: Server) -> list[SilenceScope]:
-    now = timezone.now()
-    mine = (Q(server=None) & Q(group=None)) | Q(server=server) | Q(group__servers=server)
-    rows = Silence.objects.filter(mine, ends_at__gt=now).distinct()
-    return [
-        SilenceScope(s.starts_at, s.ends_at, s.server_id, s.schema, s.table, s.rule) for s in rows
-    ]
 
 
 # -- delivery --------------------------------------------------------------------------

@@ -36,12 +36,9 @@ import re
 from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass
 from operator import attrgetter
-from typing import TYPE_CHECKING, Any, Literal, cast
+from typing import Any, Literal, TypedDict, cast
 
 from partdash.health.partitions import PartitionState
-
-if TYPE_CHECKING:
-    from partdash.health.shapes import CompressionShape
 
 # InnoDB's own alarm: innodb_compression_failure_threshold_pct defaults to 5, the failure
 # rate at which it starts padding pages; the manuals advise reconsidering KEY_BLOCK_SIZE
@@ -335,14 +332,39 @@ def partition_compression(
     return table_compression([partition], create_options, page_size)
 
 
-def api_fields(compression: Compression) -> "CompressionShape":
+class CompressionShape(TypedDict):
+    """`Compression` as stored and as the API shows it (`api_fields`), a table's or a
+    partition's: one of the JSON shapes of `partdash.health.shapes`, kept here, below
+    them, where what writes and reads it can name it."""
+
+    kind: Kind
+    ratio: float | None
+    failure_rate: float | None
+    verdict: str
+    ratio_is_nominal: bool
+    is_finding: bool
+    zip_page_size: int | None
+    estimated: bool
+    compress_ops: int | None
+    splits: int | None
+    file_bytes: int | None
+    allocated_bytes: int | None
+    saved_ratio: float | None
+    ratio_label: str
+    achieved_ratio: float | None
+    achieved_label: str
+    does_not_compress: bool
+    nominal: bool
+
+
+def api_fields(compression: Compression) -> CompressionShape:
     """A compression as the API shows and the analysis stores it, the table's and each
     partition's alike: CONTRACT's `ratio` and `failure_rate`, `nominal` and `ratio_label`
     saying what the ratio is, and the measured figures (null where not measured)."""
-    return cast("CompressionShape", {**asdict(compression), "nominal": compression.nominal})
+    return cast(CompressionShape, {**asdict(compression), "nominal": compression.nominal})
 
 
-def stored_api_fields(stored: "CompressionShape | None") -> "CompressionShape | None":
+def stored_api_fields(stored: CompressionShape | None) -> CompressionShape | None:
     """A table's stored compression as the API shows it. Health stored before the
     measured figures, the label or the achieved ratio existed gets what can be said from
     what it has (`nominal`, `ratio_label`; page compression's ratio is its achieved one),
@@ -364,7 +386,7 @@ def stored_api_fields(stored: "CompressionShape | None") -> "CompressionShape | 
         "achieved_label": "achieved ratio unknown until the next analysis" if nominal else label,
         "does_not_compress": False,
     }
-    return cast("CompressionShape", shown)
+    return cast(CompressionShape, shown)
 
 
 def server_failure_rates(innodb_cmp: Iterable[dict]) -> dict[int, float | None]:

@@ -26,7 +26,7 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import date, datetime
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal, TypedDict
 
 from partdash.health import kinds
 from partdash.health.bounds import is_catchall, parse_expression
@@ -51,9 +51,6 @@ from partdash.health.runway_fix import (
 from partdash.health.skew_fix import skew_plan
 from partdash.lib.quoting import identifier, invisible
 
-if TYPE_CHECKING:
-    from partdash.health.shapes import FixShape
-
 # A limit raised to clear a pressure finding leaves the partitions at this share of it,
 # so the finding stays away while the partitions grow by half again.
 LIMIT_HEADROOM = 1.5
@@ -70,6 +67,18 @@ _BARE = re.compile(r"[\w$]+")
 
 
 Safety = Literal["instant", "copies", "blocks", "destroys"]
+
+
+class FixShape(TypedDict):
+    """What to do about a finding (`Fix`), as stored and as the API shows it: `safety`
+    says what running `sql` does (null exactly when `sql` is). One of the JSON shapes of
+    `partdash.health.shapes`, kept here, below them, where `stored_fix` can name it."""
+
+    advice: str
+    sql: str | None
+    safety: Safety | None
+    rows: int | None
+    bytes: int | None
 
 
 @dataclass(frozen=True, slots=True)
@@ -549,7 +558,7 @@ def statement_problem(sql: str) -> str | None:
     return charset_problem(sql)
 
 
-def stored_fix(fix: Mapping[str, Any] | None) -> "FixShape | None":
+def stored_fix(fix: Mapping[str, Any] | None) -> FixShape | None:
     """A fix as stored (a finding's or an alert's JSON) in the contract's shape. One
     stored before fixes had a safety class was written by a partdash that copied what the
     server sent into its statement: its `sql` is withheld until the table's next analysis

@@ -23,10 +23,7 @@ from importlib import import_module
 from typing import TYPE_CHECKING, Any, Literal
 
 if TYPE_CHECKING:
-    from partdash.health.alerting import Condition
     from partdash.health.compression import Compression
-    from partdash.health.findings import Finding
-    from partdash.health.fixes import Fix, TableFacts
     from partdash.health.hotspots import Hotspots
     from partdash.health.partitions import PartitionState
     from partdash.health.pressure import Fragmentation, Staleness
@@ -35,6 +32,14 @@ if TYPE_CHECKING:
     from partdash.health.skew import SkewFinding
 
 Subject = Literal["server", "table", "partition"]
+# `health.findings.Finding`, `health.fixes.Fix` and `TableFacts`, `health.alerting`'s
+# `Condition`: those modules read this registry (or lead to one that does), so naming
+# their types here, even for type checking only, would close a cycle inside the package
+# (`acyclic_siblings` in pyproject.toml).
+Condition = Any
+Finding = Any
+Fix = Any
+TableFacts = Any
 
 # The modules that declare the built-in kinds, imported on first use (each registers its
 # kinds as it is imported). A kind of its own module is added here.

@@ -5,6 +5,11 @@ hotspots were judged on (`PartitionedTable.activity`) and a server's pressure
 dataclasses (times as ISO 8601 text, floats to 6 places); the API, the pages, the alerts
 and /metrics read them.
 
+A fix's shape and a compression's (`FixShape`, `CompressionShape`) are declared beside
+their values, in `fixes` and `compression`, whose readers return them; they are named
+here like the others. Declared here, they made this module and those two import each
+other.
+
 Each shape is what the current analysis writes. A stored row can hold less: `{}` before
 a table's first analysis or a server's first poll, and none of the keys added since it
 was last analysed (at most a day ago). Readers use `.get` for those.
@@ -13,25 +18,14 @@ was last analysed (at most a day ago). Readers use `.get` for those.
 from typing import Any, Literal, NotRequired, TypedDict, cast
 
 from partdash.health.bounds import BoundKind
-from partdash.health.compression import Kind as CompressionKind
+from partdash.health.compression import CompressionShape
 from partdash.health.findings import Kind as FindingKind
 from partdash.health.findings import Severity
-from partdash.health.fixes import Safety
+from partdash.health.fixes import FixShape
 from partdash.health.hotspots import Kind as HotKind
 from partdash.health.hotspots import Source
 from partdash.health.pressure import Level
 from partdash.health.skew import Measure
-
-
-class FixShape(TypedDict):
-    """What to do about a finding (`fixes.Fix`), as stored and as the API shows it:
-    `safety` says what running `sql` does (null exactly when `sql` is)."""
-
-    advice: str
-    sql: str | None
-    safety: Safety | None
-    rows: int | None
-    bytes: int | None
 
 
 class FindingShape(TypedDict):
@@ -70,29 +64,6 @@ class HotPartitionShape(TypedDict):
     share: float
     slots_hot: int
     slots_active: int
-
-
-class CompressionShape(TypedDict):
-    """`compression.Compression` (`compression.api_fields`), a table's or a partition's."""
-
-    kind: CompressionKind
-    ratio: float | None
-    failure_rate: float | None
-    verdict: str
-    ratio_is_nominal: bool
-    is_finding: bool
-    zip_page_size: int | None
-    estimated: bool
-    compress_ops: int | None
-    splits: int | None
-    file_bytes: int | None
-    allocated_bytes: int | None
-    saved_ratio: float | None
-    ratio_label: str
-    achieved_ratio: float | None
-    achieved_label: str
-    does_not_compress: bool
-    nominal: bool
 
 
 class StatisticsShape(TypedDict):

@@ -18,6 +18,7 @@ from contextlib import contextmanager
 from datetime import timedelta
 
 import redis
+from celery import current_app
 from django.conf import settings
 from django.db.models import F, Q
 from django.utils import timezone
@@ -28,6 +29,10 @@ from partdash.servers.models import Server, backoff_delay
 log = logging.getLogger(__name__)
 
 
+# The poll task (`partdash.polling.tasks`), queued here by its name: that module runs
+# polls and asks this one when and whether to, so this one cannot import it. The name
+# is the one queued messages have carried since before polling/ left collector/.
+POLL_TASK = "partdash.polling.tasks.poll_server"
 SOFT_LIMIT_MARGIN = 2  # seconds past the connect timeout before the soft limit fires
 
 
@@ -86,17 +91,17 @@ def _ticks(count: int) -> timedelta:
 def enqueue(server: Server, *, forced: bool = False, task_id: str | None = None) -> bool:
     """Queue a poll of a claimed server; on a broker failure, make it due again. A
     `forced` poll (Poll now) is not held back by the slots kept for failing servers."""
-    from partdash.polling.tasks import poll_server_task
-
     soft, hard = time_limits(server.poll_interval)
     try:
-        poll_server_task.apply_async(
+        current_app.send_task(
+            POLL_TASK,
             args=[server.pk],
             kwargs={"forced": True} if forced else None,
             soft_time_limit=soft,
             time_limit=hard,
             expires=server.poll_interval,
             task_id=task_id,
+            ignore_result=True,  # as the task declares: the message says so, as before
         )
     except Exception as exc:  # the broker being down must not break an admin save
         log.error("cannot queue a poll of %s: %s", server.name, exc)

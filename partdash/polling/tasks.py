@@ -17,7 +17,7 @@ from partdash.servers.models import Server
 
 log = logging.getLogger(__name__)
 
-POLL_TASK = "partdash.polling.tasks.poll_server"
+POLL_TASK = scheduling.POLL_TASK  # queued by name there (no import cycle)
 DISPATCH_TASK = "partdash.polling.tasks.dispatch_due_polls"
 # The names these tasks had before polling/ was split out of collector/. Messages an older
 # release queued (a poll, beat's tick) still carry them, so they stay routable to the same

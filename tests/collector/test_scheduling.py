@@ -1,6 +1,7 @@
 """When polls happen: due servers are claimed once, disabled ones never, and a server's
 polls never overlap."""
 
+import json
 from datetime import timedelta
 
 import pytest
@@ -17,7 +18,6 @@ pytestmark = pytest.mark.django_db
 
 def queued_server_ids(redis_server) -> list[int]:
     import base64
-    import json
 
     ids = []
     for raw in redis_server.client().lrange("celery", 0, -1):
@@ -101,6 +101,35 @@ def test_a_queued_message_carries_the_server_id_and_no_password(empty_queue, red
     assert queued_server_ids(redis_server) == [server.pk]
     assert b"s3cret-Pa55word" not in raw
     assert server.password_token.encode() not in raw
+
+
+def test_a_poll_queued_by_the_tasks_name_is_the_message_the_task_itself_sends(
+    empty_queue, redis_server
+):
+    """`enqueue` names the poll task rather than importing it (the two modules imported
+    each other): what reaches the broker is what `poll_server_task.apply_async` sends,
+    its options (time limits, expiry, ignore_result) and route included."""
+    server = make("a", poll_interval=60)
+    soft, hard = scheduling.time_limits(server.poll_interval)
+    assert scheduling.enqueue(server, forced=True, task_id="by-name")
+    poll_server_task.apply_async(
+        args=[server.pk],
+        kwargs={"forced": True},
+        soft_time_limit=soft,
+        time_limit=hard,
+        expires=server.poll_interval,
+        task_id="by-task",
+    )
+    queued = [json.loads(raw) for raw in redis_server.client().lrange("celery", 0, -1)]
+    by_name, by_task = sorted(queued, key=lambda message: message["headers"]["id"])
+    for message, task_id in ((by_name, "by-name"), (by_task, "by-task")):
+        headers, properties = message["headers"], message["properties"]
+        assert headers.pop("expires")  # moments apart: each its own
+        assert headers.pop("id") == headers.pop("root_id") == task_id
+        assert properties.pop("correlation_id") == task_id
+        properties["delivery_tag"] = properties["delivery_info"] = None  # the broker's
+    assert by_name == by_task
+    assert by_name["headers"]["task"] == "partdash.collector.tasks.poll_server"
 
 
 def test_time_limits_stay_below_the_poll_interval():
