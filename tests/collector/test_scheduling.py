@@ -129,7 +129,7 @@ def test_a_poll_queued_by_the_tasks_name_is_the_message_the_task_itself_sends(
         assert properties.pop("correlation_id") == task_id
         properties["delivery_tag"] = properties["delivery_info"] = None  # the broker's
     assert by_name == by_task
-    assert by_name["headers"]["task"] == "partdash.collector.tasks.poll_server"
+    assert by_name["headers"]["task"] == "partdash.polling.tasks.poll_server"
 
 
 def test_time_limits_stay_below_the_poll_interval():
