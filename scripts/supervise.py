@@ -448,6 +448,10 @@ class MakeUp:
             )
 
     def start_services(self) -> None:
+        # glibc gives each thread of a process its own memory arenas: 8 wide history
+        # answers at once took the web process to 265 MB against 151 MB with two arenas
+        # (bench/wide_history_bench.py, docs/benchmarks.md). Inherited by every service.
+        os.environ.setdefault("MALLOC_ARENA_MAX", "2")
         logs = shown(self.log_dir)
         say(f"starting the Celery worker, Celery beat and the web server (logs in {logs}/)")
         celery = [str(BIN / "celery"), "-A", "partdash"]
