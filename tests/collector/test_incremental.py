@@ -213,7 +213,10 @@ def test_polls_that_compare_only_what_changed_store_what_a_full_poll_stores(
     members = PollStore._members
 
     def spy(self, visit):
-        compared.append(None if visit is None else len(visit))
+        # This schema's partitions only: the server is shared with the tests before this
+        # one, whose tables InnoDB may still be flushing or purging (their files' counters
+        # move, so a poll rightly compares them; issue 44 saw 22 compared).
+        compared.append(None if visit is None else len([k for k in visit if k.schema == schema]))
         return members(self, visit)
 
     monkeypatch.setattr(PollStore, "_members", spy)
@@ -937,7 +940,10 @@ def test_a_refuted_speculation_leaves_the_memory_of_the_figures_as_it_was(
     compared, members = [], PollStore._members
 
     def spy(self, visit):
-        compared.append(None if visit is None else len(visit))
+        # This schema's partitions only: the server is shared with the tests before this
+        # one, whose tables InnoDB may still be flushing or purging (their files' counters
+        # move, so a poll rightly compares them; issue 44 saw 22 compared).
+        compared.append(None if visit is None else len([k for k in visit if k.schema == schema]))
         return members(self, visit)
 
     monkeypatch.setattr(PollStore, "_members", spy)
