@@ -1,18 +1,20 @@
 """Celery tasks: thin, idempotent, and they carry a server id, never a password."""
 
 import logging
+import time
 from contextlib import nullcontext
 
 from billiard.exceptions import WorkerLostError
 from celery import shared_task
 from celery.exceptions import SoftTimeLimitExceeded
 from celery.signals import task_failure, worker_init
+from django import db
 from django.db import DatabaseError
 from django.utils import timezone
 
 from partdash.lib.commands import store_unavailable
 from partdash.polling import scheduling
-from partdash.polling.service import current_stage, poll_server, record_failure
+from partdash.polling.service import PollDeadline, current_stage, poll_server, record_failure
 from partdash.servers.models import Server
 
 log = logging.getLogger(__name__)
@@ -67,10 +69,11 @@ def _poll_server(self, server_id: int, forced: bool = False) -> str:
     servers (not when asked for with Poll now, `forced`); otherwise this poll is left
     out, and the next one is due at its backed-off time. A Poll now's poll, once ended,
     lets the next Poll now queue another."""
+    started = time.monotonic()  # the soft limit counts from here
     if not forced:
-        return _poll_task(self, server_id, forced)
+        return _poll_task(self, server_id, forced, started)
     try:
-        return _poll_task(self, server_id, forced)
+        return _poll_task(self, server_id, forced, started)
     finally:
         scheduling.close_poll_now_window(server_id, self.request.id)
 
@@ -79,7 +82,7 @@ poll_server_task = shared_task(name=POLL_TASK, bind=True, ignore_result=True)(_p
 shared_task(name=LEGACY_POLL_TASK, bind=True, ignore_result=True)(_poll_server)
 
 
-def _poll_task(self, server_id: int, forced: bool) -> str:
+def _poll_task(self, server_id: int, forced: bool, started: float) -> str:
     try:
         server = Server.objects.filter(pk=server_id, enabled=True).first()
     except DatabaseError as exc:
@@ -106,15 +109,35 @@ def _poll_task(self, server_id: int, forced: bool) -> str:
             if not acquired:
                 log.info("poll of %s skipped: another poll is running", server.name)
                 return "skipped: already polling"
-            return _poll(server, soft, self.request.id)
+            soft = _soft_limit(self.request) or soft
+            deadline = PollDeadline.of(server, started, soft)
+            return _poll(server, soft, self.request.id, deadline)
 
 
-def _poll(server: Server, soft: int, poll_id: str) -> str:
+def _end_interrupted_transaction() -> None:
+    """Celery's soft limit may have fired inside a store transaction's opening (the
+    database's BEGIN sent, Django's atomic not entered): a SQLite store then stays locked
+    for every other process ("database is locked", make test). Outside any atomic block
+    of Django's, nothing of this connection's may be open: roll it back."""
+    raw = db.connection.connection
+    if raw is not None and not db.connection.in_atomic_block:
+        raw.rollback()
+
+
+def _soft_limit(request) -> int | None:
+    """The soft time limit Celery runs this task under (queued with the server's limits
+    then), which may differ from what its interval gives now."""
+    limits = getattr(request, "timelimit", None) or (None, None)
+    return int(limits[1]) if limits[1] else None
+
+
+def _poll(server: Server, soft: int, poll_id: str, deadline: PollDeadline) -> str:
     """Poll, then count the outcome towards the server's back-off."""
     started = timezone.now()
     try:
-        report = poll_server(server, poll_id=poll_id)
+        report = poll_server(server, poll_id=poll_id, deadline=deadline)
     except SoftTimeLimitExceeded:
+        _end_interrupted_transaction()
         message = time_limit_message(soft)
         record_failure(server, message)
         log.error("%s: %s", server.name, message)

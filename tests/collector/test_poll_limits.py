@@ -58,6 +58,34 @@ def test_the_message_names_the_limit_and_the_stage(settings, redis_server, monke
     assert server.status == "unreachable"
 
 
+@pytest.mark.django_db(transaction=True)
+def test_a_soft_limit_inside_a_store_transaction_leaves_the_store_usable(
+    settings, redis_server, monkeypatch
+):
+    """Celery's soft limit fires once, wherever the task is: in make test it fired as the
+    failure's store transaction began (the database's BEGIN sent, Django's atomic not
+    entered), and every other process then found the SQLite store locked. The task ends
+    what was left open and records the failure."""
+    from django.db import connection
+
+    settings.PARTDASH_CONNECT_TIMEOUT = 5
+    server = make(port=3398)
+
+    def interrupted(target, *deadline):
+        connection.ensure_connection()
+        connection.connection.cursor().execute("BEGIN")  # (the half-begun transaction)
+        raise SoftTimeLimitExceeded()
+
+    monkeypatch.setattr("partdash.polling.service.open_session", interrupted)
+    message = poll_server_task.apply(args=[server.pk]).get()
+
+    assert (
+        message == "poll stopped at its soft time limit of 7 s while connecting to 127.0.0.1:3398"
+    )
+    server.refresh_from_db()
+    assert server.last_error == message and server.status == "unreachable"
+
+
 def test_only_the_lost_polls_own_lock_is_released(redis_server):
     client = redis_server.client()
     with scheduling.poll_lock(5, timeout=30, token="task-a") as acquired:
