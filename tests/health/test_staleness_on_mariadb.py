@@ -22,10 +22,11 @@ def poll(server) -> None:
     assert report.ok, report.error
 
 
-def findings(client, server, table: str) -> dict[str, dict]:
+def findings(client, server, schema: str, table: str) -> dict[str, dict]:
+    """The table's findings; `schema` too, as the server is shared with other tests."""
     response = client.get(f"/api/v1/servers/{server.pk}/tables/")
     assert response.status_code == 200
-    (row,) = [t for t in response.json() if t["name"] == table]
+    (row,) = [t for t in response.json() if (t["schema"], t["name"]) == (schema, table)]
     return {f["kind"]: f for f in row["findings"]}
 
 
@@ -73,7 +74,7 @@ def test_an_update_loop_on_one_partition_is_never_stale(
             )
         poll(server)
         assert statistics_rows(mariadb, schema, "p2") == counted_rows(mariadb, schema, "p2") == 900
-        assert "staleness" not in findings(admin_client, server, "t")
+        assert "staleness" not in findings(admin_client, server, schema, "t")
     stored = Partition.objects.get(table__name="t", name="p2")
     assert stored.modified_counter >= 1000  # the counter moved: the signal was there
 
@@ -102,7 +103,7 @@ def test_a_reorganize_that_leaves_statistics_far_off_is_said(
     server = make_server(mariadb)
     poll(server)
 
-    finding = findings(admin_client, server, "t")["staleness"]
+    finding = findings(admin_client, server, schema, "t")["staleness"]
     assert "p3: statistics say 0 rows, its file holds ~" in finding["message"]
     assert "REORGANIZE" in finding["message"]
     assert finding["fix"]["sql"].endswith("ANALYZE PARTITION `p3`")
@@ -110,7 +111,7 @@ def test_a_reorganize_that_leaves_statistics_far_off_is_said(
 
     run(mariadb, schema, "ALTER TABLE t ANALYZE PARTITION p3")
     poll(server)
-    assert "staleness" not in findings(admin_client, server, "t")
+    assert "staleness" not in findings(admin_client, server, schema, "t")
 
 
 def test_a_yearly_table_without_a_catchall_warns_34_days_before_its_last_bound(
