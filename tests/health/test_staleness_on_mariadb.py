@@ -75,7 +75,7 @@ def test_an_update_loop_on_one_partition_is_never_stale(
         poll(server)
         assert statistics_rows(mariadb, schema, "p2") == counted_rows(mariadb, schema, "p2") == 900
         assert "staleness" not in findings(admin_client, server, schema, "t")
-    stored = Partition.objects.get(table__name="t", name="p2")
+    stored = Partition.objects.get(table__schema=schema, table__name="t", name="p2")
     assert stored.modified_counter >= 1000  # the counter moved: the signal was there
 
 
