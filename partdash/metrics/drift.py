@@ -36,7 +36,7 @@ from partdash.health.drift import (
 )
 from partdash.health.fixes import Fix
 from partdash.health.partitions import PartitionState
-from partdash.health.pressure import row_density, staleness, with_file_rows
+from partdash.health.pressure import stale_partitions, with_file_rows
 from partdash.health.shapes import DriftShape, FindingShape, TableHealth, stored_health
 from partdash.health.side_by_side import side_by_side_names, written_bound
 from partdash.lib.bulk import update_each
@@ -95,9 +95,7 @@ def best_rows(states: list[PartitionState]) -> list[PartitionState]:
     """The partitions with the best row figure partdash has: a partition rewritten
     (REORGANIZE, REBUILD) and not analysed since counts the rows its file holds, not
     its statistics' empty tree (a drift fix said "copies ~56 rows" of 1,860: issue 38)."""
-    density = row_density(states)
-    stale = [staleness(state, timezone.now(), density) for state in states]
-    return with_file_rows(states, [s for s in stale if s.is_stale])
+    return with_file_rows(states, stale_partitions(states, timezone.now()))
 
 
 def _size_of(state: PartitionState) -> tuple[int | None, int | None, int | None]:
