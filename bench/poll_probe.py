@@ -66,9 +66,12 @@ def _record_stages() -> None:
     set_stage.recorded = True  # type: ignore[attr-defined]
     service.set_stage = set_stage
     # Within the stages: reading the shared memory back, and making room for it.
-    service.make_room = _timed("make_room", service.make_room)
-    service.pollmemory.load = _timed("load", service.pollmemory.load)
-    memory = service.pollmemory
+    from partdash.polling import pollmemory
+    from partdash.polling.memory import PollMemories
+
+    PollMemories._make_room = _timed("make_room", PollMemories._make_room)  # type: ignore[method-assign]
+    pollmemory.load = _timed("load", pollmemory.load)
+    memory = pollmemory
     for name in (
         *("_unpack", "decode_tablespaces", "decode_file_io", "decode_kept", "decode_figures"),
         *("apply_buckets", "apply_kept", "apply_figures"),

@@ -230,7 +230,7 @@ def run(port: int, var_dir: Path, tables: int, partitions: int) -> None:
     # poll above opened every table, which moves read counters: one poll absorbs that).
     assert poll_server(monitored).ok
     quiet, quiet_floors, quiet_opened, quiet_fetched = [], [], [], []
-    memory = service.source_memory(monitored)
+    memory = service.MEMORIES.held(monitored.pk).sources
     for _ in range(5):
         quiet_floors.append(floor_reader.submit(floor_seconds, target).result())
         before = opened_tables(port)
@@ -248,19 +248,18 @@ def run(port: int, var_dir: Path, tables: int, partitions: int) -> None:
 
     from django.conf import settings
 
-    from partdash.polling import pollmemory
+    from partdash.polling.memory import PollMemories
 
     cold, cold_fetched = [], []
     memory = None  # (a cold process holds no memory of the server)
     settings.PARTDASH_SHARE_POLL_MEMORY = False  # nothing shared either: as before issue 25
     for _ in range(3):
-        service._MEMORY.clear()  # (a child new to the server)
-        pollmemory._HELD.clear()
+        service.MEMORIES = PollMemories()  # (a child new to the server)
         gc.collect()  # what a poll leaves to the cyclic collector, as between a child's tasks
         started = time.monotonic()
         assert poll_server(monitored).ok
         cold.append(time.monotonic() - started)
-        cold_fetched.append(sum(service.source_memory(monitored).fetched.values()))
+        cold_fetched.append(sum(service.MEMORIES.held(monitored.pk).sources.fetched.values()))
         assert poll_server(monitored).ok  # warm again for the next
     settings.PARTDASH_SHARE_POLL_MEMORY = True
     assert poll_server(monitored).ok  # (shared again)
@@ -271,15 +270,14 @@ def run(port: int, var_dir: Path, tables: int, partitions: int) -> None:
     # shared poll memory from Redis (`partdash.polling.pollmemory`).
     shared, shared_fetched = [], []
     for _ in range(3):
-        service._MEMORY.clear()
-        pollmemory._HELD.clear()
+        service.MEMORIES = PollMemories()
         gc.collect()
         started = time.monotonic()
         assert poll_server(monitored).ok
         shared.append(time.monotonic() - started)
-        shared_fetched.append(sum(service.source_memory(monitored).fetched.values()))
+        shared_fetched.append(sum(service.MEMORIES.held(monitored.pk).sources.fetched.values()))
         assert poll_server(monitored).ok
-    memory = service.source_memory(monitored)
+    memory = service.MEMORIES.held(monitored.pk).sources
 
     peaks["polls by a new process, shared memory"] = (
         resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024

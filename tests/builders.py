@@ -339,11 +339,11 @@ def poll(
     `catalogue` sources that list no partitions: file_io, innodb_cmp, cmp_per_index).
     The statistics are as of the poll (as after an ANALYZE TABLE). Returns the poll's
     snapshot; `server` is refreshed."""
-    service.forget(server.pk)  # read the previous poll back, whatever was held
+    service.MEMORIES.forget(server.pk)  # read the previous poll back, whatever was held
     collection = _collection(server, {**VARIABLES, **variables}, tables, hidden, ungranted)
     # What `poll_server` does once it has collected: the same two functions, so that what
     # is stored cannot drift from what a poll stores.
-    result, failed = service._store_analyse_evaluate(server, collection, uuid4().hex, 0.05)
+    result, failed, _ = service._store_analyse_evaluate(server, collection, uuid4().hex, 0.05)
     assert failed is None, failed
     service._record_success(server, collection, result.snapshot.taken_at)
     server.record_tls(False)  # the private servers offer no TLS

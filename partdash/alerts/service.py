@@ -18,6 +18,7 @@ import logging
 import uuid
 from dataclasses import dataclass
 from datetime import datetime
+from typing import NamedTuple
 
 from django.conf import settings
 from django.db import transaction
@@ -54,22 +55,32 @@ TABLE_FIELDS = (
 # -- the hooks -------------------------------------------------------------------------
 
 
-def evaluate_after_poll(server: Server, snapshot: ServerSnapshot, memory=None) -> str | None:
-    """Evaluate the server's rules on the health this poll stored (the snapshot's and
-    its tables'), except `stale_polls` (beat's), and record the transitions. Returns
-    the evaluation id when it recorded any.
+class Evaluated(NamedTuple):
+    """What `evaluate_after_poll` did: the evaluation it recorded (None: no transition),
+    and the rules version it evaluated under, for the next poll of the server
+    (`evaluated_under`)."""
 
-    `memory`: the poll's memory, whose `evaluated_under` says which rules version the
-    previous poll evaluated under: every table is evaluated when the version changed
-    since (or that is unknown), else only what this poll analysed; set to this one's
-    once committed."""
+    evaluation_id: str | None
+    rules_version: str
+
+
+def evaluate_after_poll(
+    server: Server, snapshot: ServerSnapshot, evaluated_under: str | None = None
+) -> Evaluated:
+    """Evaluate the server's rules on the health this poll stored (the snapshot's and
+    its tables'), except `stale_polls` (beat's), and record the transitions.
+
+    `evaluated_under`: the rules version the server's previous poll evaluated under
+    (what it returned, kept by the poll's conductor): every table is evaluated when the
+    version changed since (or that is unknown, None), else only what this poll
+    analysed."""
     now = snapshot.taken_at
     open_alerts = list(
         Alert.objects.filter(server=server, state__in=OPEN).exclude(rule=RuleName.STALE_POLLS)
     )
     evaluation = Evaluation(server, now, open_alerts)
     version = rules_version(server, evaluation.rules, evaluation.overrides)
-    full = memory is None or memory.evaluated_under != version
+    full = evaluated_under != version
     tables = _tables_to_evaluate(server, snapshot, open_alerts, full)
     evaluation.judge_tables(tables)
     evaluation.judge_partitions()
@@ -81,10 +92,7 @@ def evaluate_after_poll(server: Server, snapshot: ServerSnapshot, memory=None) -
     evaluation.conditions[Key(RuleName.UNREACHABLE)] = judged.unreachable_condition(
         server.name, failed=False
     )
-    recorded = evaluation.run()
-    if memory is not None:
-        transaction.on_commit(lambda: setattr(memory, "evaluated_under", version))
-    return recorded
+    return Evaluated(evaluation.run(), version)
 
 
 def evaluate_after_failure(server: Server) -> str | None:

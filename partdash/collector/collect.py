@@ -143,6 +143,10 @@ class Collection:
     dictionary_tables: int | None = None
     # Assembled before the tablespace list read beside came back (see `Speculation`).
     speculation: "Speculation | None" = None
+    # The partitions this collection built, for the next poll to reuse once this one is
+    # stored (`Kept`); None where an unchanged tablespace list would not prove them
+    # unchanged, or the poll read without a `SourceMemory`.
+    reusable: "Kept | None" = None
     # What could not be read: per source as it happens, per table below, and all of it
     # grouped by fix in `warnings` once the poll is done (`finish`).
     shortfalls: list[Shortfall] = field(default_factory=list)
@@ -599,19 +603,18 @@ class CollectRequest:
     status_before: dict | None = None
 
 
-def collect(session: Session, request: CollectRequest) -> Collection:
-    """Read every source once, as `request` asks (see `CollectRequest`)."""
+def collect(session: Session, request: CollectRequest, kept: "Kept | None" = None) -> Collection:
+    """Read every source once, as `request` asks (see `CollectRequest`). `kept`: the
+    partitions the server's last stored poll built (its collection's `reusable`), reused
+    where the memory continues that poll and the tablespace list did not change; given
+    apart from the request so that it is released once a build needs the memory."""
     known, stats_since, memory = request.known, request.stats_since, request.memory
     last_poll, open_beside, status_before = (
         request.last_poll,
         request.open_beside,
         request.status_before,
     )
-    # (The memory holds a `Kept` as an object: mysql/ is the layer below.)
-    basis, kept = cast(
-        "tuple[str | None, Kept | None]",
-        memory.begin(last_poll) if memory is not None else (None, None),
-    )
+    basis, kept = _begin(memory, last_poll, kept)
     facts = server_facts.read(session)
     if memory is not None and memory.restarted(facts):
         kept = None
@@ -640,8 +643,18 @@ def collect(session: Session, request: CollectRequest) -> Collection:
     else:
         read_files = lambda: tablespaces.read(session, dialect)  # noqa: E731
     hidden = frozenset(request.hidden)
-    reads = _Reads(session, dialect, facts, known, stats_since, hidden, memory, basis, read_io)
-    reads.status_before = status_before
+    reads = _Reads(
+        session=session,
+        dialect=dialect,
+        facts=facts,
+        known=known,
+        stats_since=stats_since,
+        hidden_before=hidden,
+        memory=memory,
+        basis=basis,
+        read_io=read_io,
+        status_before=status_before,
+    )
     reads.kept, kept = kept, None  # `assemble` releases it: a build then needs the memory
     # Not after an ALTER: whether it moved files decides which definitions are read.
     altered = ddl.altered_since(status_before, facts.status)
@@ -654,7 +667,17 @@ def collect(session: Session, request: CollectRequest) -> Collection:
     return reads.assemble(read_files)
 
 
-@dataclass
+def _begin(
+    memory: SourceMemory | None, last_poll: str | None, kept: "Kept | None"
+) -> tuple[str | None, "Kept | None"]:
+    """The poll `memory` continues (None: none), the server's last stored poll being
+    `last_poll`, and the partitions reused from it: `kept`, the ones that poll built,
+    only where the memory continues it."""
+    basis = memory.begin(last_poll) if memory is not None else None
+    return basis, kept if basis is not None else None
+
+
+@dataclass(kw_only=True)
 class _Reads:
     """What one poll read before the tablespace list, and how to assemble a collection
     from it with the list's rows (`assemble`): once, or twice when a speculation was
@@ -743,8 +766,6 @@ class _Reads:
         session, dialect, facts, memory = self.session, self.dialect, self.facts, self.memory
         collection = Collection(session.flavor, session.version, dialect, facts)
         reuse, self.kept = Reuse(self.kept), None
-        if memory is not None:
-            memory.pending = None  # (what a refuted assembly kept is not kept)
 
         def files_touched() -> list | None:
             if assumed_unchanged:
@@ -797,7 +818,7 @@ class _Reads:
         # tablespace list proves the partitions unchanged (a partition in the system
         # tablespace is listed by its statistics alone, and its table may be dropped).
         if memory is not None and not collection.raced and collection.files_cover_partitions:
-            memory.pending = Kept.of(collection)
+            collection.reusable = Kept.of(collection)
         return collection
 
     def _read_other_engines(self, collection: Collection) -> None:

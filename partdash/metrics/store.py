@@ -159,7 +159,7 @@ class FiguresUnreadable(Exception):
 @dataclass
 class Remembered:
     """A server's partition figures as of its latest stored poll, kept between polls (in
-    the poll's memory, `polling.service.PollMemory`) so the next poll need not read
+    the poll's memory, `polling.memory.PollMemory`) so the next poll need not read
     them back (the longest step of a quiet poll)."""
 
     snapshot_id: int
@@ -168,14 +168,6 @@ class Remembered:
     # their rates to zero, so it visits them whatever the collection says. None: unknown
     # (no rate was known: the next poll compares every partition).
     moving: set | None
-
-
-@dataclass
-class Held:
-    """Where a store finds the figures the previous poll left (`figures`) and leaves its
-    own once committed: the poll's memory, or this when the caller keeps none."""
-
-    figures: Remembered | None = None
 
 
 @dataclass
@@ -192,6 +184,10 @@ class StoreResult:
     changed_tables: set[int] | None
     # What was stored, for the analysis to read instead of the database (None: read it).
     stored_figures: "StoredFigures | None" = None
+    # The figures to remember for the next poll once this store's transaction commits
+    # (None: none, the next poll reads them back); a retried task's, the ones it was
+    # given, untouched.
+    remembered: Remembered | None = None
 
 
 def partition_key(partition: str, subpartition: str) -> str:
@@ -379,17 +375,19 @@ class PollStore:
 
     def __init__(
         self,
+        *,
         server,
         collection: Collection,
         poll_id: str,
         seconds: float,
-        memory=None,
+        remembered: Remembered | None = None,
         undo: UndoLog | None = None,
     ):
         self.server = server
-        # The previous poll's figures, taken (`_figures_before`) and given back (`restore`,
-        # or this poll's own once committed): anything with a `figures` attribute.
-        self.memory = memory if memory is not None else Held()
+        # The figures the previous poll left, as the caller remembers them: taken when
+        # compared (`_figures_before`: replaced in place from then on), given back by
+        # `restore` or `untaken`, and this poll's own returned (`StoreResult.remembered`).
+        self._given = remembered
         self.collection = collection
         self.poll_id = poll_id
         self.seconds = seconds
@@ -547,7 +545,7 @@ class PollStore:
         partitions did not change since; otherwise read from the database. Last: the
         partitions to compare, where the collection and the memory allow comparing only
         those that may have changed (None: every one)."""
-        remembered, self.memory.figures = self.memory.figures, None
+        remembered, self._given = self._given, None
         if remembered and last and remembered.snapshot_id == last.pk and not self.reshaped:
             collection, visit = self.collection, None
             if (
@@ -578,22 +576,28 @@ class PollStore:
         updates.clear()
         return count
 
-    def restore(self) -> None:
-        """After this store's transaction rolled back: the process remembers the server's
-        figures as it did before the store ran (they are the database's again), so the
-        next store of the same poll compares only what may have changed, as this one did."""
+    def restore(self) -> Remembered | None:
+        """After this store's transaction rolled back on a refuted speculation: the
+        figures to remember as before the store ran (they are the database's again, what
+        it replaced put back), so the next store of the same poll compares only what may
+        have changed, as this one did."""
         taken, self._taken = self._taken, None
         if taken is None:
-            return
+            return self.untaken()
         if self.undo is not None:
             self.undo.undo(taken.stored.figures)
-        if self.memory.figures is None:
-            self.memory.figures = taken
+        return taken
 
-    def _remember(self, snapshot: ServerSnapshot, stored: StoredFigures, moving) -> None:
-        if not self.reshaped:
-            figures, memory = Remembered(snapshot.pk, stored, moving), self.memory
-            transaction.on_commit(lambda: setattr(memory, "figures", figures))
+    def untaken(self) -> Remembered | None:
+        """After this store failed: the figures it was given, unless it took them (then
+        they may be replaced in part, and the next poll reads them back)."""
+        given, self._given = self._given, None
+        return given
+
+    def _remember(
+        self, snapshot: ServerSnapshot, stored: StoredFigures, moving
+    ) -> Remembered | None:
+        return None if self.reshaped else Remembered(snapshot.pk, stored, moving)
 
     def _members(self, visit: set | None):
         """(table key, partitions) to compare: every table's, or those `visit` names."""
@@ -607,8 +611,8 @@ class PollStore:
                 by_table.setdefault(key.table_key, []).append(figures)
         return by_table.items()
 
-    def _store_figures(self, snapshot: ServerSnapshot, last) -> tuple[int, int]:
-        """Returns (partitions changed, sample rows stored)."""
+    def _store_figures(self, snapshot: ServerSnapshot, last) -> tuple[int, int, Remembered | None]:
+        """Returns (partitions changed, sample rows stored, the figures to remember)."""
         self.stored_figures, visit = self._figures_before(last)
         # (Figures read back undecoded stay so where none is compared: a quiet poll.)
         previous = self.stored_figures.figures if visit != set() else {}
@@ -649,8 +653,8 @@ class PollStore:
         stored += _insert_samples(samples)
         changed += self._apply(previous, updated_keys, updates)
         # Without a previous poll no rate is known: the next poll compares every partition.
-        self._remember(snapshot, self.stored_figures, moving if seconds else None)
-        return changed, stored
+        remembered = self._remember(snapshot, self.stored_figures, moving if seconds else None)
+        return changed, stored, remembered
 
     def _compare(
         self, old: StoredRow, values: tuple, seconds, snapshot, samples, updates, unstated=False
@@ -709,7 +713,10 @@ class PollStore:
         # No savepoint: inside the poll's transaction it would cost two queries a poll.
         with transaction.atomic(savepoint=False):
             if ServerSnapshot.objects.filter(poll_id=self.poll_id).exists():
-                return StoreResult(None, len(collection.partitions), 0, 0, set())  # a retry
+                # A retry: nothing stored, the figures given remembered as they were.
+                return StoreResult(
+                    None, len(collection.partitions), 0, 0, set(), remembered=self.untaken()
+                )
             last = ServerSnapshot.objects.latest_for(self.server).first()
             self.previous_poll_at = last.taken_at if last else None
             self._load_tables()
@@ -720,7 +727,7 @@ class PollStore:
             self._store_unmonitored()
             snapshot = self._snapshot()
             _keep_detail_on_latest_only(last)
-            changed, stored = self._store_figures(snapshot, last)
+            changed, stored, remembered = self._store_figures(snapshot, last)
             ServerSnapshot.objects.filter(pk=snapshot.pk).update(changed=changed)
             touched = self.changed_tables | {self.tables[k].pk for k in collection.definitions}
         return StoreResult(
@@ -730,6 +737,7 @@ class PollStore:
             stored,
             None if self.reshaped else touched,
             self.stored_figures,
+            remembered,
         )
 
     def _snapshot(self) -> ServerSnapshot:

@@ -99,12 +99,10 @@ class SourceMemory:
     # previous poll's.
     touched: dict[str, list | None] = field(default_factory=dict)
     # The poll whose collection this memory's rows continue, once it was stored (set by
-    # `stored`); None while a poll is under way or after one failed.
+    # `stored`); None while a poll is under way or after one failed. (The partitions a
+    # stored poll built, which the next one may reuse, are the collector's: `collect.Kept`,
+    # which the poll's conductor keeps beside this memory.)
     basis: str | None = None
-    # The partitions the last stored poll built (`collect.Kept`), which the next poll
-    # reuses where the tablespace list did not change; and the one being built.
-    kept: object | None = None
-    pending: object | None = None
     started: int | None = None  # when the server started (epoch s), as of the last poll
     # This poll's file I/O matched the previous poll's, and so did the server's totals
     # of data file operations (`Shape.witness`): no data file was touched since.
@@ -123,23 +121,22 @@ class SourceMemory:
     # may outlive a failed poll: the next one waits for it.
     in_flight: Future | None = None
 
-    def begin(self, last_poll: str | None = None) -> tuple[str | None, object | None]:
+    def begin(self, last_poll: str | None = None) -> str | None:
         """A poll starts reading, the server's last stored poll being `last_poll`. Returns
-        the poll this memory continues (None: none known) and the partitions it built.
-        Remembered file reads may lag by less than a quantum, which only the store of
-        the poll they were read for knows of: if another poll was stored since, file
-        I/O is read in full."""
+        the poll this memory continues (None: none known; then neither are the partitions
+        that poll built reused). Remembered file reads may lag by less than a quantum,
+        which only the store of the poll they were read for knows of: if another poll
+        was stored since, file I/O is read in full."""
         if self.in_flight is not None:
             wait([self.in_flight])
             self.in_flight = None
         basis, self.basis = self.basis, None
-        kept, self.kept, self.pending = self.kept, None, None
         self.files_still, self.looked = False, None
         if basis is None or basis != last_poll:
             self.sources.pop(FILE_IO.key, None)
-            basis, kept = None, None
+            basis = None
         self.touched = {}
-        return basis, kept
+        return basis
 
     def restarted(self, facts) -> bool:
         """Whether the server restarted since the last poll read through this memory
@@ -156,7 +153,7 @@ class SourceMemory:
 
     def stored(self, poll_id: str) -> None:
         """The poll read through this memory was stored: the next one continues it."""
-        self.basis, self.kept, self.pending = poll_id, self.pending, None
+        self.basis = poll_id
 
     def read(
         self, session: Session, dialect: Dialect, source: Source, unchanged: bool = False

@@ -1,5 +1,5 @@
 """The poll memory, shared: what a poll needs from the previous poll of its server
-(`polling.service.PollMemory`), kept in Redis so that whichever worker child, on
+(`polling.memory.PollMemory`), kept in Redis so that whichever worker child, on
 whichever worker host, polls the server next continues where the last poll left off.
 
 A poll needs of the previous one: the wide sources' rows by bucket
@@ -679,11 +679,13 @@ class Part:
         return len(self.stored) == len(self.chain)
 
 
-# What this process holds of each server's shared memory: part name -> `Part`. Set when
-# a poll's memory is written or read; a part named again by a later header is then not
-# read again, and one with deltas on top is read from where this process left it.
-# Emptied when a poll fails, as it may have changed those objects without writing them.
-_HELD: dict[int, dict[str, Part]] = {}
+# What one process holds of each server's shared memory, by server: part name -> `Part`.
+# Set when a poll's memory is written or read; a part named again by a later header is
+# then not read again, and one with deltas on top is read from where this process left
+# it. Emptied when a poll fails, as it may have changed those objects without writing
+# them. Its owner (`polling.memory.PollMemories`) passes it to `load`, `save`,
+# `compact_figures` and `unheld`.
+Held = dict[int, dict[str, Part]]
 
 TABLESPACES_PART, FILE_IO_PART = "tablespaces", "file_io"
 TABLESPACES_KEY, FILE_IO_KEY = TABLESPACES.key, FILE_IO.key
@@ -728,21 +730,21 @@ def _kinds(rows: FigureRows) -> dict[str, Kind]:
     }
 
 
-def unheld(server_pk: int) -> None:
-    _HELD.pop(server_pk, None)
+def unheld(held: Held, server_pk: int) -> None:
+    held.pop(server_pk, None)
 
 
-def compact_figures(server_pk: int, rows: "FigureRows") -> "UnreadFigures | None":
+def compact_figures(held: Held, server_pk: int, rows: "FigureRows") -> "UnreadFigures | None":
     """Let go of the server's figures as decoded, holding them as stored instead (as a
     read back leaves them, `UnreadFigures`): 15-20 MB less per 32,000 partitions until a
     poll of that server compares partitions here again. Returns what now stands for
     them, or None where this process cannot (it did not see every part and delta, or
     holds them so already)."""
-    part = _HELD.get(server_pk, {}).get(FIGURES_PART)
+    part = held.get(server_pk, {}).get(FIGURES_PART)
     if part is None or not part.stored or not part.complete() or _unread(part.piece):
         return None
     unread = UnreadFigures(list(part.stored), rows)
-    _HELD[server_pk][FIGURES_PART] = Part(part.chain, part.sizes, unread, part.stored)
+    held[server_pk][FIGURES_PART] = Part(part.chain, part.sizes, unread, part.stored)
     return unread
 
 
@@ -811,19 +813,19 @@ def _written(
     return Part((part_id,), (len(data),), piece, (data,) if keep else ()), data
 
 
-def save(server_pk: int, memory: Memory, rows: FigureRows) -> Written | None:
+def save(held: Held, server_pk: int, memory: Memory, rows: FigureRows) -> Written | None:
     """Write the memory a stored poll left, as the server's current one: the parts that
     changed since this process last wrote or read them (whole, or as a delta on top of
     what it holds), and a header naming every part. Returns what was written; None when
     Redis could not take it (the next poll on another child is then cold, and this one
     forgets what it holds: it no longer matches)."""
     started = time.monotonic()
-    held = _HELD.get(server_pk, {})
+    before = held.get(server_pk, {})
     kinds = _kinds(rows)
     writes, now_held, sizes, deltas = {}, {}, {}, set()
     try:
         for name, piece in _pieces(memory).items():
-            part, data = _written(name, kinds[name], held.get(name), piece, memory.poll_id)
+            part, data = _written(name, kinds[name], before.get(name), piece, memory.poll_id)
             if data is not None:
                 writes[part_key(server_pk, part.chain[-1])] = data
                 sizes[name] = len(data)
@@ -832,7 +834,7 @@ def save(server_pk: int, memory: Memory, rows: FigureRows) -> Written | None:
             now_held[name] = part
     except Exception:  # a bug: the poll was stored, and the next one is merely cold
         log.exception("the poll memory of server %s could not be encoded", server_pk)
-        unheld(server_pk)
+        unheld(held, server_pk)
         return None
     header = msgpack.packb(
         {
@@ -864,9 +866,9 @@ def save(server_pk: int, memory: Memory, rows: FigureRows) -> Written | None:
             pipe.execute()
     except redis.RedisError as exc:
         log.info("the poll memory of server %s was not shared: %s", server_pk, exc)
-        unheld(server_pk)
+        unheld(held, server_pk)
         return None
-    _HELD[server_pk] = now_held
+    held[server_pk] = now_held
     sent = sum(map(len, writes.values())) + len(header)
     return Written(sent, sizes, time.monotonic() - started, deltas)
 
@@ -906,7 +908,9 @@ def _reading(
     return plan
 
 
-def load(server_pk: int, poll_id: str, address: tuple[str, int], rows: FigureRows) -> Memory | None:
+def load(
+    held: Held, server_pk: int, poll_id: str, address: tuple[str, int], rows: FigureRows
+) -> Memory | None:
     """The shared memory of the server's stored poll `poll_id`, reading only the parts (or
     deltas) this process does not hold; None when there is none that continues that poll
     at that address (never stored, expired, evicted, flushed, an older format,
@@ -924,7 +928,7 @@ def load(server_pk: int, poll_id: str, address: tuple[str, int], rows: FigureRow
         ):
             return None
         parts: dict[str, list] = header["parts"]
-        plan = _reading(_HELD.get(server_pk, {}), parts)
+        plan = _reading(held.get(server_pk, {}), parts)
         wanted = [part_id for _, ids in plan.values() for part_id in ids]
         found = client.mget([part_key(server_pk, part_id) for part_id in wanted]) if wanted else []
     except (redis.RedisError, ValueError, KeyError, TypeError) as exc:
@@ -933,7 +937,7 @@ def load(server_pk: int, poll_id: str, address: tuple[str, int], rows: FigureRow
     if any(data is None for data in found):
         return None  # a part expired or was evicted: the whole memory is cold
     # What is read whole again is not held beside what replaces it.
-    _HELD[server_pk] = {name: have for name, (have, _) in plan.items() if have is not None}
+    held[server_pk] = {name: have for name, (have, _) in plan.items() if have is not None}
     pieces: dict[str, Any]
     # (Bytes, none None: checked above; the client does not decode responses.)
     kinds, remaining, pieces = _kinds(rows), iter(cast("list[bytes]", found)), {}
@@ -965,10 +969,10 @@ def load(server_pk: int, poll_id: str, address: tuple[str, int], rows: FigureRow
         log.warning(
             "the poll memory of server %s could not be decoded: %s", server_pk, exc, exc_info=True
         )
-        unheld(server_pk)  # (a delta may have been applied to what was held in part)
+        unheld(held, server_pk)  # (a delta may have been applied to what was held in part)
         return None
     sizes = header.get("sizes") or {}
-    _HELD[server_pk] = {
+    held[server_pk] = {
         name: Part(
             tuple(ids),
             tuple(sizes.get(name) or (0,) * len(ids)),

@@ -15,7 +15,8 @@ import time
 import uuid
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
-from typing import cast
+from functools import partial
+from typing import Any, NamedTuple, cast
 
 from celery.exceptions import SoftTimeLimitExceeded
 from django.conf import settings
@@ -27,21 +28,19 @@ from partdash.alerts.service import evaluate_after_failure, evaluate_after_poll
 from partdash.collector.collect import (
     Collection,
     CollectRequest,
-    Kept,
     Refuted,
     collect,
     table_key,
 )
 from partdash.lib.commands import store_unavailable
 from partdash.lib.secrets import SecretError
-from partdash.metrics import store
 from partdash.metrics.analysis import analyse_server
 from partdash.metrics.models import PartitionedTable, ServerSnapshot, UnmonitoredTable
 from partdash.metrics.store import PollStore, StoreResult, UndoLog
 from partdash.mysql.catalogue import HIDDEN, Shortfall
 from partdash.mysql.connection import ConnectionFailure, Target, open_session, target_for
-from partdash.mysql.incremental import SourceMemory
-from partdash.polling import pollmemory, scheduling
+from partdash.polling import scheduling
+from partdash.polling.memory import PollMemories, PollMemory, StoredPoll
 from partdash.servers.choices import ServerStatus
 from partdash.servers.models import Server
 
@@ -182,202 +181,8 @@ def cyclic_gc_paused():
             gc.enable()
 
 
-@dataclass
-class PollMemory:
-    """What a poll needs from the previous poll of its server, in one object passed
-    explicitly through the stages: the wide sources' rows and the partitions built from
-    them to `collect` (`sources`, None with PARTDASH_INCREMENTAL_READS off), the stored
-    figures to the store (`figures`), the rules version to the alert evaluation
-    (`evaluated_under`). Each stage takes what it needs and leaves its own once its
-    transaction committed. A worker child holds it between polls (`memory_of`) and shares
-    it through Redis (`pollmemory`), so whichever child polls the server next continues."""
-
-    address: tuple[str, int]  # the server's, when remembered (another address: forgotten)
-    sources: SourceMemory | None
-    figures: store.Remembered | None = None
-    evaluated_under: str | None = None
-
-
-# What this process holds of each server, by server.
-_MEMORY: dict[int, PollMemory] = {}
-
-
-def memory_of(server: Server) -> PollMemory:
-    """What this process holds of the server (a new memory if none, or if it was at
-    another address)."""
-    address = (server.host, server.port)
-    memory = _MEMORY.get(server.pk)
-    if memory is None or memory.address != address:
-        sources = SourceMemory() if settings.PARTDASH_INCREMENTAL_READS else None
-        memory = _MEMORY[server.pk] = PollMemory(address, sources)
-    return memory
-
-
-def source_memory(server: Server) -> SourceMemory | None:
-    return memory_of(server).sources
-
-
-# The servers this process remembers, least recently polled first, with their partition
-# counts: what `bound_memory` holds to PARTDASH_REMEMBERED_PARTITIONS.
-_REMEMBERED_SIZES: dict[int, int] = {}
-
-
-def bound_memory(server_pk: int, partitions: int) -> list[int]:
-    """Record that this process now remembers `partitions` of the server, then forget
-    the least recently polled other servers while the total is over
-    PARTDASH_REMEMBERED_PARTITIONS (a worker child polling many large servers would
-    otherwise keep them all: about 140 MB per 64,000 partitions, traced). A forgotten
-    server's next poll here reads the shared memory again (`pollmemory`), or every row
-    once without it. Returns the servers forgotten."""
-    _REMEMBERED_SIZES.pop(server_pk, None)
-    _REMEMBERED_SIZES[server_pk] = partitions
-    limit, forgotten = settings.PARTDASH_REMEMBERED_PARTITIONS, []
-    while sum(_REMEMBERED_SIZES.values()) > limit and len(_REMEMBERED_SIZES) > 1:
-        oldest = next(iter(_REMEMBERED_SIZES))
-        del _REMEMBERED_SIZES[oldest]
-        forget(oldest)
-        forgotten.append(oldest)
-    return forgotten
-
-
-def make_room(server: Server) -> list[int]:
-    """Before a poll reads the server's shared memory: forget the least recently polled
-    other servers as `bound_memory` does after a poll, counting this one at its last
-    known size. Forgetting only after the poll would hold what the bound allows and this
-    server's memory at once (a child polling three servers of 32,000 partitions under a
-    bound of two went past 300 MB so). The other servers' figures are then held as
-    stored rather than decoded (`compact_others`). Returns the servers forgotten."""
-    forgotten = bound_memory(server.pk, server.partitions or 0)
-    compact_others(server.pk)
-    return forgotten
-
-
-def compact_others(server_pk: int) -> list[int]:
-    """Hold the stored figures of every other server this process remembers as they
-    are stored, compressed, rather than decoded, as a read back leaves them: a child
-    polling several large servers held each one's figures decoded, 15-20 MB per 32,000
-    partitions, while it polled the others. The next poll of such a server here decodes
-    them only if it compares partitions (a written poll), as it would after a read back.
-    A process polling one server never lets go of its own. Returns the servers whose
-    figures it let go."""
-    compacted = []
-    for pk, memory in _MEMORY.items():
-        remembered = memory.figures
-        if pk == server_pk or remembered is None:
-            continue
-        unread = pollmemory.compact_figures(pk, _FIGURE_ROWS)
-        if unread is not None:
-            memory.figures = store.Remembered(
-                remembered.snapshot_id, ReadBack(unread), remembered.moving
-            )
-            compacted.append(pk)
-    return compacted
-
-
-def forget(server_pk: int) -> None:
-    """Drop what this process holds of a server (its wide sources, its figures)."""
-    _MEMORY.pop(server_pk, None)
-    pollmemory.unheld(server_pk)
-
-
-# How the shared poll memory builds the remembered figures' rows again.
-_FIGURE_ROWS = pollmemory.FigureRows(
-    tuple(store.StoredRow._fields.index(name) for name in ("stats_updated_at", "changed_at")),
-    store.StoredRow,
-    store.Spec,
-)
-
-
-class ReadBack(store.StoredFigures):
-    """Stored figures read back from the shared memory, decoded on their first use
-    (`pollmemory.UnreadFigures`: a quiet poll uses none)."""
-
-    def __init__(self, source: pollmemory.Figures) -> None:  # (not the dataclass's)
-        self.source = source
-        self.built, self.windows, self.changed_keys = {}, {}, set()
-
-    def unread(self) -> bool:
-        """Not decoded, and so unchanged since it was read."""
-        return pollmemory._unread(self.source)
-
-    def __getattr__(self, name: str):  # (only what the instance does not hold yet)
-        if name not in ("figures", "specs"):
-            raise AttributeError(name)
-        value = getattr(self.source, name)
-        setattr(self, name, value)
-        return value
-
-
-def restore_memory(server: Server, last_poll: str | None) -> PollMemory:
-    """The memory this poll continues: this process's, when it stored the server's last
-    poll `last_poll` itself; else the shared one (`pollmemory`), when Redis holds it; else
-    none (a cold poll: every row read)."""
-    memory = memory_of(server)
-    if (
-        last_poll is None
-        or memory.sources is None
-        or memory.sources.basis == last_poll
-        or not settings.PARTDASH_SHARE_POLL_MEMORY
-    ):
-        return memory
-    # What this process held of the server is stale: let it go before reading the
-    # shared memory rather than hold both at once (the parts still current are kept by
-    # `pollmemory`, which reuses them). Should there be none, the poll is cold.
-    address = memory.address
-    del _MEMORY[server.pk], memory
-    shared = pollmemory.load(server.pk, last_poll, address, _FIGURE_ROWS)
-    if shared is None:
-        return memory_of(server)
-    sources = SourceMemory()  # (a read beside still under way keeps the old one)
-    sources.sources, sources.basis = shared.sources, last_poll
-    sources.started, sources.tablestats = shared.started, shared.tablestats
-    sources.counted_at, sources.beside_failed_at = shared.counted_at, shared.beside_failed_at
-    sources.kept = shared.kept
-    memory = _MEMORY[server.pk] = PollMemory(address, sources)
-    if (figures := shared.figures) is not None and shared.snapshot_id is not None:
-        memory.figures = store.Remembered(shared.snapshot_id, ReadBack(figures), figures.moving)
-    memory.evaluated_under = shared.evaluated_under
-    return memory
-
-
-def share_memory(memory: PollMemory, server: Server, poll_id: str, result: StoreResult):
-    """Write what this stored poll leaves for the next, for any process to continue."""
-    sources = memory.sources
-    if sources is None or not settings.PARTDASH_SHARE_POLL_MEMORY:
-        pollmemory.unheld(server.pk)  # (what it holds misses this poll's changes)
-        return None
-    snapshot = result.snapshot
-    assert snapshot is not None  # shared only once stored
-    remembered, figures, stored = memory.figures, None, None
-    if remembered is not None and remembered.snapshot_id == snapshot.pk:
-        stored = remembered.stored
-        if (
-            isinstance(stored, ReadBack)
-            and stored.unread()
-            and stored.source.moving == remembered.moving
-        ):  # (left as it was read: unchanged)
-            figures = stored.source
-        else:
-            figures = pollmemory.Figures(
-                stored.figures, stored.specs, remembered.moving, stored.changed_keys
-            )
-    shared = pollmemory.Memory(
-        poll_id=poll_id,
-        snapshot_id=snapshot.pk,
-        address=memory.address,
-        sources=sources.sources,
-        started=sources.started,
-        counted_at=sources.counted_at,
-        beside_failed_at=sources.beside_failed_at,
-        tablestats=sources.tablestats,
-        kept=cast("Kept | None", sources.kept),  # (an object to the mysql/ layer below)
-        figures=figures,
-        evaluated_under=memory.evaluated_under,
-    )
-    written = pollmemory.save(server.pk, shared, _FIGURE_ROWS)
-    if written is not None and stored is not None:
-        stored.changed_keys = set()  # (the next delta counts from here)
-    return written
+# What this process holds of each server's poll memory (a worker child's, for its life).
+MEMORIES = PollMemories()
 
 
 _stage = threading.local()
@@ -403,13 +208,13 @@ def poll_server(
         try:
             report = _poll(server, poll_id, deadline)
             if not report.ok:
-                pollmemory.unheld(server.pk)  # a failed poll may have changed what it held
+                MEMORIES.save(server, None)  # a failed poll may have changed what it held
             return report
         except SoftTimeLimitExceeded:
-            pollmemory.unheld(server.pk)
+            MEMORIES.save(server, None)
             raise  # the task records it, naming the limit
         except Exception as exc:  # a bug must not leave the last poll's status standing
-            pollmemory.unheld(server.pk)
+            MEMORIES.save(server, None)
             message = failure_message(server, exc)
             # The metadata store down or locked: recording the failure in it would wait
             # for it again (SQLite's 20 s busy timeout a second time), to fail anyway.
@@ -430,17 +235,33 @@ def failure_message(server: Server, exc: Exception) -> str:
     return one_line(f"poll failed: {type(exc).__name__}: {exc}")
 
 
-def evaluate_alerts(evaluate, server: Server, *args) -> str | None:
+class Attempt(NamedTuple):
+    """An alert evaluation stage's outcome: what it returned, or why it failed."""
+
+    returned: Any = None
+    failure: str | None = None
+
+
+def evaluate_alerts(evaluate, server: Server, *args) -> Attempt:
     """Run an alert evaluation stage in a savepoint of the poll's transaction. Should it
     fail (a bug), the poll keeps what it stored and the alerts are evaluated again by the
     next poll; the reason is logged and returned for the report."""
     try:
         with transaction.atomic():
-            evaluate(server, *args)
+            return Attempt(returned=evaluate(server, *args))
     except Exception as exc:
         log.exception("alert evaluation for %s failed", server.name)
-        return one_line(f"alert evaluation failed: {type(exc).__name__}: {exc}")
-    return None
+        return Attempt(failure=one_line(f"alert evaluation failed: {type(exc).__name__}: {exc}"))
+
+
+class Stored(NamedTuple):
+    """What the stages after collecting did: the store's result, why the alert
+    evaluation failed (None: it did not), and the collection stored (the one assembled
+    again, where a speculation was refuted)."""
+
+    result: StoreResult
+    evaluation_failed: str | None
+    collection: Collection
 
 
 def _store_analyse_evaluate(
@@ -449,42 +270,59 @@ def _store_analyse_evaluate(
     poll_id: str,
     seconds: float,
     memory: PollMemory | None = None,
-) -> tuple[StoreResult, str | None]:
+) -> Stored:
     """The stages after collecting, in one transaction. A retried task's poll was
-    stored already (no snapshot): nothing to analyse or evaluate. Returns the store's
-    result and why the alert evaluation failed, if it did.
+    stored already (no snapshot): nothing to analyse or evaluate. What the store and the
+    evaluation return for the next poll is kept in `memory` once committed (given none,
+    in a memory of this call only).
 
     A collection assembled on a `Speculation` (the tablespace list still being read) is
     confirmed between the stages and before the commit: should the list have changed,
-    the transaction rolls back, the store's memory of the server is restored and
+    the transaction rolls back, the memory of the server's figures is restored and
     `Refuted` raised (the caller stores the collection assembled again)."""
     failed = None
     speculation = collection.speculation
     confirm = speculation.confirm if speculation is not None else lambda wait=True: None
-    memory = memory if memory is not None else memory_of(server)
+    memory = memory if memory is not None else PollMemory((server.host, server.port), None)
     # A collection resting on the speculation is undone should it be refuted.
     undo = UndoLog(speculation.confirm) if speculation is not None else None
-    store = PollStore(server, collection, poll_id, seconds, memory, undo)
+    store = PollStore(
+        server=server,
+        collection=collection,
+        poll_id=poll_id,
+        seconds=seconds,
+        remembered=memory.take_figures(),
+        undo=undo,
+    )
     try:
         with transaction.atomic():
             result = store.save()
+            transaction.on_commit(partial(setattr, memory, "figures", result.remembered))
             if result.snapshot is not None:
                 confirm(wait=False)  # refuted already: no analysis to throw away
                 analyse_server(
                     server, result.snapshot, result.changed_tables, result.stored_figures
                 )
                 confirm(wait=False)
-                failed = evaluate_alerts(evaluate_after_poll, server, result.snapshot, memory)
+                evaluated, failed = evaluate_alerts(
+                    evaluate_after_poll, server, result.snapshot, memory.evaluated_under
+                )
+                if failed is None:
+                    version = evaluated.rules_version
+                    transaction.on_commit(partial(setattr, memory, "evaluated_under", version))
             confirm()
     except Refuted:
-        store.restore()
+        memory.figures = store.restore()
         raise
-    return result, failed
+    except BaseException:
+        memory.figures = store.untaken()
+        raise
+    return Stored(result, failed, collection)
 
 
 def _store(
     server: Server, collection: Collection, poll_id: str, started: float, memory: PollMemory
-) -> tuple[StoreResult, str | None]:
+) -> Stored:
     """`_store_analyse_evaluate`, once more on the collection assembled again with the
     tablespace list read should a speculation be refuted (the poll's sessions still
     open: definitions may have to be read)."""
@@ -539,8 +377,7 @@ def _poll(server: Server, poll_id: str | None, deadline: PollDeadline | None) ->
         set_stage("reading the previous poll")
         previous = previous_poll(server)
         set_stage("reading the shared poll memory")
-        make_room(server)
-        memory = restore_memory(server, previous.poll_id)
+        memory = MEMORIES.load(server, previous.poll_id)
         set_stage(f"connecting to {server.host}:{server.port}")
         target = target_for(server)
         with deadline.session(target) as session:
@@ -557,7 +394,7 @@ def _poll(server: Server, poll_id: str | None, deadline: PollDeadline | None) ->
                 speculate=settings.PARTDASH_STORE_WHILE_READING,
                 status_before=previous.status,
             )
-            collection = collect(session, request)
+            collection = collect(session, request, memory.take_kept())
             stored = None
             if collection.speculation is not None:  # stored while the session is open
                 set_stage("storing and analysing the snapshot")
@@ -575,20 +412,22 @@ def _poll(server: Server, poll_id: str | None, deadline: PollDeadline | None) ->
     if stored is None:
         seconds = time.monotonic() - started
         stored = _store_analyse_evaluate(server, collection, poll_id, seconds, memory)
-    result, evaluation_failed = stored
+    result, evaluation_failed = stored.result, stored.evaluation_failed
     if result.snapshot is not None:
         _record_success(server, collection, result.snapshot.taken_at)
-        if memory.sources is not None:
-            memory.sources.stored(poll_id)  # the next poll continues this one
-        bound_memory(server.pk, result.partitions_seen)
         set_stage("sharing the poll memory")
-        try:
-            share_memory(memory, server, poll_id, result)
-        except Exception:  # the poll is stored: a bug here costs the next one its memory
-            log.exception("the poll memory of %s was not shared", server.name)
-            pollmemory.unheld(server.pk)
+        MEMORIES.save(
+            server,
+            StoredPoll(
+                memory=memory,
+                poll_id=poll_id,
+                snapshot_id=result.snapshot.pk,
+                partitions=result.partitions_seen,
+                kept=stored.collection.reusable,
+            ),
+        )
     else:
-        pollmemory.unheld(server.pk)
+        MEMORIES.save(server, None)
     report = PollReport(
         server=server.name,
         ok=True,

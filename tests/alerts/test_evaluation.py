@@ -15,7 +15,6 @@ from partdash.alerts.service import (
     evaluate_stale_polls,
 )
 from partdash.metrics.models import Partition, PartitionedTable, PartitionSample, ServerSnapshot
-from partdash.polling import service as polling_service
 from partdash.servers.choices import ServerStatus
 from tests import builders
 
@@ -57,7 +56,8 @@ class Fleet:
         self.capture = django_capture_on_commit_callbacks
         self.queued: list[tuple[int, str]] = []
         monkeypatch.setattr(service, "queue_delivery", lambda *args: self.queued.append(args))
-        polling_service._MEMORY.clear()
+        # The rules version the last poll evaluated under, as a poll's conductor keeps it.
+        self.evaluated_under: str | None = None
 
     def table(self, name: str = "orders", health: dict | None = None, **fields):
         fields = {"method": "HASH", "first_seen_at": self.at, "health": health or {}, **fields}
@@ -79,8 +79,9 @@ class Fleet:
         ids = [t.pk for t in analysed]
         PartitionedTable.objects.filter(pk__in=ids).update(analysed_at=self.at)
         with self.capture(execute=True):
-            memory = polling_service.memory_of(self.server)  # as a poll passes it
-            return evaluate_after_poll(self.server, snapshot, memory)
+            evaluated = evaluate_after_poll(self.server, snapshot, self.evaluated_under)
+        self.evaluated_under = evaluated.rules_version  # as the conductor keeps it
+        return evaluated.evaluation_id
 
     def fail(self) -> str | None:
         self.server.status = ServerStatus.UNREACHABLE

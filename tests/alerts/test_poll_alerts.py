@@ -7,6 +7,7 @@ from django.core.management import call_command
 from partdash.alerts import service
 from partdash.alerts.models import Alert, Transition
 from partdash.polling import service as polling_service
+from partdash.polling.memory import PollMemories
 from partdash.polling.service import poll_server
 from tests.sql import run
 
@@ -17,7 +18,7 @@ pytestmark = pytest.mark.django_db
 def queued(monkeypatch) -> list[tuple[int, str]]:
     made: list[tuple[int, str]] = []
     monkeypatch.setattr(service, "queue_delivery", lambda *args: made.append(args))
-    polling_service._MEMORY.clear()
+    monkeypatch.setattr(polling_service, "MEMORIES", PollMemories())  # a new worker child
     return made
 
 

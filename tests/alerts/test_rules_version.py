@@ -38,9 +38,9 @@ def test_a_lowered_size_setting_reaches_a_quiet_table_after_a_restart(
 
     # A restart with the threshold below the table's size: the new process holds
     # nothing and continues from the memory the last poll shared in Redis.
-    polling_service.forget(server.pk)
+    polling_service.MEMORIES.forget(server.pk)
     last_poll = polling_service.previous_poll(server).poll_id
-    restored = polling_service.restore_memory(server, last_poll)  # as the next poll does
+    restored = polling_service.MEMORIES.load(server, last_poll)  # as the next poll does
     assert restored.evaluated_under is not None  # the last poll's version, from Redis
     settings.PARTDASH_ALERT_TABLE_SIZE_BYTES = size // 2
     assert poll_server(server).ok and poll_server(server).ok

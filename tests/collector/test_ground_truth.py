@@ -531,7 +531,7 @@ def test_a_table_dropped_before_its_definitions_are_read_is_reported_and_marked_
     with open_session(target_for(server)) as session:
         racing = DropsTheTableFirst(session.conn, session.flavor, session.version)
         collection = collect(racing, CollectRequest(known_signatures(server)))
-    PollStore(server, collection, "race", 0.0).save()
+    PollStore(server=server, collection=collection, poll_id="race", seconds=0.0).save()
 
     assert f"table `{schema}`.`t` was dropped mid-poll" in collection.lines
     assert (schema, "t") in collection.gone

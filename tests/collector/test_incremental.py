@@ -22,6 +22,7 @@ from partdash.mysql.incremental import (
     SourceMemory,
 )
 from partdash.mysql.sources import file_io, tablespaces
+from partdash.polling.memory import PollMemories, StoredPoll
 from partdash.polling.service import known_signatures, poll_server
 from tests.collector.test_ground_truth import flush_to_disk
 from tests.sql import run
@@ -194,6 +195,15 @@ def server_space_ids(instance, schema: str) -> dict:
     }
 
 
+def sources_of(server) -> SourceMemory:
+    """What this process's poll memory holds of the server's wide sources."""
+    from partdash.polling import service
+
+    held = service.MEMORIES.held(server.pk)
+    assert held is not None and held.sources is not None
+    return held.sources
+
+
 def tables_and_server(instance, new_schema, name: str):
     """A new schema holding TABLES, flushed to disk, and a server polling it."""
     schema = new_schema(instance)
@@ -353,15 +363,13 @@ def test_a_memory_not_continuing_the_last_stored_poll_reads_file_io_in_full():
     exact, and are kept); the previous poll's partitions are not reused either."""
     memory = SourceMemory()
     memory.sources = {TABLESPACES.key: "tablespaces", FILE_IO.key: "files"}
-    memory.pending = "partitions"
     memory.stored("poll-1")
-    assert memory.begin("poll-1") == ("poll-1", "partitions")
+    assert collect_module._begin(memory, "poll-1", "partitions") == ("poll-1", "partitions")
     assert set(memory.sources) == {TABLESPACES.key, FILE_IO.key}
-    memory.pending = "partitions"
     memory.stored("poll-2")
-    assert memory.begin("poll-3") == (None, None)
+    assert collect_module._begin(memory, "poll-3", "partitions") == (None, None)
     assert set(memory.sources) == {TABLESPACES.key}
-    assert memory.begin("poll-3") == (None, None)  # a failed poll stored nothing
+    assert memory.begin("poll-3") is None  # a failed poll stored nothing
 
 
 def test_aggregates_cut_short_by_group_concat_max_len_are_read_row_by_row(mariadb_ps, new_schema):
@@ -394,20 +402,21 @@ def test_a_process_polling_after_another_one_did_stores_the_truth(
     settings.PARTDASH_SHARE_POLL_MEMORY = False
     schema, server = tables_and_server(mariadb_ps, new_schema, "two-children")
     assert poll_server(server).ok and poll_server(server).ok
-    first = dict(service._MEMORY)
-    memory = service.source_memory(server)
-    service._MEMORY.clear()  # the other child, which never polled it
-    for rows in ("(5001, 'a'), (5002, 'b')", "(5003, 'c')"):
-        run(mariadb_ps, schema, f"INSERT INTO h VALUES {rows}")
-        flush_to_disk(mariadb_ps, schema, "h")
-        assert poll_server(server).ok
-    assert service.source_memory(server) is not memory
-    service._MEMORY.clear()  # the first child again
-    service._MEMORY.update(first)
+    first = service.MEMORIES
+    memory = sources_of(server)
+    service.MEMORIES = PollMemories()  # the other child, which never polled it
+    try:
+        for rows in ("(5001, 'a'), (5002, 'b')", "(5003, 'c')"):
+            run(mariadb_ps, schema, f"INSERT INTO h VALUES {rows}")
+            flush_to_disk(mariadb_ps, schema, "h")
+            assert poll_server(server).ok
+        assert sources_of(server) is not memory
+    finally:
+        service.MEMORIES = first  # the first child again
     run(mariadb_ps, schema, "INSERT INTO h VALUES (5004, 'd')")
     flush_to_disk(mariadb_ps, schema, "h")
     assert poll_server(server).ok
-    assert service.source_memory(server) is memory
+    assert sources_of(server) is memory
     assert memory.touched[FILE_IO.key] is None  # file I/O read in full
     assert memory.touched[TABLESPACES.key] is not None  # the tablespaces where changed
     assert_stored_is_the_truth(server, schema, settings, "after another child's polls")
@@ -442,7 +451,6 @@ def test_a_restarted_server_has_its_file_io_read_in_full(
     """A restart starts every file counter again from zero, which a remembered quantum
     could hide (10 reads remembered, 3 now: the same quantum): the poll after it reads
     file I/O in full, and stores the truth."""
-    from partdash.polling import service
     from tests.services import MariaDB
 
     with MariaDB({"performance_schema": "ON"}) as instance:
@@ -451,7 +459,7 @@ def test_a_restarted_server_has_its_file_io_read_in_full(
         flush_to_disk(instance, schema, "h")
         server = new_server(instance, "restarted")
         assert poll_server(server).ok and poll_server(server).ok
-        memory = service.source_memory(server)
+        memory = sources_of(server)
         assert memory.touched[FILE_IO.key] is not None  # what changed only
         instance.restart()
         assert poll_server(server).ok
@@ -668,28 +676,31 @@ def test_a_process_forgets_the_least_recently_polled_servers_past_its_bound(sett
     """What one worker child remembers is bounded (PARTDASH_REMEMBERED_PARTITIONS): past
     it, the servers it polled longest ago are forgotten, both their wide sources and
     their figures; the one just polled is kept even alone over the bound."""
-    from partdash.polling import service
+    from partdash.servers.models import Server
 
     settings.PARTDASH_REMEMBERED_PARTITIONS = 100
-    service._REMEMBERED_SIZES.clear()
-    for pk in (1, 2, 3, 4):
-        service._MEMORY[pk] = service.PollMemory(("db", 3306), SourceMemory(), object())
+    settings.PARTDASH_SHARE_POLL_MEMORY = False  # (in process only: nothing in Redis)
+    memories = PollMemories()
 
-    def remembered():
-        return {pk for pk in service._MEMORY if pk in (1, 2, 3, 4)}
+    def polled(pk: int, partitions: int) -> set[int]:
+        """A stored poll of server `pk`, which saw `partitions`: the servers remembered
+        when it began, and after it."""
+        server = Server(pk=pk, name=f"s{pk}", host="db", port=3306, partitions=partitions)
+        memory = memories.load(server, None)
+        memory.figures = object()  # (its stored figures, forgotten with it)
+        began = memories.servers()
+        memories.save(server, StoredPoll(memory, f"poll-{pk}", pk, partitions, None))
+        assert memories.servers() == began  # (already made room for its size)
+        return began
 
-    try:
-        assert service.bound_memory(1, 60) == [] and service.bound_memory(2, 30) == []
-        assert service.bound_memory(3, 30) == [1]  # 120 partitions: the oldest goes
-        assert remembered() == {2, 3, 4}
-        assert service.bound_memory(2, 30) == []  # polled again: now the most recent
-        assert service.bound_memory(4, 90) == [3, 2]
-        assert remembered() == {4}
-        assert service.bound_memory(4, 500) == [] and remembered() == {4}
-    finally:
-        service._REMEMBERED_SIZES.clear()
-        for pk in (1, 2, 3, 4):
-            service.forget(pk)
+    assert polled(1, 60) == {1} and polled(2, 30) == {1, 2}
+    assert polled(3, 30) == {2, 3}  # 120 partitions: the oldest goes
+    assert polled(2, 30) == {2, 3}  # polled again: now the most recent
+    assert polled(4, 20) == {2, 3, 4}
+    assert polled(5, 30) == {2, 4, 5}  # 110: 3 is now the oldest
+    assert polled(4, 90) == {4}  # the others go, the least recently polled first
+    assert polled(4, 500) == {4}  # alone over the bound, kept
+    assert memories.held(4) is not None and memories.held(4).figures is not None
 
 
 def sessions_spied(monkeypatch) -> list:

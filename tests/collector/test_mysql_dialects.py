@@ -121,7 +121,7 @@ def test_a_known_table_is_not_read_again(make_server):
 def test_a_mysql8_poll_is_stored_like_a_mariadb_one(mariadb, make_server):
     server = make_server(mariadb, name="mysql8-recorded")
     collection = collect(RecordedSession(*mysql80()), CollectRequest(known={}))
-    PollStore(server, collection, "recorded-1", 0.1).save()
+    PollStore(server=server, collection=collection, poll_id="recorded-1", seconds=0.1).save()
 
     table = PartitionedTable.objects.get(server=server, schema="shop", name="orders")
     assert (table.method, table.partition_count) == ("RANGE", 3)

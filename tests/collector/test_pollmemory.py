@@ -18,29 +18,46 @@ from partdash.mysql.sources.file_io import PartitionIO
 from partdash.mysql.sources.tablespaces import PartitionFile
 from partdash.mysql.sources.tablestats import LastRead
 from partdash.polling import pollmemory, service
+from partdash.polling.memory import PollMemories
 from partdash.polling.service import poll_server
 from tests.collector.test_ground_truth import flush_to_disk
-from tests.collector.test_incremental import assert_stored_is_the_truth, tables_and_server
+from tests.collector.test_incremental import (
+    assert_stored_is_the_truth,
+    sources_of,
+    tables_and_server,
+)
 from tests.sql import run
 
 FILE_IO_PART, KEPT_PART = pollmemory.FILE_IO_PART, pollmemory.KEPT_PART
 FIGURES_PART = pollmemory.FIGURES_PART
 ROWS = pollmemory.FigureRows((2, 3))  # (plain tuples, datetimes at 2 and 3)
 
-# What one worker child holds in process between polls.
-HELD = (service._MEMORY, pollmemory._HELD)
+
+@pytest.fixture(autouse=True)
+def own_memories(monkeypatch) -> None:
+    """Each test's polls start in a worker child of its own, new to every server (and
+    the children a test becomes are let go after it)."""
+    monkeypatch.setattr(service, "MEMORIES", PollMemories())
 
 
-def child() -> tuple:
+def child() -> PollMemories:
     """What this process holds now, as one worker child's."""
-    return tuple(dict(held) for held in HELD)
+    return service.MEMORIES
 
 
-def become(state: tuple) -> None:
-    """Hold what `state` holds: the worker child it was taken from polls next."""
-    for held, kept in zip(HELD, state, strict=True):
-        held.clear()
-        held.update(kept)
+def become(memories: PollMemories) -> None:
+    """Hold what `memories` holds: the worker child it was taken from polls next."""
+    service.MEMORIES = memories
+
+
+def new_child() -> PollMemories:
+    return PollMemories()
+
+
+def held_part(server, name: str) -> pollmemory.Part:
+    part = service.MEMORIES.shared_part(server.pk, name)
+    assert part is not None
+    return part
 
 
 @pytest.fixture
@@ -72,20 +89,18 @@ def test_two_children_in_turn_each_continue_the_last_poll(
     truth."""
     schema, server = tables_and_server(mariadb_ps, new_schema, "two-children-shared")
     assert poll_server(server).ok and poll_server(server).ok  # child A: first, second
-    a, b = child(), tuple({} for _ in HELD)
+    a, b = child(), new_child()
     for turn, rows in enumerate(("(6001, 'a'), (6002, 'b')", "(6003, 'c')", "(6004, 'd')")):
-        a, b = (child(), b) if turn % 2 == 0 else (a, child())
         become(b if turn % 2 == 0 else a)  # the other child polls next
         write(mariadb_ps, schema, rows)
         assert poll_server(server).ok
-        memory = service.source_memory(server)
+        memory = sources_of(server)
         assert memory.touched[FILE_IO.key] is not None, f"turn {turn}: file I/O read in full"
         assert memory.touched[TABLESPACES.key] is not None, f"turn {turn}: list read in full"
         assert_stored_is_the_truth(server, schema, settings, f"turn {turn}")
-        a, b = (child(), b) if turn % 2 == 0 else (a, child())
         become(a if turn % 2 == 0 else b)  # and back: a quiet poll reads no row
         assert poll_server(server).ok
-        memory = service.source_memory(server)
+        memory = sources_of(server)
         assert memory.touched == {FILE_IO.key: [], TABLESPACES.key: []}, f"turn {turn}"
         assert sum(memory.fetched.values()) == 0, f"turn {turn}: {memory.fetched}"
         assert_stored_is_the_truth(server, schema, settings, f"turn {turn}, quiet")
@@ -101,20 +116,20 @@ def test_a_memory_lost_from_redis_costs_one_cold_poll(
     assert poll_server(server).ok and poll_server(server).ok
     partitions = server.__class__.objects.get(pk=server.pk).partitions
     a = child()
-    become(tuple({} for _ in HELD))
+    become(new_child())
     client = redis_server.client()
     header = msgpack.unpackb(client.get(pollmemory.header_key(server.pk)))
     named = pollmemory.part_key(server.pk, header["parts"][pollmemory.FILE_IO_PART][-1])
     assert client.delete(named) == 1  # one part evicted: the whole memory is cold
     write(mariadb_ps, schema, "(7001, 'a')")
     assert poll_server(server).ok
-    assert service.source_memory(server).touched[FILE_IO.key] is None  # every row read
+    assert sources_of(server).touched[FILE_IO.key] is None  # every row read
     assert compared[-1] == partitions
     assert_stored_is_the_truth(server, schema, settings, "after the memory was lost")
     become(a)
     write(mariadb_ps, schema, "(7002, 'b')")
     assert poll_server(server).ok  # continues the cold poll, through Redis again
-    assert service.source_memory(server).touched[FILE_IO.key] is not None
+    assert sources_of(server).touched[FILE_IO.key] is not None
     assert_stored_is_the_truth(server, schema, settings, "the poll after")
 
 
@@ -126,13 +141,14 @@ def test_a_memory_of_another_poll_or_address_is_never_used(
     schema, server = tables_and_server(mariadb_ps, new_schema, "other-poll")
     assert poll_server(server).ok and poll_server(server).ok
     last = service.previous_poll(server).poll_id
-    address = (server.host, server.port)
-    rows = service._FIGURE_ROWS
-    become(tuple({} for _ in HELD))
-    assert pollmemory.load(server.pk, "another poll", address, rows) is None
-    assert pollmemory.load(server.pk, last, ("elsewhere", 3306), rows) is None
-    shared = pollmemory.load(server.pk, last, address, rows)
-    assert shared is not None and shared.poll_id == last
+    become(new_child())
+    assert not service.MEMORIES.load(server, "another poll").sources.sources  # a new one
+    moved = server.__class__.objects.get(pk=server.pk)
+    moved.host = "elsewhere"
+    assert not service.MEMORIES.load(moved, last).sources.sources
+    service.MEMORIES.forget(server.pk)
+    shared = service.MEMORIES.load(server, last)
+    assert shared.sources.basis == last and shared.sources.sources  # the shared one
 
 
 def test_a_memory_read_back_shares_what_its_parts_repeat(
@@ -144,15 +160,17 @@ def test_a_memory_read_back_shares_what_its_parts_repeat(
     _, server = tables_and_server(mariadb_ps, new_schema, "shared-objects")
     assert poll_server(server).ok and poll_server(server).ok
     last = service.previous_poll(server).poll_id
-    become(tuple({} for _ in HELD))
-    shared = pollmemory.load(server.pk, last, (server.host, server.port), service._FIGURE_ROWS)
-    assert shared is not None and shared.kept is not None and shared.figures is not None
-    rows = shared.sources[TABLESPACES.key].rows.values()
+    become(new_child())
+    shared = service.MEMORIES.load(server, last)
+    assert shared.sources is not None and shared.sources.basis == last  # read back
+    assert shared.kept is not None and shared.figures is not None
+    rows = shared.sources.sources[TABLESPACES.key].rows.values()
     names = {id(row.name) for members in rows for row in members}
     kept = list(shared.kept.partitions.values())
     assert kept and all(id(figures.name) in names for figures in kept)
-    keys = {id(key) for key in shared.figures.figures}
-    specs = [spec for members in shared.figures.specs.values() for spec in members]
+    figures = shared.figures.stored
+    keys = {id(key) for key in figures.figures}
+    specs = [spec for members in figures.specs.values() for spec in members]
     assert specs and all(id(spec.key) in keys for spec in specs)
 
 
@@ -182,19 +200,20 @@ def test_written_polls_share_deltas_that_any_child_continues(
     assert {FILE_IO_PART, KEPT_PART, FIGURES_PART} <= grown, chains()
     monkeypatch.setattr(pollmemory, "MAX_DELTAS", max(map(len, chains().values())) + 1)
     a = child()
-    become(tuple({} for _ in HELD))  # child B, new: every part whole, and every delta
+    become(new_child())  # child B, new: every part whole, and every delta
     write(mariadb_ps, schema, "(9002, 'b'), (9003, 'c')")
     read.clear()
     shared = chains()
     assert poll_server(server).ok
     assert len(read) == sum(map(len, shared.values()))  # every whole part, every delta
-    assert service.source_memory(server).touched[FILE_IO.key] is not None
+    assert sources_of(server).touched[FILE_IO.key] is not None
     assert_stored_is_the_truth(server, schema, settings, "a new child, through deltas")
     assert len(chains()[FILE_IO_PART]) == before[FILE_IO_PART] + 2
     become(a)  # A holds the whole parts and its deltas: reads only B's
     write(mariadb_ps, schema, "(9004, 'd')")
     read.clear()
-    held, shared = pollmemory._HELD[server.pk], chains()
+    shared = chains()
+    held = {name: held_part(server, name) for name in shared}
     assert poll_server(server).ok
     on_top = {n: ids[: len(held[n].chain)] == list(held[n].chain) for n, ids in shared.items()}
     assert on_top[FILE_IO_PART] and on_top[KEPT_PART] and on_top[FIGURES_PART]
@@ -203,7 +222,7 @@ def test_written_polls_share_deltas_that_any_child_continues(
         for name, ids in shared.items()
     )
     assert len(read) < sum(map(len, shared.values()))
-    assert service.source_memory(server).touched[FILE_IO.key] is not None
+    assert sources_of(server).touched[FILE_IO.key] is not None
     assert_stored_is_the_truth(server, schema, settings, "a child holding some deltas")
     monkeypatch.setattr(pollmemory, "MAX_DELTAS", len(chains()[FILE_IO_PART]) - 1)
     write(mariadb_ps, schema, "(9005, 'e')")
@@ -318,7 +337,7 @@ def test_the_partitions_a_poll_built_come_back_exactly(
     same order, the same figures, file keys, tables and signatures."""
     schema, server = tables_and_server(mariadb_ps, new_schema, "kept")
     assert poll_server(server).ok and poll_server(server).ok
-    kept = service.source_memory(server).kept
+    kept = service.MEMORIES.held(server.pk).kept
     assert kept is not None and kept.partitions
     back = pollmemory.decode_kept(pollmemory._unpack(pollmemory._pack(
         pollmemory.encode_kept(kept))))  # fmt: skip
@@ -351,10 +370,10 @@ def test_a_memory_that_cannot_be_shared_leaves_the_poll_stored(
     server.refresh_from_db()
     assert server.last_error == "" or "poll failed" not in server.last_error
     assert server.last_success_at == server.last_poll_at
-    become(tuple({} for _ in HELD))
+    become(new_child())
     write(mariadb_ps, schema, "(8001, 'a')")
     assert poll_server(server).ok
-    assert service.source_memory(server).touched[FILE_IO.key] is None  # cold: every row
+    assert sources_of(server).touched[FILE_IO.key] is None  # cold: every row
     assert_stored_is_the_truth(server, schema, settings, "after a memory not shared")
 
 
@@ -366,9 +385,8 @@ def test_a_child_makes_room_before_it_reads_another_servers_memory(
     holds them all at once."""
     _, first = tables_and_server(mariadb_ps, new_schema, "room-first")
     _, second = tables_and_server(mariadb_ps, new_schema, "room-second")
-    monkeypatch.setattr(service, "_REMEMBERED_SIZES", {})
     assert poll_server(second).ok and poll_server(second).ok  # another child: shared
-    become(tuple({} for _ in HELD))
+    become(new_child())
     assert poll_server(first).ok and poll_server(first).ok  # this child holds the first
     second.refresh_from_db()
     settings.PARTDASH_REMEMBERED_PARTITIONS = second.partitions  # room for one of them
@@ -376,17 +394,17 @@ def test_a_child_makes_room_before_it_reads_another_servers_memory(
     held_when_read = []
     load = pollmemory.load
 
-    def reading(server_pk, *args):
-        held_when_read.append(ours & set(service._MEMORY))
-        return load(server_pk, *args)
+    def reading(held, server_pk, *args):
+        held_when_read.append(ours & service.MEMORIES.servers())
+        return load(held, server_pk, *args)
 
     monkeypatch.setattr(pollmemory, "load", reading)
     assert poll_server(second).ok
     assert held_when_read == [set()], held_when_read  # the first forgotten already
     # And the poll continued the shared memory: file I/O read by bucket, not every row
     # (other tests' schemas on the same server may change meanwhile).
-    assert service.source_memory(second).touched[FILE_IO.key] is not None
-    assert ours & set(service._MEMORY) == {second.pk}
+    assert sources_of(second).touched[FILE_IO.key] is not None
+    assert ours & service.MEMORIES.servers() == {second.pk}
 
 
 def test_figures_read_back_are_decoded_only_when_a_poll_compares_them(
@@ -414,16 +432,16 @@ def test_figures_read_back_are_decoded_only_when_a_poll_compares_them(
         return msgpack.unpackb(client.get(pollmemory.header_key(server.pk)))["parts"][FIGURES_PART]
 
     chain = figures_chain()
-    become(tuple({} for _ in HELD))  # a new child: a quiet poll
+    become(new_child())  # a new child: a quiet poll
     assert poll_server(server).ok and compared[-1] == 0
-    held = pollmemory._HELD[server.pk][FIGURES_PART].piece
+    held = held_part(server, FIGURES_PART).piece
     assert isinstance(held, pollmemory.UnreadFigures) and not held.decoded
     assert figures_chain() == chain  # nothing of them written again
     assert_stored_is_the_truth(server, schema, settings, "a quiet poll, figures unread")
-    become(tuple({} for _ in HELD))  # another new child: a written poll
+    become(new_child())  # another new child: a written poll
     write(mariadb_ps, schema, "(8101, 'a')")
     assert poll_server(server).ok
-    held = pollmemory._HELD[server.pk][FIGURES_PART].piece
+    held = held_part(server, FIGURES_PART).piece
     assert not pollmemory._unread(held) and held.figures
     assert figures_chain() != chain  # what changed, shared
     assert_stored_is_the_truth(server, schema, settings, "a written poll, figures decoded")
@@ -442,7 +460,7 @@ def test_figures_that_do_not_decode_are_read_from_the_database(
     damaged = pollmemory._pack([[1, 2], ["p0#"], [], [], [None, None], [], []])
     for part_id in header["parts"][FIGURES_PART]:
         client.set(pollmemory.part_key(server.pk, part_id), damaged)
-    become(tuple({} for _ in HELD))
+    become(new_child())
     write(mariadb_ps, schema, "(8201, 'a')")
     assert poll_server(server).ok
     assert "the remembered figures are read from the database" in caplog.text
@@ -470,21 +488,23 @@ def test_a_child_polling_another_server_holds_the_others_figures_as_stored(
     assert compared[-2:] == [0, 0], compared
     write(mariadb_ps, schema_a, "(8301, 'a')")
     assert poll_server(a).ok
-    held = pollmemory._HELD[a.pk][FIGURES_PART]
+    held = held_part(a, FIGURES_PART)
     assert not pollmemory._unread(held.piece) and held.complete()
     assert poll_server(a).ok  # one server: its figures stay decoded
-    assert not pollmemory._unread(pollmemory._HELD[a.pk][FIGURES_PART].piece)
+    assert not pollmemory._unread(held_part(a, FIGURES_PART).piece)
     assert poll_server(b).ok
-    held = pollmemory._HELD[a.pk][FIGURES_PART].piece
+    held = held_part(a, FIGURES_PART).piece
     assert pollmemory._unread(held)
-    assert service._MEMORY[a.pk].figures.stored.source is held
-    assert service.compact_others(b.pk) == []  # held so already: nothing to let go
+    assert service.MEMORIES.held(a.pk).figures.stored.source is held
+    service.MEMORIES.load(b, service.previous_poll(b).poll_id)  # (makes room again)
+    assert held_part(a, FIGURES_PART).piece is held  # held so already: nothing let go
+    assert service.MEMORIES.held(a.pk).figures.stored.source is held
     write(mariadb_ps, schema_a, "(8302, 'b')")
     a.refresh_from_db()
     partitions = a.partitions
     assert poll_server(a).ok
     assert 0 < compared[-1] < partitions  # continued: only what changed compared
-    assert not pollmemory._unread(pollmemory._HELD[a.pk][FIGURES_PART].piece)
+    assert not pollmemory._unread(held_part(a, FIGURES_PART).piece)
     assert_stored_is_the_truth(a, schema_a, settings, "after its figures were held as stored")
     write(mariadb_ps, schema_a, "(8303, 'c')")
     assert poll_server(a).ok

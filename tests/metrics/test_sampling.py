@@ -17,9 +17,8 @@ def poll_with_reads(server, poll_id: str, reads: int):
     files = results["file_summary_by_instance"]
     path, _, writes, _, write_bytes = files[0]
     files[0] = (path, reads, writes, reads * 16384, write_bytes)
-    PollStore(
-        server, collect(RecordedSession(flavor, version, results), CollectRequest()), poll_id, 0
-    ).save()
+    collection = collect(RecordedSession(flavor, version, results), CollectRequest())
+    PollStore(server=server, collection=collection, poll_id=poll_id, seconds=0).save()
     return Partition.objects.get(table__server=server, name="p2026")
 
 
