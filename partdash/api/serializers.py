@@ -31,6 +31,7 @@ from partdash.metrics.readings import (
     table_shares,
     with_fix,
 )
+from partdash.mysql import figures as figure_registry
 from partdash.servers.models import LATEST_POLL_FIELDS, Server
 
 LABEL = r"[A-Za-z0-9_][A-Za-z0-9_-]{0,62}"
@@ -513,6 +514,12 @@ class TableExportSerializer(serializers.ModelSerializer):
         extra_kwargs = {"export_partitions": {"required": True}}
 
 
+def with_api_figures(fields: list[str]) -> list[str]:
+    """`fields`, then every partition figure declared for the API and not among them
+    (`partdash.mysql.figures`)."""
+    return fields + [name for name in figure_registry.in_api() if name not in fields]
+
+
 class PartitionSerializer(serializers.ModelSerializer):
     """One partition's latest figures; rows and sizes are estimates from InnoDB's
     persistent statistics (`stats_updated_at` says how old)."""
@@ -528,38 +535,40 @@ class PartitionSerializer(serializers.ModelSerializer):
 
     class Meta:
         model = Partition
-        fields = [
-            "name",
-            "subpartition",
-            "ordinal",
-            "subpartition_ordinal",
-            "description",
-            "rows",
-            "data_bytes",
-            "index_bytes",
-            "data_free",
-            "file_bytes",
-            "allocated_bytes",
-            "read_bytes_per_s",
-            "write_bytes_per_s",
-            "rows_changed_per_s",
-            "row_share",
-            "is_hotspot",
-            "compression",
-            "write_share",
-            "read_share",
-            "stats_updated_at",
-            "modified_counter",
-            "autoinc",
-            "read_ops",
-            "write_ops",
-            "read_bytes",
-            "write_bytes",
-            "row_format",
-            "changed_at",
-            "bound_date",
-            "catchall",
-        ]
+        fields = with_api_figures(
+            [
+                "name",
+                "subpartition",
+                "ordinal",
+                "subpartition_ordinal",
+                "description",
+                "rows",
+                "data_bytes",
+                "index_bytes",
+                "data_free",
+                "file_bytes",
+                "allocated_bytes",
+                "read_bytes_per_s",
+                "write_bytes_per_s",
+                "rows_changed_per_s",
+                "row_share",
+                "is_hotspot",
+                "compression",
+                "write_share",
+                "read_share",
+                "stats_updated_at",
+                "modified_counter",
+                "autoinc",
+                "read_ops",
+                "write_ops",
+                "read_bytes",
+                "write_bytes",
+                "row_format",
+                "changed_at",
+                "bound_date",
+                "catchall",
+            ]
+        )
 
     def get_data_free(self, partition: Partition) -> int | None:
         return estimated_data_free(

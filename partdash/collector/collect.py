@@ -73,7 +73,8 @@ RECHECK = "recheck"
 
 @dataclass(slots=True)
 class PartitionFigures:
-    """Everything the cheap sources said about one partition this poll (None: unknown)."""
+    """Everything the cheap sources said about one partition this poll (None: unknown):
+    a field per figure `partdash.mysql.figures` declares, of the figure's name."""
 
     name: PartitionName
     key: PartitionKey
@@ -254,6 +255,24 @@ def _merge_files(collection: Collection, rows: list[tablespaces.PartitionFile]) 
         figures.page_size, figures.row_format = row.page_size, row.row_format
 
 
+def _assigner(names: tuple[str, ...]) -> Callable[[PartitionFigures, tuple], None]:
+    """Sets the figures `names` on a partition from a row's values, in one unpacking, as
+    the hand-written assignment this replaces did: a loop of `setattr` made merging
+    64,000 partitions' file I/O 4.6 times slower (0.080 s against 0.017 s, measured).
+    Generated as dataclasses generate their `__init__`."""
+    targets = "".join(f"figures.{name}, " for name in names)
+    namespace: dict = {}
+    exec(f"def assign(figures, values):\n    {targets}= values", namespace)  # noqa: S102
+    return namespace["assign"]
+
+
+# What file I/O gives each partition, in the order of its rows (`figures.FILE_IO`).
+_IO_FIGURES = file_io.FIGURES
+_assign_io = _assigner(_IO_FIGURES)
+_NO_IO = (0,) * len(_IO_FIGURES)
+_assign_compression = _assigner(compression.PER_INDEX)
+
+
 def _merge_io(collection: Collection, rows: list[file_io.PartitionIO], only=None) -> None:
     """Every partition's file I/O from `rows`; or, given `only` (path keys), only those
     partitions', the others keeping what they hold (reused partitions, see `Kept`)."""
@@ -264,13 +283,13 @@ def _merge_io(collection: Collection, rows: list[file_io.PartitionIO], only=None
     else:
         targets = [f for f in map(collection.by_path.get, only) if f is not None]
     for figures in targets:
-        figures.read_ops = figures.write_ops = figures.read_bytes = figures.write_bytes = 0
+        _assign_io(figures, _NO_IO)
     for row in rows:
         if only is not None and row.path_key not in only:
             continue
         figures = collection.by_path.get(row.path_key)
         if figures is not None:  # a file without statistics or tablespace is ignored
-            figures.read_ops, figures.write_ops, figures.read_bytes, figures.write_bytes = row[1:]
+            _assign_io(figures, row[1:])
 
 
 def _merge_changes(collection: Collection, changes: tablestats.Changes, adopted: bool) -> None:
@@ -293,13 +312,7 @@ def _merge_compression(
         figures = collection.partitions.get(row.name.key)
         if figures is not None:
             collection.merged.add(figures.key)
-            (
-                figures.compress_ops,
-                figures.compress_ops_ok,
-                figures.compress_time,
-                figures.uncompress_ops,
-                figures.uncompress_time,
-            ) = row[1:]
+            _assign_compression(figures, row[1:])
 
 
 def _read_now(reader):

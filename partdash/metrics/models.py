@@ -13,17 +13,14 @@ from django.db import models
 
 from partdash.lib.fields import ClippedCharField
 from partdash.lib.folding import folded
+from partdash.mysql import figures
 
-# The figures a PartitionSample records (each NULL when unchanged).
-SIZE_FIGURES = ("rows", "data_bytes", "index_bytes", "file_bytes", "allocated_bytes")
-ACTIVITY_FIGURES = ("read_ops", "write_ops", "read_bytes", "write_bytes", "modified_counter")
-COMPRESSION_FIGURES = (
-    "compress_ops",
-    "compress_ops_ok",
-    "compress_time",
-    "uncompress_ops",
-    "uncompress_time",
-)
+# The figures a PartitionSample records (each NULL when unchanged), as the registry of
+# partition figures declares them (`partdash.mysql.figures`): each is a column of its name
+# on Partition and PartitionSample below.
+SIZE_FIGURES = figures.sampled("size")
+ACTIVITY_FIGURES = figures.sampled("activity")
+COMPRESSION_FIGURES = figures.sampled("compression")
 SAMPLED_FIGURES = SIZE_FIGURES + ACTIVITY_FIGURES + COMPRESSION_FIGURES
 
 

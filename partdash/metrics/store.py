@@ -28,13 +28,15 @@ from partdash.metrics.models import (
     UnmonitoredTable,
     aware,
 )
+from partdash.mysql.figures import following, stored_unsampled
 from partdash.mysql.names import fold
 from partdash.mysql.sources import other_engines
 from partdash.mysql.sources.definitions import TableDefinition
 
 log = logging.getLogger(__name__)
 
-OTHER = ("stats_updated_at", "autoinc", "space_id", "row_format", "page_size")
+# Stored with the sampled figures, never sampled (`partdash.mysql.figures`).
+OTHER = stored_unsampled()
 # Disk bytes (physical) and rows changed (logical) per second since the previous poll.
 RATES = ("read_bytes_per_s", "write_bytes_per_s", "rows_changed_per_s")
 _N_RATES = len(RATES)
@@ -89,6 +91,8 @@ _UPDATE_TIMES = (Update._fields.index("stats_updated_at"), Update._fields.index(
 _READ_BYTES, _WRITE_BYTES = FIGURES.index("read_bytes"), FIGURES.index("write_bytes")
 _STATS_UPDATED = FIGURES.index("stats_updated_at")
 _READ_OPS = FIGURES.index("read_ops")
+# Kept as they were with a handful of reads (`_few_reads`): reads and what moves with them.
+_WITH_READS = (_READ_OPS, *(FIGURES.index(name) for name in following("read_ops")))
 # What the statistics give: unknown, not kept, for a partition they have no row for.
 _STATISTICS = frozenset(
     FIGURES.index(name) for name in ("rows", "data_bytes", "index_bytes", "stats_updated_at")
@@ -259,7 +263,8 @@ def _known(values: tuple, before: tuple, unstated: bool) -> tuple:
 
 def _keep_reads(values: tuple, before: tuple) -> tuple:
     changed = list(values)
-    changed[_READ_OPS], changed[_READ_BYTES] = before[_READ_OPS], before[_READ_BYTES]
+    for at in _WITH_READS:
+        changed[at] = before[at]
     return tuple(changed)
 
 

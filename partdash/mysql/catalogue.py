@@ -14,6 +14,7 @@ themselves are kept as detail for the server page.
 from dataclasses import dataclass, field
 
 from partdash.lib.quoting import identifier, qualified
+from partdash.mysql import figures
 from partdash.mysql.dialects import Dialect
 
 # Why something could not be read (Shortfall.cause).
@@ -108,8 +109,8 @@ FILE_IO = Source(
     gives="physical reads and writes per partition file (hotspots)",
     loses="per-partition I/O; hotspots fall back to row growth",
     sql=(
-        "SELECT FILE_NAME, COUNT_READ, COUNT_WRITE, SUM_NUMBER_OF_BYTES_READ, "
-        "SUM_NUMBER_OF_BYTES_WRITE FROM performance_schema.file_summary_by_instance "
+        f"SELECT FILE_NAME, {figures.columns(figures.FILE_IO)} "
+        "FROM performance_schema.file_summary_by_instance "
         "WHERE EVENT_NAME = 'wait/io/file/innodb/innodb_data_file' "
         "AND (FILE_NAME LIKE '%%#P#%%' OR FILE_NAME LIKE '%%#p#%%')"
     ),
@@ -140,8 +141,8 @@ CMP_PER_INDEX = Source(
     gives="compression failure rate per table and partition",
     loses="per-partition compression failure rates",
     sql=(
-        "SELECT database_name, table_name, compress_ops, compress_ops_ok, compress_time, "
-        "uncompress_ops, uncompress_time FROM information_schema.INNODB_CMP_PER_INDEX "
+        f"SELECT database_name, table_name, {figures.columns(figures.CMP_PER_INDEX)} "
+        "FROM information_schema.INNODB_CMP_PER_INDEX "
         "WHERE table_name LIKE '%%#P#%%' OR table_name LIKE '%%#p#%%'"
     ),
     probe="SELECT 1 FROM information_schema.INNODB_CMP_PER_INDEX LIMIT 1",
@@ -158,7 +159,7 @@ TABLESTATS = Source(
     gives="rows modified since the last statistics refresh, AUTO_INCREMENT",
     loses="rows modified since the statistics",
     sql=(
-        "SELECT NAME, MODIFIED_COUNTER, {autoinc} FROM {tablestats} "
+        f"SELECT NAME, {figures.columns(figures.TABLESTATS)} FROM {{tablestats}} "
         "WHERE MODIFIED_COUNTER > 0 AND (NAME LIKE '%%#P#%%' OR NAME LIKE '%%#p#%%')"
     ),
     # No probe: even a LIMIT 1 read fills the whole table, which is what makes it costly:

@@ -42,6 +42,7 @@ from typing import TYPE_CHECKING, cast
 import pymysql
 from django.conf import settings
 
+from partdash.mysql import figures
 from partdash.mysql.catalogue import FILE_IO, PRIVILEGE, TABLESPACES, Source
 from partdash.mysql.connection import Session, TooManyRows
 from partdash.mysql.dialects import Dialect
@@ -437,18 +438,22 @@ class Shape:
     same: Callable[[str], Callable | None] = lambda columns: None
 
 
-FILE_IO_COLUMNS = (
-    "FILE_NAME, COUNT_READ, COUNT_WRITE, SUM_NUMBER_OF_BYTES_READ, SUM_NUMBER_OF_BYTES_WRITE"
+FILE_IO_COLUMNS = f"FILE_NAME, {figures.columns(figures.FILE_IO)}"
+# The file I/O figures the aggregate hashes: those that move with another are left out.
+_FILE_IO_HASHED = tuple(
+    name for name in figures.of_source(figures.FILE_IO) if not figures.figure(name).follows
 )
 
 
 def file_io_hashed(columns: str) -> str:
-    """File I/O's columns with the read counter by quantum and read bytes left out (they
-    move with it): see the module's docstring."""
+    """File I/O's columns with the read counter by quantum and the figures that move with
+    another (read bytes, with reads) left out: see the module's docstring."""
     if columns != FILE_IO_COLUMNS:  # the catalogue's query changed: hash what is read
         return columns
     quantum = max(1, settings.PARTDASH_MIN_SAMPLED_READS)
-    return f"FILE_NAME, COUNT_READ DIV {quantum}, COUNT_WRITE, SUM_NUMBER_OF_BYTES_WRITE"
+    hashed = [figures.figure(name).column for name in _FILE_IO_HASHED]
+    hashed[_FILE_IO_HASHED.index("read_ops")] += f" DIV {quantum}"
+    return ", ".join(("FILE_NAME", *hashed))
 
 
 def _path_buckets(rows: int) -> int:
@@ -466,7 +471,8 @@ def file_io_same(columns: str) -> Callable | None:
     if file_io_hashed(columns) == columns:
         return None
     quantum = max(1, settings.PARTDASH_MIN_SAMPLED_READS)
-    return lambda row: (row.path_key, row.read_ops // quantum, row.write_ops, row.write_bytes)
+    others = [name for name in _FILE_IO_HASHED if name != "read_ops"]
+    return lambda row: (row.path_key, row.read_ops // quantum, *[getattr(row, n) for n in others])
 
 
 SHAPES = {

@@ -52,6 +52,7 @@ from partdash.collector.collect import Kept, PartitionFigures
 from partdash.lib.shared_redis import redis_client
 from partdash.metrics.store import FiguresUnreadable
 from partdash.mysql.catalogue import FILE_IO, TABLESPACES
+from partdash.mysql.figures import layout as figures_layout
 from partdash.mysql.incremental import Buckets, _aggregates_of, _every_row
 from partdash.mysql.names import PartitionKey, PartitionName
 from partdash.mysql.sources.file_io import PartitionIO
@@ -60,7 +61,10 @@ from partdash.mysql.sources.tablestats import LastRead
 
 log = logging.getLogger(__name__)
 
-FORMAT = 5  # bumped whenever a part's layout changes: an older copy is never read
+# Bumped whenever a part's layout changes: an older copy is never read. The partition
+# figures' own layout (the registry's, `partdash.mysql.figures`) is part of it, so a
+# figure declared or removed changes it too.
+FORMAT = f"6:{figures_layout()}"
 ZLIB_LEVEL = 1  # the parts are mostly repeated names: level 1 gets most of it, fast
 # Deltas on top of one whole part at most; and at most half its size in all, past which
 # the part is written whole again (a child new to the server reads the whole and every

@@ -7,6 +7,7 @@ from typing import NamedTuple
 
 import pymysql
 
+from partdash.mysql import figures
 from partdash.mysql.catalogue import CMP_PER_INDEX, INNODB_CMP
 from partdash.mysql.connection import Session
 from partdash.mysql.names import PartitionKey, PartitionName, split_partition
@@ -14,7 +15,10 @@ from partdash.mysql.sources import setting_off, unavailable
 
 CMP_SQL = INNODB_CMP.sql
 PER_INDEX_SQL = CMP_PER_INDEX.sql
+# INNODB_CMP's counters; INNODB_CMP_PER_INDEX's are the partition figures declared for it,
+# the same five (`partdash.mysql.figures`).
 COUNTERS = ("compress_ops", "compress_ops_ok", "compress_time", "uncompress_ops", "uncompress_time")
+PER_INDEX = figures.of_source(figures.CMP_PER_INDEX)
 
 
 class PartitionCompression(NamedTuple):
@@ -38,7 +42,7 @@ def parse_per_index(rows, known: Container[PartitionKey] = ()) -> list[Partition
     for schema, table, *counters in rows:
         name = split_partition(schema, table, known)
         if name is not None:
-            total = totals.setdefault(name, [0] * len(COUNTERS))
+            total = totals.setdefault(name, [0] * len(PER_INDEX))
             for i, value in enumerate(counters):
                 total[i] += int(value)
     return [PartitionCompression(name, *values) for name, values in totals.items()]

@@ -9,15 +9,20 @@ from typing import NamedTuple
 
 import pymysql
 
+from partdash.mysql import figures
 from partdash.mysql.catalogue import FILE_IO
 from partdash.mysql.connection import Session
 from partdash.mysql.names import file_path_key
 from partdash.mysql.sources import setting_off, unavailable
 
 SQL = FILE_IO.sql
+FIGURES = figures.of_source(figures.FILE_IO)  # the rows' figures after the file's key
 
 
 class PartitionIO(NamedTuple):
+    """A file's figures, named and ordered as `partdash.mysql.figures` declares them
+    (the query selects them in that order)."""
+
     path_key: str  # names.file_path_key: matched to a partition, never parsed
     read_ops: int
     write_ops: int
@@ -27,10 +32,10 @@ class PartitionIO(NamedTuple):
 
 def parse(rows) -> list[PartitionIO]:
     io = []
-    for path, reads, writes, read_bytes, write_bytes in rows:
+    for path, *counters in rows:
         key = file_path_key(path)
         if key is not None:  # a partition's file
-            io.append(PartitionIO(key, reads, writes, read_bytes, write_bytes))
+            io.append(PartitionIO(key, *counters))
     return io
 
 
