@@ -1,5 +1,8 @@
 """Alert channels besides email: Slack, Teams, PagerDuty, Opsgenie, Telegram, Discord,
-Matrix, ntfy (through Apprise) and partdash's own JSON webhook.
+Matrix, ntfy (through Apprise) and partdash's own JSON webhook. Each kind is a transport
+(`transports`, declared in `channel_kinds`); a URL's kind is the registered transport
+that claims its host or scheme (`kind_of`). Here: routing, grouping, the messages' text
+and document, the URL checks and the sender process the transports share.
 
 A channel keeps the email's guarantees (`delivery`): an evaluation's transitions that a
 channel receives go out in one message for that channel, taken by the INSERT of that
@@ -19,6 +22,7 @@ sender then connects only to addresses that policy admits (`channel_policy`).
 
 import json
 import logging
+import re
 import socket
 import subprocess
 import sys
@@ -36,6 +40,7 @@ from partdash.alerts import emails
 from partdash.alerts.belated import announcement
 from partdash.alerts.models import Alert, Channel, ChannelKind, Notification, Transition
 from partdash.alerts.records import key_of, silences_for
+from partdash.alerts.transports import by_host, by_scheme, registered
 from partdash.health.alert_rules import silenced_keys
 from partdash.health.fixes import stored_fix
 from partdash.lib.addresses import (
@@ -52,37 +57,26 @@ log = logging.getLogger(__name__)
 SENDER = Path(__file__).with_name("channel_send.py")
 DOCUMENT_VERSION = 1
 
-# Apprise's schemes for the services named in the docs, and the hosts of the services'
-# own webhook URLs that Apprise takes as they are.
-SCHEMES = {
-    "slack": ChannelKind.SLACK,
-    "msteams": ChannelKind.MSTEAMS,
-    "workflow": ChannelKind.MSTEAMS,
-    "workflows": ChannelKind.MSTEAMS,
-    "pagerduty": ChannelKind.PAGERDUTY,
-    "opsgenie": ChannelKind.OPSGENIE,
-    "tgram": ChannelKind.TELEGRAM,
-    "discord": ChannelKind.DISCORD,
-    "matrix": ChannelKind.MATRIX,
-    "matrixs": ChannelKind.MATRIX,
-    "ntfy": ChannelKind.NTFY,
-    "ntfys": ChannelKind.NTFY,
-}
-NATIVE_HOSTS = {
-    "hooks.slack.com": ChannelKind.SLACK,
-    "discord.com": ChannelKind.DISCORD,
-    "discordapp.com": ChannelKind.DISCORD,
-    "api.telegram.org": ChannelKind.TELEGRAM,
-    "ntfy.sh": ChannelKind.NTFY,
-}
-NATIVE_SUFFIXES = {
-    ".webhook.office.com": ChannelKind.MSTEAMS,
-    ".logic.azure.com": ChannelKind.MSTEAMS,
-}
+# What no retry changes (`ChannelRefused.permanent`): the URL refused as it stands, or the
+# service refusing the message itself (a malformed request, an endpoint gone, too large).
+PERMANENT = re.compile(
+    r"line break or NUL|^scheme \S+ is not a channel|^not a URL|HTTP (400|404|410|413|422)$"
+)
 
 
 class ChannelRefused(Exception):
     """A channel URL no sender takes, or a sender that failed: one line, no secret."""
+
+    @property
+    def permanent(self) -> bool:
+        """Whether no later attempt at the same message can succeed (`PERMANENT`)."""
+        return bool(PERMANENT.search(str(self)))
+
+
+def apprise_schemes() -> list[str]:
+    """The URL schemes of the registered transports that Apprise sends (every scheme
+    but the webhook's http(s)), for the sender's own check."""
+    return sorted({s for t in registered() for s in t.schemes} - {"http", "https"})
 
 
 def kind_of(url: str) -> ChannelKind:
@@ -98,18 +92,13 @@ def kind_of(url: str) -> ChannelKind:
         raise ChannelRefused(
             "not a URL: give SCHEME://… (an Apprise URL, or https://… for a webhook)"
         )
-    if scheme in SCHEMES:
-        return SCHEMES[scheme]
-    if scheme in ("http", "https"):
-        if host in NATIVE_HOSTS:
-            return NATIVE_HOSTS[host]
-        for suffix, kind in NATIVE_SUFFIXES.items():
-            if host.endswith(suffix):
-                return kind
-        return ChannelKind.WEBHOOK
+    transport = by_host(host) if scheme in ("http", "https") else None
+    transport = transport or by_scheme(scheme)
+    if transport is not None:
+        return ChannelKind(transport.kind)
     raise ChannelRefused(
         f"scheme {scheme}:// is not a channel partdash sends through: one of "
-        f"{', '.join(sorted(SCHEMES))}, or http(s):// for a webhook"
+        f"{', '.join(apprise_schemes())}, or http(s):// for a webhook"
     )
 
 
@@ -166,7 +155,12 @@ def run_sender(request: dict, timeout: float | None = None) -> str:
         done = subprocess.run(
             [sys.executable, "-I", str(SENDER)],
             input=json.dumps(
-                {**request, "timeout": limit, "policy": policy().as_lists(), "schemes": [*SCHEMES]}
+                {
+                    **request,
+                    "timeout": limit,
+                    "policy": policy().as_lists(),
+                    "schemes": apprise_schemes(),
+                }
             ),
             capture_output=True,
             text=True,
@@ -360,25 +354,6 @@ def body_of(notification: Notification, lines: list[emails.Line]) -> str:
     return "\n".join(rows)
 
 
-def send(notification: Notification) -> str:
-    """Send one channel message (raises ChannelRefused with the sender's error)."""
-    channel = notification.channel
-    assert channel is not None
-    lines = emails.lines_of(notification)
-    url = channel.url()
-    kind = admissible(url)  # (a channel stored before the rules it breaks never sends)
-    request = {
-        "action": "send",
-        "url": url,
-        "kind": kind,
-        "title": notification.subject,
-        "body": body_of(notification, lines),
-        "failure": any(line.state == "FIRING" for line in lines),
-        "document": document_of(notification, lines) if kind == ChannelKind.WEBHOOK else None,
-    }
-    return run_sender(request)
-
-
 # --- a new channel's first message: what is firing already ----------------------------
 
 
@@ -425,36 +400,3 @@ def welcome(now: datetime | None = None) -> list[tuple[int, str]]:
                 if told:
                     queued.append((server_id, evaluation))
     return queued
-
-
-# --- a test message -------------------------------------------------------------------
-
-
-def send_test(channel: Channel, requested_by: str = "") -> str:
-    """Send a test message through `channel` now; returns the service's name."""
-    who = f" by {requested_by}" if requested_by else ""
-    body = (
-        f"A test alert from partdash, sent{who} at {emails.when(timezone.now())}: "
-        f"alerts of this channel's rules reach here.\n  {emails.link('/alerts/')}"
-    )
-    document = {
-        "version": DOCUMENT_VERSION,
-        "source": "partdash",
-        "test": True,
-        "subject": "[partdash] test alert",
-        "channel": channel.name,
-        "requested_by": requested_by,
-        "alerts_url": emails.link("/alerts/"),
-        "transitions": [],
-    }
-    url = channel.url()
-    request = {
-        "action": "send",
-        "url": url,
-        "kind": admissible(url),
-        "title": "[partdash] test alert",
-        "body": body,
-        "failure": False,
-        "document": document,
-    }
-    return run_sender(request)
