@@ -133,6 +133,7 @@ class Apprise(ChannelTransport):
 
     kind = ChannelKind.APPRISE.value
     label = ChannelKind.APPRISE.label
+    via_apprise = True
 
 
 def apprise_service(

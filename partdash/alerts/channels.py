@@ -64,6 +64,9 @@ PERMANENT = re.compile(
 )
 
 
+WEB = {"http", "https"}
+
+
 class ChannelRefused(Exception):
     """A channel URL no sender takes, or a sender that failed: one line, no secret."""
 
@@ -74,14 +77,15 @@ class ChannelRefused(Exception):
 
 
 def apprise_schemes() -> list[str]:
-    """The URL schemes of the registered transports that Apprise sends (every scheme
-    but the webhook's http(s)), for the sender's own check."""
-    return sorted({s for t in registered() for s in t.schemes} - {"http", "https"})
+    """The URL schemes of the registered transports that Apprise sends, for the
+    sender's own check."""
+    return sorted({s for t in registered() if t.via_apprise for s in t.schemes})
 
 
-def kind_of(url: str) -> ChannelKind:
-    """What `url` reaches: a known Apprise scheme, a service's own webhook URL, any other
-    http(s) URL (partdash's JSON webhook), or any other Apprise URL."""
+def kind_of(url: str) -> str:
+    """What `url` reaches: the kind of the registered transport that claims its host (a
+    service's own webhook URL) or its scheme; any other http(s) URL is partdash's JSON
+    webhook."""
     try:
         parts = urlsplit(url.strip())
         host = (parts.hostname or "").lower()
@@ -92,13 +96,14 @@ def kind_of(url: str) -> ChannelKind:
         raise ChannelRefused(
             "not a URL: give SCHEME://… (an Apprise URL, or https://… for a webhook)"
         )
-    transport = by_host(host) if scheme in ("http", "https") else None
+    transport = by_host(host) if scheme in WEB else None
     transport = transport or by_scheme(scheme)
     if transport is not None:
-        return ChannelKind(transport.kind)
+        return transport.kind
     raise ChannelRefused(
         f"scheme {scheme}:// is not a channel partdash sends through: one of "
-        f"{', '.join(apprise_schemes())}, or http(s):// for a webhook"
+        f"{', '.join(sorted({s for t in registered() for s in t.schemes} - WEB))}, "
+        "or http(s):// for a webhook"
     )
 
 
@@ -118,7 +123,7 @@ def policy() -> AddressPolicy:
     )
 
 
-def refuse_host(url: str, kind: ChannelKind) -> None:
+def refuse_host(url: str, kind: str) -> None:
     """A host the policy refuses, where the URL names a network host: a webhook's
     (resolved here, once), or a literal address in any scheme. Apprise's other URLs
     carry tokens where the host goes, never looked up; their sender checks each
@@ -138,7 +143,7 @@ def refuse_host(url: str, kind: ChannelKind) -> None:
         raise ChannelRefused(f"{POLICY_REFUSED}: {reasons[0]}")
 
 
-def admissible(url: str) -> ChannelKind:
+def admissible(url: str) -> str:
     """The kind of `url` if partdash may send through it (see the module's docstring);
     else ChannelRefused with one line. Run at save and before every send."""
     refuse_control_characters(url)
@@ -179,7 +184,7 @@ def run_sender(request: dict, timeout: float | None = None) -> str:
     return outcome.get("service") or ""
 
 
-def check_url(url: str) -> ChannelKind:
+def check_url(url: str) -> str:
     """The kind of `url` once a sender took it (Apprise parses it: a Slack URL without
     its tokens is refused here, not at the first alert)."""
     kind = admissible(url)

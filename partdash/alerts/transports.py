@@ -54,6 +54,7 @@ class Transport:
     schemes: ClassVar[tuple[str, ...]] = ()
     hosts: ClassVar[tuple[str, ...]] = ()
     is_channel: ClassVar[bool] = True  # (email is not a Channel row)
+    via_apprise: ClassVar[bool] = False  # its schemes are Apprise's (the sender's check)
 
     def __init__(self, channel: Any = None) -> None:
         self.channel = channel

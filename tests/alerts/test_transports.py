@@ -110,13 +110,13 @@ def test_a_url_partdash_no_longer_takes_is_given_up_at_once(receiver):
 
 def test_a_channel_of_a_kind_no_longer_declared_is_given_up(receiver):
     db1 = builders.server("db1")
-    stored_channel("gone", f"{receiver.url}/hook", kind="pigeon")
+    stored_channel("gone", f"{receiver.url}/hook", kind="owl")
     transition(firing(db1, builders.table(db1)))
 
     outcomes = dict(delivery.deliver_evaluation(db1.pk, "eval-1"))
 
     (message,) = Notification.objects.exclude(channel=None)
-    error = "attempt 1: no transport for channel kind 'pigeon'"
+    error = "attempt 1: no transport for channel kind 'owl'"
     assert_given_up_at_once(message.pk, outcomes[message.pk], error)
 
 
@@ -135,7 +135,7 @@ def test_each_kind_is_one_registered_transport_and_the_urls_find_it():
             assert channels.kind_of(f"https://{name}/a") == transport.kind
     assert set(channels.apprise_schemes()) == {
         s for t in registered() for s in t.schemes if not s.startswith("http")
-    }
+    }  # (every built-in scheme but the webhook's is Apprise's)
 
 
 def test_a_kind_is_declared_once():
