@@ -27,6 +27,7 @@ from partdash.alerts.testalert import (
     TooMany,
     send_channel_tests_as,
 )
+from partdash.alerts.transports import DeliveryError
 from partdash.lib.shown import shown
 
 
@@ -239,7 +240,7 @@ class ChannelAdmin(admin.ModelAdmin):
             self.message_user(
                 request, f"{channel.name}: test alert not confirmed: {outcome}", messages.WARNING
             )
-        elif isinstance(outcome, channels.ChannelRefused):
+        elif isinstance(outcome, DeliveryError):
             self.message_user(
                 request, f"{channel.name}: test alert not sent: {outcome}", messages.ERROR
             )

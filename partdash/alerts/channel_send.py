@@ -12,8 +12,9 @@ are loaded, used and given back; and a service that hangs is killed at the timeo
 Requests:
 - `{"action": "check", "url": U}`: whether Apprise (or the webhook) takes the URL;
 - `{"action": "send", "url": U, "kind": K, "title": T, "body": B, "failure": bool,
-  "document": D, "timeout": S}`: kind `webhook` posts `document` as JSON to U; any other
-  kind sends title and body through Apprise.
+  "document": D, "timeout": S}`: a kind partdash speaks itself (`POSTERS`: `webhook`
+  posts `document` as JSON to U) goes to its function; any other kind sends title and
+  body through Apprise.
 
 It imports nothing of partdash but `partdash/lib/addresses.py` (stdlib only, loaded by
 its path), so it starts without Django.
@@ -231,6 +232,13 @@ class Undelivered(Exception):
     """The service did not take the message; the argument is the class of why."""
 
 
+# The kinds partdash speaks to itself, by their transports' kind (`channel_kinds`): each
+# a function of the URL, the request's `document` and the timeout, returning the
+# service's name or raising Undelivered with the class of why (`HTTP 500`). Any other
+# kind goes through Apprise. Their connections answer to the Guard like Apprise's.
+POSTERS = {"webhook": post_webhook}
+
+
 def apprise_send(request: dict, guard: Guard) -> str:
     import apprise
 
@@ -286,12 +294,14 @@ def handle(request: dict) -> dict:
     try:
         refuse_url(url, request)
         scheme = urlsplit(url).scheme.lower()
-        if request.get("kind") == "webhook" or (checking and scheme in WEBHOOK_SCHEMES):
+        kind = request.get("kind")
+        if kind in POSTERS or (checking and scheme in WEBHOOK_SCHEMES):
             if scheme not in WEBHOOK_SCHEMES or not urlsplit(url).hostname:
                 raise ValueError("a webhook URL is http:// or https:// and names a host")
             if checking:
                 return {"ok": True, "service": "webhook"}
-            service = post_webhook(url, request["document"], float(request.get("timeout", 10)))
+            post = POSTERS[kind]
+            service = post(url, request["document"], float(request.get("timeout", 10)))
         else:
             service = apprise_send(request, guard)
     except Undelivered as undelivered:

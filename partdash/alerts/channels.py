@@ -1,5 +1,8 @@
 """Alert channels besides email: Slack, Teams, PagerDuty, Opsgenie, Telegram, Discord,
-Matrix, ntfy (through Apprise) and partdash's own JSON webhook.
+Matrix, ntfy (through Apprise) and partdash's own JSON webhook. Each kind is a transport
+(`transports`, declared in `channel_kinds`); a URL's kind is the registered transport
+that claims its host or scheme (`kind_of`). Here: routing, grouping, the messages' text
+and document, the URL checks and the sender process the transports share.
 
 A channel keeps the email's guarantees (`delivery`): an evaluation's transitions that a
 channel receives go out in one message for that channel, taken by the INSERT of that
@@ -19,6 +22,7 @@ sender then connects only to addresses that policy admits (`channel_policy`).
 
 import json
 import logging
+import re
 import socket
 import subprocess
 import sys
@@ -36,6 +40,7 @@ from partdash.alerts import emails
 from partdash.alerts.belated import announcement
 from partdash.alerts.models import Alert, Channel, ChannelKind, Notification, Transition
 from partdash.alerts.records import key_of, silences_for
+from partdash.alerts.transports import by_host, by_scheme, registered
 from partdash.health.alert_rules import silenced_keys
 from partdash.health.fixes import stored_fix
 from partdash.lib.addresses import (
@@ -52,42 +57,35 @@ log = logging.getLogger(__name__)
 SENDER = Path(__file__).with_name("channel_send.py")
 DOCUMENT_VERSION = 1
 
-# Apprise's schemes for the services named in the docs, and the hosts of the services'
-# own webhook URLs that Apprise takes as they are.
-SCHEMES = {
-    "slack": ChannelKind.SLACK,
-    "msteams": ChannelKind.MSTEAMS,
-    "workflow": ChannelKind.MSTEAMS,
-    "workflows": ChannelKind.MSTEAMS,
-    "pagerduty": ChannelKind.PAGERDUTY,
-    "opsgenie": ChannelKind.OPSGENIE,
-    "tgram": ChannelKind.TELEGRAM,
-    "discord": ChannelKind.DISCORD,
-    "matrix": ChannelKind.MATRIX,
-    "matrixs": ChannelKind.MATRIX,
-    "ntfy": ChannelKind.NTFY,
-    "ntfys": ChannelKind.NTFY,
-}
-NATIVE_HOSTS = {
-    "hooks.slack.com": ChannelKind.SLACK,
-    "discord.com": ChannelKind.DISCORD,
-    "discordapp.com": ChannelKind.DISCORD,
-    "api.telegram.org": ChannelKind.TELEGRAM,
-    "ntfy.sh": ChannelKind.NTFY,
-}
-NATIVE_SUFFIXES = {
-    ".webhook.office.com": ChannelKind.MSTEAMS,
-    ".logic.azure.com": ChannelKind.MSTEAMS,
-}
+# What no retry changes (`ChannelRefused.permanent`): the URL refused as it stands, or the
+# service refusing the message itself (a malformed request, an endpoint gone, too large).
+PERMANENT = re.compile(
+    r"line break or NUL|^scheme \S+ is not a channel|^not a URL|HTTP (400|404|410|413|422)$"
+)
+
+
+WEB = {"http", "https"}
 
 
 class ChannelRefused(Exception):
     """A channel URL no sender takes, or a sender that failed: one line, no secret."""
 
+    @property
+    def permanent(self) -> bool:
+        """Whether no later attempt at the same message can succeed (`PERMANENT`)."""
+        return bool(PERMANENT.search(str(self)))
 
-def kind_of(url: str) -> ChannelKind:
-    """What `url` reaches: a known Apprise scheme, a service's own webhook URL, any other
-    http(s) URL (partdash's JSON webhook), or any other Apprise URL."""
+
+def apprise_schemes() -> list[str]:
+    """The URL schemes of the registered transports that Apprise sends, for the
+    sender's own check."""
+    return sorted({s for t in registered() if t.via_apprise for s in t.schemes})
+
+
+def kind_of(url: str) -> str:
+    """What `url` reaches: the kind of the registered transport that claims its host (a
+    service's own webhook URL) or its scheme; any other http(s) URL is partdash's JSON
+    webhook."""
     try:
         parts = urlsplit(url.strip())
         host = (parts.hostname or "").lower()
@@ -98,18 +96,14 @@ def kind_of(url: str) -> ChannelKind:
         raise ChannelRefused(
             "not a URL: give SCHEME://… (an Apprise URL, or https://… for a webhook)"
         )
-    if scheme in SCHEMES:
-        return SCHEMES[scheme]
-    if scheme in ("http", "https"):
-        if host in NATIVE_HOSTS:
-            return NATIVE_HOSTS[host]
-        for suffix, kind in NATIVE_SUFFIXES.items():
-            if host.endswith(suffix):
-                return kind
-        return ChannelKind.WEBHOOK
+    transport = by_host(host) if scheme in WEB else None
+    transport = transport or by_scheme(scheme)
+    if transport is not None:
+        return transport.kind
     raise ChannelRefused(
         f"scheme {scheme}:// is not a channel partdash sends through: one of "
-        f"{', '.join(sorted(SCHEMES))}, or http(s):// for a webhook"
+        f"{', '.join(sorted({s for t in registered() for s in t.schemes} - WEB))}, "
+        "or http(s):// for a webhook"
     )
 
 
@@ -129,7 +123,7 @@ def policy() -> AddressPolicy:
     )
 
 
-def refuse_host(url: str, kind: ChannelKind) -> None:
+def refuse_host(url: str, kind: str) -> None:
     """A host the policy refuses, where the URL names a network host: a webhook's
     (resolved here, once), or a literal address in any scheme. Apprise's other URLs
     carry tokens where the host goes, never looked up; their sender checks each
@@ -149,7 +143,7 @@ def refuse_host(url: str, kind: ChannelKind) -> None:
         raise ChannelRefused(f"{POLICY_REFUSED}: {reasons[0]}")
 
 
-def admissible(url: str) -> ChannelKind:
+def admissible(url: str) -> str:
     """The kind of `url` if partdash may send through it (see the module's docstring);
     else ChannelRefused with one line. Run at save and before every send."""
     refuse_control_characters(url)
@@ -166,7 +160,12 @@ def run_sender(request: dict, timeout: float | None = None) -> str:
         done = subprocess.run(
             [sys.executable, "-I", str(SENDER)],
             input=json.dumps(
-                {**request, "timeout": limit, "policy": policy().as_lists(), "schemes": [*SCHEMES]}
+                {
+                    **request,
+                    "timeout": limit,
+                    "policy": policy().as_lists(),
+                    "schemes": apprise_schemes(),
+                }
             ),
             capture_output=True,
             text=True,
@@ -185,7 +184,7 @@ def run_sender(request: dict, timeout: float | None = None) -> str:
     return outcome.get("service") or ""
 
 
-def check_url(url: str) -> ChannelKind:
+def check_url(url: str) -> str:
     """The kind of `url` once a sender took it (Apprise parses it: a Slack URL without
     its tokens is refused here, not at the first alert)."""
     kind = admissible(url)
@@ -360,25 +359,6 @@ def body_of(notification: Notification, lines: list[emails.Line]) -> str:
     return "\n".join(rows)
 
 
-def send(notification: Notification) -> str:
-    """Send one channel message (raises ChannelRefused with the sender's error)."""
-    channel = notification.channel
-    assert channel is not None
-    lines = emails.lines_of(notification)
-    url = channel.url()
-    kind = admissible(url)  # (a channel stored before the rules it breaks never sends)
-    request = {
-        "action": "send",
-        "url": url,
-        "kind": kind,
-        "title": notification.subject,
-        "body": body_of(notification, lines),
-        "failure": any(line.state == "FIRING" for line in lines),
-        "document": document_of(notification, lines) if kind == ChannelKind.WEBHOOK else None,
-    }
-    return run_sender(request)
-
-
 # --- a new channel's first message: what is firing already ----------------------------
 
 
@@ -425,36 +405,3 @@ def welcome(now: datetime | None = None) -> list[tuple[int, str]]:
                 if told:
                     queued.append((server_id, evaluation))
     return queued
-
-
-# --- a test message -------------------------------------------------------------------
-
-
-def send_test(channel: Channel, requested_by: str = "") -> str:
-    """Send a test message through `channel` now; returns the service's name."""
-    who = f" by {requested_by}" if requested_by else ""
-    body = (
-        f"A test alert from partdash, sent{who} at {emails.when(timezone.now())}: "
-        f"alerts of this channel's rules reach here.\n  {emails.link('/alerts/')}"
-    )
-    document = {
-        "version": DOCUMENT_VERSION,
-        "source": "partdash",
-        "test": True,
-        "subject": "[partdash] test alert",
-        "channel": channel.name,
-        "requested_by": requested_by,
-        "alerts_url": emails.link("/alerts/"),
-        "transitions": [],
-    }
-    url = channel.url()
-    request = {
-        "action": "send",
-        "url": url,
-        "kind": admissible(url),
-        "title": "[partdash] test alert",
-        "body": body,
-        "failure": False,
-        "document": document,
-    }
-    return run_sender(request)

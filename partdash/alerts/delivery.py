@@ -1,19 +1,26 @@
-"""Delivery of alert emails from the outbox (Transition rows), like healthchecks'
-sendalerts: every step is a conditional UPDATE whose row count says who won.
+"""Delivery of alert messages from the outbox (Transition rows), like healthchecks'
+sendalerts: every step is a conditional UPDATE (or a unique INSERT) whose row count says
+who won. Emails and channels' messages take the one path; only what sends a message
+differs, its transport (`transports`).
 
-1. Grouping: an evaluation's unsilenced transitions that no notification holds yet
-   become one Notification per distinct set of recipients. Each set is taken by one
-   UPDATE ... WHERE notification IS NULL, so two workers never split or share one.
+1. Grouping (`group_evaluation`): an evaluation's unsilenced transitions become one
+   Notification per distinct set of email recipients, each set taken by one UPDATE ...
+   WHERE notification IS NULL; and one per channel that receives any of them, taken by
+   its INSERT (unique per channel and evaluation, `channels`). Two workers never split
+   or share one.
 2. Claiming: a worker takes a notification with an UPDATE that must change one row
-   (not sent, attempts left, and unclaimed or its lease run out).
-3. Sending, then recording `sent_at`. A worker that dies before the SMTP server accepts
-   leaves the notification claimed: once the lease ends, the sweeper sends it. One that
-   dies after the SMTP server accepted and before `sent_at` is written causes the one
-   possible duplicate, with the same Message-ID (fixed when the notification was made).
+   (not sent, not given up, attempts left, and unclaimed or its lease run out).
+3. Sending through the message's transport, then recording `sent_at`. A worker that
+   dies before the SMTP server (or the channel's service) accepts leaves the
+   notification claimed: once the lease ends, the sweeper sends it. One that dies after
+   it accepted and before `sent_at` is written causes the one possible duplicate, with
+   the same Message-ID (fixed when the notification was made).
 
-Every claim counts an attempt (`attempts`). A failed one is recorded (`last_error`) and
-moves the lease so that it ends when the next attempt is due (backoff): nothing competes
-for the notification meanwhile, and after PARTDASH_ALERT_MAX_ATTEMPTS it is given up.
+Every claim counts an attempt (`attempts`). A failed one is recorded (`last_error`) and,
+by the class of its error: a transient one moves the lease so that it ends when the next
+attempt is due (backoff), nothing competing for the notification meanwhile, and after
+PARTDASH_ALERT_MAX_ATTEMPTS it is given up; a permanent one (`transports.PermanentError`)
+is given up at once (`given_up_at`).
 """
 
 import logging
@@ -22,7 +29,6 @@ from datetime import datetime, timedelta
 from uuid import uuid4
 
 from django.conf import settings
-from django.core.mail import get_connection
 from django.db import transaction
 from django.db.models import F, Q, QuerySet
 from django.utils import timezone
@@ -30,6 +36,7 @@ from django.utils import timezone
 from partdash.alerts import channels, emails
 from partdash.alerts.models import Alert, Notification, Transition
 from partdash.alerts.silences import silenced_now
+from partdash.alerts.transports import DeliveryError, PermanentError, transport_for
 
 log = logging.getLogger(__name__)
 
@@ -62,8 +69,14 @@ def waiting(server_id: int | None = None, evaluation: str | None = None) -> Quer
 
 
 def group_evaluation(server_id: int, evaluation: str) -> list[Notification]:
-    """Group the evaluation's waiting transitions into one notification per set of
-    recipients; returns the notifications this call made."""
+    """Group the evaluation's transitions into messages: its emails, then its channels'
+    messages; returns the notifications this call made."""
+    return [*group_emails(server_id, evaluation), *channels.group_evaluation(server_id, evaluation)]
+
+
+def group_emails(server_id: int, evaluation: str) -> list[Notification]:
+    """Group the evaluation's waiting transitions into one email per set of recipients;
+    returns the notifications this call made."""
     raw_sets = set(waiting(server_id, evaluation).values_list("recipients", flat=True))
     spellings: dict[str, list[str]] = {}
     for raw in raw_sets:
@@ -99,7 +112,8 @@ def lease() -> timedelta:
 def deliverable(now: datetime) -> QuerySet:
     """Notifications a worker may claim at `now`."""
     return (
-        Notification.objects.filter(sent_at=None, attempts__lt=settings.PARTDASH_ALERT_MAX_ATTEMPTS)
+        Notification.objects.filter(sent_at=None, given_up_at=None)
+        .filter(attempts__lt=settings.PARTDASH_ALERT_MAX_ATTEMPTS)
         .exclude(recipients="", channel=None)
         .filter(Q(claimed_at=None) | Q(claimed_at__lt=now - lease()))
     )
@@ -125,6 +139,11 @@ class Outcome:
     sent: bool = False
     failed: bool = False
     retry_in: float = 0.0  # seconds until the next attempt is due, when failed
+    given_up: bool = False  # failed, and no attempt is due
+
+    @property
+    def retrying(self) -> bool:
+        return self.failed and not self.given_up
 
 
 NOT_CLAIMED = Outcome()
@@ -137,13 +156,12 @@ def send_notification(notification_id: int) -> Outcome:
         return NOT_CLAIMED
     notification = Notification.objects.select_related("server", "channel").get(pk=notification_id)
     try:
-        if notification.channel_id is not None:
-            channels.send(notification)
-        else:
-            message = emails.build_message(notification)
-            with get_connection(fail_silently=False) as connection:
-                connection.send_messages([message])
-    except Exception as error:  # SMTP, network, TLS, templates: all recorded and retried
+        transport_for(notification).notify(notification)
+    except PermanentError as error:
+        return record_failure(notification, claimed_at, error.cause, permanent=True)
+    except DeliveryError as error:
+        return record_failure(notification, claimed_at, error.cause)
+    except Exception as error:  # templates, the database: recorded and retried
         return record_failure(notification, claimed_at, error)
     record_sent(notification)
     return Outcome(sent=True)
@@ -155,24 +173,34 @@ def backoff(attempts: int) -> timedelta:
     return min(timedelta(seconds=seconds), MAX_BACKOFF)
 
 
-def one_line(error: BaseException) -> str:
+def one_line(error: BaseException | str) -> str:
+    if isinstance(error, str):
+        return " ".join(error.split())[:1000] or "no detail"
     text = " ".join(str(error).split()) or "no detail"
     return f"{type(error).__name__}: {text}"[:1000]
 
 
-def record_failure(notification: Notification, claimed_at: datetime, error: Exception) -> Outcome:
+def record_failure(
+    notification: Notification,
+    claimed_at: datetime,
+    error: BaseException | str,
+    permanent: bool = False,
+) -> Outcome:
+    """Record a failed attempt: retried after its backoff, or given up (a permanent
+    error, or the last attempt)."""
     attempts = notification.attempts  # this one included: counted when it was claimed
     wait = backoff(attempts)
     now = timezone.now()
     last = f"{now:%Y-%m-%d %H:%M:%S} UTC, attempt {attempts}: {one_line(error)}"
-    if attempts >= settings.PARTDASH_ALERT_MAX_ATTEMPTS:
+    given_up = permanent or attempts >= settings.PARTDASH_ALERT_MAX_ATTEMPTS
+    if given_up:
         last = f"gave up after {attempts} attempts; {last}"
     # The lease now ends when the next attempt is due.
     Notification.objects.filter(pk=notification.pk, sent_at=None).update(
-        last_error=last, claimed_at=now + wait - lease()
+        last_error=last, claimed_at=now + wait - lease(), given_up_at=now if given_up else None
     )
     log.warning("alert %s to %s failed: %s", _what(notification), _to(notification), last)
-    return Outcome(failed=True, retry_in=wait.total_seconds())
+    return Outcome(failed=True, retry_in=wait.total_seconds(), given_up=given_up)
 
 
 def record_sent(notification: Notification) -> None:
@@ -201,7 +229,6 @@ def deliver_evaluation(server_id: int, evaluation: str) -> list[tuple[int, Outco
     """Group the evaluation's transitions (emails, then channels), then send each of its
     unsent notifications."""
     group_evaluation(server_id, evaluation)
-    channels.group_evaluation(server_id, evaluation)
     return send_unsent(server_id, evaluation)
 
 
@@ -223,12 +250,13 @@ def sweep() -> list[int]:
     notifications to attempt."""
     now = timezone.now()
     stale = now - lease()
-    leftovers = (
-        waiting().filter(created_at__lt=stale).values_list("server_id", "evaluation").distinct()
-    )
-    made = [n.pk for sid, ev in list(leftovers) for n in group_evaluation(sid, ev) if n.recipients]
-    made += [
-        n.pk for sid, ev in channels.leftovers(now) for n in channels.group_evaluation(sid, ev)
+    emails_left = waiting().filter(created_at__lt=stale).values_list("server_id", "evaluation")
+    leftovers = sorted({*emails_left.distinct(), *channels.leftovers(now)})
+    made = [
+        n.pk
+        for server_id, evaluation in leftovers
+        for n in group_evaluation(server_id, evaluation)
+        if n.recipients or n.channel_id  # (an email to nobody is not attempted)
     ]
     # An unclaimed one younger than a lease is its evaluation's task's to send.
     left = deliverable(now).filter(Q(claimed_at__isnull=False) | Q(created_at__lt=stale))

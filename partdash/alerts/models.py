@@ -13,6 +13,7 @@ from django.db.models import Q
 from django.db.models.signals import pre_delete
 from django.dispatch import receiver
 
+from partdash.alerts.transports import channel_kinds
 from partdash.health.kinds import registered
 
 
@@ -182,7 +183,10 @@ class Acknowledgement(models.Model):
 
 
 class ChannelKind(models.TextChoices):
-    """What a channel's URL reaches (`partdash.alerts.channels.kind_of`)."""
+    """The built-in channel kinds' names. What a channel's URL reaches is a registered
+    transport's kind (`partdash.alerts.transports`, `channels.kind_of`); `Channel.kind`'s
+    choices are the registry's (`channel_kinds`), so a new kind needs no member here and
+    no migration."""
 
     SLACK = "slack", "Slack"
     MSTEAMS = "msteams", "Microsoft Teams"
@@ -204,7 +208,7 @@ class Channel(models.Model):
     every rule) at or above its severity."""
 
     name = models.CharField(max_length=100, unique=True)
-    kind = models.CharField(max_length=20, choices=ChannelKind, editable=False)
+    kind = models.CharField(max_length=20, choices=channel_kinds, editable=False)
     url_token = models.TextField(editable=False)  # Fernet (partdash.lib.secrets)
     # What may be shown of the URL (its scheme and host, `partdash.lib.redacted`), kept
     # when it is set so that showing a channel never decrypts its URL.
@@ -266,6 +270,8 @@ class Notification(models.Model):
     sent_at = models.DateTimeField(null=True, blank=True)
     attempts = models.PositiveIntegerField(default=0)
     last_error = models.TextField(blank=True)
+    # When it was given up: a permanent error, or PARTDASH_ALERT_MAX_ATTEMPTS attempts.
+    given_up_at = models.DateTimeField(null=True, blank=True)
     # One that had no recipients, never sent: once recipients exist, its alerts still
     # firing are announced in this evaluation instead (`alerts.belated`), and it stops
     # being listed as a failure.

@@ -12,20 +12,21 @@ log = logging.getLogger(__name__)
 @shared_task(name="partdash.alerts.tasks.deliver_evaluation", ignore_result=True)
 def deliver_evaluation(server_id: int, evaluation: str) -> int:
     """Queued on commit of an evaluation (or a reminder run): its emails, one per set of
-    recipients. Returns how many were sent; failed ones are retried after their backoff."""
+    recipients, and its channels' messages. Returns how many were sent; failed ones are
+    retried after their backoff, unless given up."""
     outcomes = delivery.deliver_evaluation(server_id, evaluation)
     for notification_id, outcome in outcomes:
-        if outcome.failed:
+        if outcome.retrying:
             deliver_notification.apply_async((notification_id,), countdown=outcome.retry_in)
     return sum(outcome.sent for _, outcome in outcomes)
 
 
 @shared_task(name="partdash.alerts.tasks.deliver_notification", ignore_result=True)
 def deliver_notification(notification_id: int) -> bool:
-    """One attempt at one email, and the next one queued if it failed. An attempt that
-    finds the email sent or claimed by another worker does nothing."""
+    """One attempt at one message, and the next one queued if it failed and is not given
+    up. An attempt that finds it sent or claimed by another worker does nothing."""
     outcome = delivery.send_notification(notification_id)
-    if outcome.failed:
+    if outcome.retrying:
         deliver_notification.apply_async((notification_id,), countdown=outcome.retry_in)
     return outcome.sent
 

@@ -21,9 +21,10 @@ from django.db import connections
 from django.template.loader import render_to_string
 from django.utils import timezone
 
-from partdash.alerts import channels, emails
+from partdash.alerts import emails
 from partdash.alerts.models import AlertRule, Channel
 from partdash.alerts.overrides import recipient_list
+from partdash.alerts.transports import transport_for_channel
 from partdash.lib.user_limits import TooMany, UserLimit, claim, release
 
 __all__ = ["TooMany", "send_test_alert", "send_test_alert_as", "send_channel_tests_as"]
@@ -89,7 +90,12 @@ def prepared_send(channel: str | None, requested_by: str, timeout: float | None 
 
 
 def _through_channel(channel: Channel, requested_by: str) -> list[str]:
-    return [f"channel {channel.name} ({channels.send_test(channel, requested_by)})"]
+    return [f"channel {channel.name} ({_test_through(channel, requested_by)})"]
+
+
+def _test_through(channel: Channel, requested_by: str) -> str:
+    """The channel's transport's test message; returns the service's name."""
+    return transport_for_channel(channel).test(requested_by)
 
 
 def _by_email(recipients: list[str], requested_by: str, timeout: float | None) -> list[str]:
@@ -101,7 +107,7 @@ def _by_email(recipients: list[str], requested_by: str, timeout: float | None) -
 def send_test_alert(channel: str | None = None, requested_by: str = "") -> list[str]:
     """Send the test alert through `channel` now, with no limit (`manage.py
     sendtestalert`); returns who it went to. SMTP failures are raised as they come, a
-    channel's as `channels.ChannelRefused`."""
+    channel's as its transport's `transports.DeliveryError`."""
     return prepared_send(channel, requested_by)()
 
 
@@ -120,11 +126,11 @@ def send_test_alert_as(user, channel: str | None = None) -> list[str]:
 
 def send_channel_tests_as(user, chosen: list[Channel]) -> list[str | BaseException]:
     """Test messages through `chosen` channels for `user` in a web request, side by side:
-    each the service's name, or the exception it failed with (`ChannelRefused`,
+    each the service's name, or the exception it failed with (`DeliveryError`,
     `TestAlertLate`). `TooMany` past the user's limits (each channel counts in the
     minute)."""
     who = user.get_username()
-    return run_limited(user.pk, [partial(channels.send_test, c, who) for c in chosen])
+    return run_limited(user.pk, [partial(_test_through, c, who) for c in chosen])
 
 
 def run_limited(user_id: int, sends: list[Callable[[], T]]) -> list[T | BaseException]:

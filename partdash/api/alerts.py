@@ -34,6 +34,7 @@ from partdash.alerts.testalert import (
     send_channel_tests_as,
     send_test_alert_as,
 )
+from partdash.alerts.transports import DeliveryError
 from partdash.api.export import WITH_CSV
 from partdash.api.views import FIX
 from partdash.servers.models import Server, ServerGroup
@@ -623,7 +624,7 @@ class ChannelViewSet(viewsets.ModelViewSet):
             return too_many(limited)
         if isinstance(outcome, TestAlertLate):
             return Response({"detail": f"test alert not confirmed: {outcome}"}, status=504)
-        if isinstance(outcome, channels.ChannelRefused):
+        if isinstance(outcome, DeliveryError):
             return Response({"detail": f"test alert not sent: {outcome}"}, status=502)
         if isinstance(outcome, BaseException):
             raise outcome

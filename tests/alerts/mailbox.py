@@ -55,6 +55,12 @@ class _Keep:
             )
         return "250 Message accepted for delivery"
 
+    async def handle_RCPT(self, server, session, envelope, address, rcpt_options) -> str:
+        if address.lower() in self.mailbox.unknown:
+            return "550 5.1.1 no such mailbox here"
+        envelope.rcpt_tos.append(address)
+        return "250 OK"
+
 
 class Mailbox:
     """An SMTP server that can be stopped and started again on the same port (a mail
@@ -63,6 +69,7 @@ class Mailbox:
     def __init__(self, port: int | None = None):
         self.port = port or free_port()
         self.received: list[Received] = []
+        self.unknown: set[str] = set()  # addresses it refuses (550), lower-cased
         self.lock = threading.Lock()
         self.controller: Controller | None = None
 

@@ -1,8 +1,8 @@
 """`manage.py sendtestalert [CHANNEL]`: send a test alert now and say to whom."""
 
-from partdash.alerts.channels import ChannelRefused
 from partdash.alerts.delivery import one_line
 from partdash.alerts.testalert import TestAlertRefused, send_test_alert
+from partdash.alerts.transports import DeliveryError
 from partdash.lib.commands import PartdashCommand
 
 
@@ -19,7 +19,7 @@ class Command(PartdashCommand):
     def handle(self, *args, **options) -> None:
         try:
             recipients = send_test_alert(options["channel"], requested_by="manage.py")
-        except (TestAlertRefused, ChannelRefused) as refused:
+        except (TestAlertRefused, DeliveryError) as refused:
             self.fail(
                 str(refused)
                 if isinstance(refused, TestAlertRefused)
