@@ -14,7 +14,7 @@ import pytest
 from django.conf import settings
 from rest_framework.test import APIClient
 
-from tests.pgstore import database_url
+from tests.pgstore import DB_FIXTURES, database_url
 from tests.services import MariaDB, MariaDBFactory, RedisServer, log_tail, stop_processes
 from tests.sql import new_schema_on
 
@@ -47,15 +47,62 @@ def redis_server() -> Iterator[RedisServer]:
         yield server
 
 
-@pytest.fixture(scope="session", autouse=True)
-def private_broker(redis_server: RedisServer) -> Iterator[str]:
-    """Point Celery and the poll lock at the private Redis for the whole session."""
+NO_BROKER = "redis://127.0.0.1:1/0"
+"""Where Celery and the poll lock point in a test that asked for no broker: nothing
+answers there, so a test that needs Redis without saying so fails at once, alone or in
+any order, rather than passing only after a test that started one."""
+
+BROKER_FIXTURES = DB_FIXTURES | {"redis_server", "private_broker"}
+"""A test using one of these gets the session's private Redis: the store-facing tests
+(Django's test database), whose code queues Celery tasks and takes poll locks, and the
+tests that name Redis. The rest (the health rules on plain values, fake servers, the
+docs) start no Redis: `pytest tests/health` starts none."""
+
+
+def point_at_broker(url: str) -> None:
+    """Celery and the poll lock (PARTDASH_REDIS_URL) at `url`, in this test process."""
     from partdash.celery import app
 
-    settings.CELERY_BROKER_URL = redis_server.url
-    settings.PARTDASH_REDIS_URL = redis_server.url
-    app.conf.broker_url = redis_server.url
+    settings.CELERY_BROKER_URL = url
+    settings.PARTDASH_REDIS_URL = url
+    app.conf.broker_url = url
+
+
+@pytest.fixture(scope="session")
+def private_broker(redis_server: RedisServer) -> Iterator[str]:
+    """Celery and the poll lock on the private Redis, from the first test that uses it."""
+    point_at_broker(redis_server.url)
     yield redis_server.url
+
+
+def uses_the_broker(item: pytest.Item) -> bool:
+    fixtures = set(getattr(item, "fixturenames", ()))
+    return bool(fixtures & BROKER_FIXTURES) or item.get_closest_marker("django_db") is not None
+
+
+@pytest.fixture(autouse=True)
+def broker_where_used(request: pytest.FixtureRequest) -> Iterator[None]:
+    """The private Redis for the tests that use it (`uses_the_broker`), started by the
+    first of them; no broker at all for the others."""
+    if not uses_the_broker(request.node):
+        point_at_broker(NO_BROKER)
+        yield
+        return
+    redis_server: RedisServer = request.getfixturevalue("redis_server")
+    point_at_broker(request.getfixturevalue("private_broker"))
+    yield
+    broker_outlives_the_test(redis_server)
+
+
+def broker_outlives_the_test(redis_server: RedisServer) -> None:
+    """The session's Redis still runs after each test: a test that lets it die (or a
+    process that kills it) is named here, with Redis's own last words, instead of the
+    tests after it failing one by one for a broker that is gone."""
+    if not redis_server.is_running:
+        code = redis_server._proc.returncode if redis_server._proc else None
+        tail = log_tail(redis_server.log_file, redis_server.output_log)
+        redis_server.restart()  # the tests after this one get a broker again
+        pytest.fail(f"the session's Redis died during this test (exit status {code}):\n{tail}")
 
 
 @pytest.fixture
@@ -65,19 +112,6 @@ def queue(redis_server):
     client.delete("celery")
     yield client
     client.delete("celery")
-
-
-@pytest.fixture(autouse=True)
-def broker_outlives_the_test(private_broker: str, redis_server: RedisServer) -> Iterator[None]:
-    """The session's Redis still runs after each test: a test that lets it die (or a
-    process that kills it) is named here, with Redis's own last words, instead of the
-    tests after it failing one by one for a broker that is gone."""
-    yield
-    if not redis_server.is_running:
-        code = redis_server._proc.returncode if redis_server._proc else None
-        tail = log_tail(redis_server.log_file, redis_server.output_log)
-        redis_server.restart()  # the tests after this one get a broker again
-        pytest.fail(f"the session's Redis died during this test (exit status {code}):\n{tail}")
 
 
 def reset_broker_pools(app) -> None:
@@ -173,6 +207,27 @@ def celery_processes(transactional_db, redis_server: RedisServer, tmp_path: Path
     processes = CeleryProcesses(redis_server.url, database, tmp_path).start()
     yield processes
     processes.stop()
+
+
+@pytest.fixture(scope="module")
+def module_celery_processes(django_db_setup, redis_server: RedisServer, tmp_path_factory):
+    """Worker and beat shared by a module's tests, for a module whose tests need no
+    worker of their own (no options, no kill, no reading the whole log): a module opts
+    in by naming this its `celery_processes` (`shared_celery_processes`). Starting a
+    pair took 1.8 s of CPU and about 7 s to be ready on a loaded machine. Each test's
+    rows are flushed after it (transactional_db) and ids are never reused, so what a
+    test left queued finds no server and does nothing."""
+    database = settings.DATABASES["default"]["NAME"]
+    processes = CeleryProcesses(redis_server.url, database, tmp_path_factory.mktemp("celery"))
+    yield processes.start()
+    processes.stop()
+
+
+@pytest.fixture
+def shared_celery_processes(transactional_db, module_celery_processes):
+    """The module's worker and beat (`module_celery_processes`) for a test that must use
+    committed data."""
+    return module_celery_processes
 
 
 def wait_until(predicate: Callable[[], object], timeout: float, what: str, logs=None):

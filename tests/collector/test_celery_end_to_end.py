@@ -11,6 +11,12 @@ from tests.conftest import wait_until
 pytestmark = [pytest.mark.e2e, pytest.mark.django_db(transaction=True)]
 
 
+@pytest.fixture
+def celery_processes(shared_celery_processes):
+    """One worker and beat for this module's tests: none needs its own."""
+    return shared_celery_processes
+
+
 def register_through_admin(client, admin_user, instance, name="fleet-a", interval=10):
     client.force_login(admin_user)
     response = client.post(

@@ -22,6 +22,7 @@ from partdash.mysql.connection import Session, open_session, target_for
 from partdash.mysql.sources import definitions
 from partdash.mysql.sources.definitions import TableGone
 from partdash.polling.service import known_signatures, poll_server
+from tests import builders
 from tests.services import MariaDB
 from tests.sql import run
 
@@ -698,8 +699,8 @@ def level_at(points: list[list], stamp: str) -> list:
     return [p for p in points if datetime.fromisoformat(p[0]) <= at][-1][1:]
 
 
-def test_retention_thins_old_polls_keeps_levels_and_is_idempotent(mariadb, make_server):
-    server = make_server(mariadb)
+def test_retention_thins_old_polls_keeps_levels_and_is_idempotent():
+    server = builders.server()
     table = PartitionedTable.objects.create(
         server=server, schema="s", name="t", method="RANGE", first_seen_at=NOW - timedelta(1000)
     )

@@ -200,8 +200,8 @@ def test_the_task_skips_a_server_that_is_being_polled(mariadb, make_server):
     assert "partitions seen" in poll_server_task.apply(args=[server.pk]).get()
 
 
-def test_the_task_skips_disabled_and_deleted_servers(mariadb, make_server):
-    server = make_server(mariadb, enabled=False)
+def test_the_task_skips_disabled_and_deleted_servers():
+    server = builders.server(enabled=False)
     assert poll_server_task.apply(args=[server.pk]).get().startswith("skipped")
     assert poll_server_task.apply(args=[999999]).get().startswith("skipped")
 

@@ -6,6 +6,7 @@ import pytest
 from partdash.collector.collect import CollectRequest, collect
 from partdash.metrics.models import Partition, PartitionSample
 from partdash.metrics.store import PollStore
+from tests import builders
 from tests.recorded_mysql import RecordedSession, mysql80
 
 pytestmark = pytest.mark.django_db
@@ -30,9 +31,9 @@ def read_samples(partition) -> list[int]:
     )
 
 
-def test_a_few_reads_accumulate_until_they_are_worth_a_sample(mariadb, make_server, settings):
+def test_a_few_reads_accumulate_until_they_are_worth_a_sample(settings):
     settings.PARTDASH_MIN_SAMPLED_READS = 16
-    server = make_server(mariadb, name="sampling")
+    server = builders.server("sampling")
     first = poll_with_reads(server, "poll-1", reads=10)
     assert read_samples(first) == [10]
 
@@ -45,19 +46,19 @@ def test_a_few_reads_accumulate_until_they_are_worth_a_sample(mariadb, make_serv
     assert busy.read_ops == 40 and busy.read_bytes == 40 * 16384
 
 
-def test_an_unchanged_poll_stores_no_sample(mariadb, make_server):
-    server = make_server(mariadb, name="unchanged")
+def test_an_unchanged_poll_stores_no_sample():
+    server = builders.server("unchanged")
     poll_with_reads(server, "poll-1", reads=10)
     before = PartitionSample.objects.count()
     poll_with_reads(server, "poll-2", reads=10)
     assert PartitionSample.objects.count() == before
 
 
-def test_reads_reaching_the_next_quantum_are_sampled(mariadb, make_server, settings):
+def test_reads_reaching_the_next_quantum_are_sampled(settings):
     """A sample when the counter reaches the next multiple of PARTDASH_MIN_SAMPLED_READS,
     even by a few reads: what the incremental file read can tell (it hashes the quantum)."""
     settings.PARTDASH_MIN_SAMPLED_READS = 16
-    server = make_server(mariadb, name="quantum")
+    server = builders.server("quantum")
     poll_with_reads(server, "poll-1", reads=10)
     crossed = poll_with_reads(server, "poll-2", reads=17)
     assert read_samples(crossed) == [10, 17]

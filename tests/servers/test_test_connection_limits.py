@@ -18,8 +18,9 @@ URL = "/admin/servers/server/{}/test-connection/"
 
 
 @pytest.fixture
-def limits(settings):
-    """Each user's counts start at nothing (user ids repeat from test to test)."""
+def limits(settings, private_broker):
+    """Each user's counts start at nothing (user ids repeat from test to test), in the
+    private Redis."""
     client = redis_client()
     for key in client.scan_iter("partdash:probe:*"):
         client.delete(key)
