@@ -256,7 +256,7 @@ def _tally(answer, table, partitions, metric, width, since, until, seen: Seen, t
         totals = _rate_totals(table, partitions, metric, buckets, seen)
     else:
         totals = _level_totals(table, partitions, metric, buckets, since, until, seen)
-    last_taken = buckets[-1][2] if buckets else None
+    last_taken = buckets[-1].taken_at if buckets else None
     if until is not None and last_taken is not None and last_taken >= until:
         return totals
     finer = LADDER[LADDER.index(width) - 1] if width != LADDER[0] else POLL
@@ -279,7 +279,7 @@ def _rate_totals(table, partitions, metric: str, buckets, seen: Seen) -> list[tu
     sums: list = [0.0 if read else None] * len(buckets)
     first: dict[int, tuple[int, bool]] = {}  # its first bucket with a reading, a delta in it
     for i, ids, deltas, lasts in rollup_rows(table, buckets, (DELTA_OF[counter], counter)):
-        seconds = buckets[i][3]
+        seconds = buckets[i].seconds
         for n, pk in enumerate(ids if lasts else ()):
             if lasts[n] is not None:  # rows come in any order: keep the earliest
                 read = True
@@ -297,8 +297,7 @@ def _rate_totals(table, partitions, metric: str, buckets, seen: Seen) -> list[tu
         sums[i] = total
     seen.read(_rates_after(partitions, counter, buckets, first))
     return [
-        (taken_at.isoformat(), total)
-        for (_, _, taken_at, _), total in zip(buckets, sums, strict=True)
+        (bucket.taken_at.isoformat(), total) for bucket, total in zip(buckets, sums, strict=True)
     ]
 
 
@@ -306,12 +305,12 @@ def _rates_after(partitions, counter: str, buckets, first: dict) -> dict[int, da
     """After which moment each partition has a rate: from the start where its first
     bucket with a reading has a delta (it was read before), or where one not read in the
     window has a reading now; else after that first bucket."""
-    from_start = buckets[0][2] - timedelta(microseconds=1)
+    from_start = buckets[0].taken_at - timedelta(microseconds=1)
     found = {}
     for p in partitions:
         if p.pk in first:
             i, had_delta = first[p.pk]
-            found[p.pk] = from_start if had_delta else buckets[i][2]
+            found[p.pk] = from_start if had_delta else buckets[i].taken_at
         elif getattr(p, counter) is not None:
             found[p.pk] = from_start
     return found
@@ -344,9 +343,9 @@ def _level_totals(table, partitions, metric: str, buckets, since, until, seen: S
         sums[gap] = seen_sum
     changed = set(first_seen)
     if until is None:
-        changed |= history.sampled_after(table, partitions, metric, buckets[-1][2])
+        changed |= history.sampled_after(table, partitions, metric, buckets[-1].taken_at)
     look_up = live if until is not None else changed
-    before_poll = history.first_poll_at_or_after(table, buckets[0][1])
+    before_poll = history.first_poll_at_or_after(table, buckets[0].start)
     if until is not None:  # every partition's: one query, not a batch of ids
         found = latest_before_in_table(table.pk, (metric,), before_poll)
     else:
@@ -365,7 +364,7 @@ def _level_totals(table, partitions, metric: str, buckets, since, until, seen: S
     for pk, i in first_seen.items():
         leaving[i] += before.get(pk) or 0
     totals: list[tuple] = [(since.isoformat(), base_sum + waiting)] if known else []
-    for i, (_, _, taken_at, _) in enumerate(buckets):
+    for i, bucket in enumerate(buckets):
         waiting -= leaving[i]
-        totals.append((taken_at.isoformat(), base_sum + waiting + sums[i]))
+        totals.append((bucket.taken_at.isoformat(), base_sum + waiting + sums[i]))
     return totals
