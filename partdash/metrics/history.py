@@ -9,7 +9,7 @@ days hourly, a year daily. The answer says which (`resolution`).
 
 import time
 from bisect import bisect_left
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 from typing import NamedTuple
 
@@ -74,6 +74,18 @@ class Bucket(NamedTuple):
     seconds: float
 
 
+@dataclass(frozen=True)
+class Series:
+    """What a history answer reads: `metric` of `partitions` (live partitions of `table`,
+    in the answer's order) from `since` to `until` (None: now)."""
+
+    table: PartitionedTable
+    partitions: list[Partition]
+    metric: str
+    since: datetime
+    until: datetime | None = None
+
+
 def partition_label(partition: Partition) -> str:
     """What a reader calls it: `p2024 / p2024sp0` for a subpartition, not the stored key."""
     if partition.subpartition:
@@ -134,12 +146,12 @@ def _samples(index: dict[int, int], polls: list[Poll], fields: tuple[str, ...]) 
     return found
 
 
-def level_history(
-    table, partitions, metric: str, since: datetime, until: datetime | None = None
-) -> list[list]:
+def level_history(series: Series) -> list[list]:
     """One point at `since` when there was a value before it, then one per poll where any
     partition's value changed, with unchanged values carried forward. With nothing before
     `since` the series starts at its first poll, so a chart's axis can start at the data."""
+    table, partitions, metric = series.table, series.partitions, series.metric
+    since, until = series.since, series.until
     index = {p.pk: i for i, p in enumerate(partitions)}
     polls = _snapshots(table, since, until)
     samples = _samples(index, polls, (metric,))
@@ -160,14 +172,14 @@ def level_history(
     return points
 
 
-def rate_history(
-    table, partitions, metric: str, since: datetime, until: datetime | None = None
-) -> list[list]:
+def rate_history(series: Series) -> list[list]:
     """One point per poll: each partition's counter delta over that poll's interval (0
     when it did not change; a reset counts from zero, and rows changed as the poll
     counted them, `recent.changed_rows`). None (JSON null) until the partition has a
     reading to compare with: a new partition, or a counter not read before, has no rate
     yet, which is not a rate of 0."""
+    table, partitions, metric = series.table, series.partitions, series.metric
+    since, until = series.since, series.until
     counter = RATE_METRICS[metric]
     rows_changed = counter == "modified_counter"
     index = {p.pk: i for i, p in enumerate(partitions)}
@@ -216,21 +228,16 @@ def rate_history(
 
 
 def bucket_history(
-    answer: "Answer",
-    table,
-    partitions,
-    metric: str,
-    width: str,
-    since: datetime,
-    until: datetime | None = None,
+    answer: "Answer", series: Series, width: str
 ) -> tuple[list[list], datetime | None]:
     """The stored buckets of `width` in the window (rolled up first where missing): for a
     level, each partition's value at each bucket's last poll; for a rate, its counter's
     delta over the bucket's seconds. Returns the points and the last stored bucket's last
     poll (None without any), from which the finer widths go on."""
-    buckets = window_buckets(answer, table, width, since, until)
+    buckets = window_buckets(answer, series, width)
     if not buckets:
         return [], None
+    table, partitions, metric = series.table, series.partitions, series.metric
     index = {p.pk: i for i, p in enumerate(partitions)}
     rate = metric in RATE_METRICS
     counter = RATE_METRICS.get(metric, metric)
@@ -258,9 +265,9 @@ def bucket_history(
                     current[at] = 0.0
             points.append([bucket.taken_at.isoformat(), *values])
     else:
-        current = _levels_before(table, partitions, metric, buckets, by_bucket, until)
+        current = _levels_before(series, buckets, by_bucket)
         if any(value is not None for value in current):
-            points.append([since.isoformat(), *current])
+            points.append([series.since.isoformat(), *current])
         for i, bucket in enumerate(buckets):
             ids, levels = by_bucket.get(i, ((), None))
             if levels:
@@ -272,13 +279,12 @@ def bucket_history(
     return points, buckets[-1].taken_at
 
 
-def window_buckets(
-    answer: "Answer", table, width: str, since: datetime, until: datetime | None
-) -> list[Bucket]:
+def window_buckets(answer: "Answer", series: Series, width: str) -> list[Bucket]:
     """The stored buckets of `width` in the window, in time order, rolled up first
     (within the request's budget, `Answer.roll_up_left`). The stretch stored is read once
     per request: a second pass over the window (the folded answer's, `folded_history`)
     reads the same buckets whatever the task stored since."""
+    table, since, until = series.table, series.since, series.until
     if width not in answer.stretches:
         # The request's first width rolls up one chunk at least (roll_up's own promise),
         # the others only within what is left of the budget.
@@ -352,11 +358,12 @@ def _read_before(partitions, counter: str, by_bucket: dict) -> list[bool]:
     return [first.get(p.pk, getattr(p, counter) is not None) for p in partitions]
 
 
-def _levels_before(table, partitions, metric: str, buckets, by_bucket: dict, until) -> list:
+def _levels_before(series: Series, buckets: list[Bucket], by_bucket: dict) -> list:
     """Each partition's `metric` as the window's first bucket began. One whose value did
     not change since is at its value now; the others (changed in the window, or anywhere
     when the window ends in the past) are looked up in their samples, which for a value
     that changed in the window is a short walk back."""
+    table, partitions, metric, until = series.table, series.partitions, series.metric, series.until
     changed = {
         pk
         for ids, levels in by_bucket.values()
@@ -425,31 +432,23 @@ class Answer:
         return self.roll_up_until - time.monotonic()
 
 
-def history_points(
-    answer: Answer,
-    table,
-    partitions,
-    metric: str,
-    width: str,
-    since: datetime,
-    until: datetime | None,
-    tail: bool = False,
-) -> list[list]:
+def history_points(answer: Answer, series: Series, width: str, tail: bool = False) -> list[list]:
     """The series at `width`, continued past its last stored bucket at the finer widths,
     down to the polls themselves (`tail`: this is such a continuation)."""
+    until = series.until
     if width == POLL:
-        if tail and _polls(table, since, until).count() > 2 * MAX_RAW_POLLS:
+        if tail and _polls(series.table, series.since, until).count() > 2 * MAX_RAW_POLLS:
             answer.complete = False  # the finer widths are behind too: not read poll by poll
             return []
-        builder = level_history if metric in LEVEL_METRICS else rate_history
-        return builder(table, partitions, metric, since, until)
-    points, last_taken = bucket_history(answer, table, partitions, metric, width, since, until)
+        builder = level_history if series.metric in LEVEL_METRICS else rate_history
+        return builder(series)
+    points, last_taken = bucket_history(answer, series, width)
     if until is not None and last_taken is not None and last_taken >= until:
         return points
     finer = LADDER[LADDER.index(width) - 1] if width != LADDER[0] else POLL
     # From the last stored bucket's last poll: a rate's next interval counts from it.
     rest = history_points(
-        answer, table, partitions, metric, finer, last_taken or since, until, tail=True
+        answer, replace(series, since=last_taken or series.since), finer, tail=True
     )
     if not points:
         return rest
@@ -464,7 +463,7 @@ def table_history(
     partitions = list(table.partitions.live())
     width = width_for(table, since, until)
     answer = Answer()
-    points = history_points(answer, table, partitions, metric, width, since, until)
+    points = history_points(answer, Series(table, partitions, metric, since, until), width)
     return {
         "metric": metric,
         "resolution": width,
