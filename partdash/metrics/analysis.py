@@ -480,7 +480,7 @@ def table_health(
         written_labels = set(written_partitions(activity, source))
     rows_added = sum(w["rows_added"] or 0 for w in sums.values())
     fill_rate = rows_added * 86400 / seconds if rows_added > 0 else None
-    runway = table_runway(table.method, table.expression, states, now, fill_rate)
+    runway = table_runway(table.method, table.expression, states, now, fill_rate_per_day=fill_rate)
     windowed = list(states)
     for i, w in sums.items():
         windowed[i] = with_window_compression(states[i], w)
@@ -499,7 +499,12 @@ def table_health(
         if f.is_finding and f.name not in rewritten
     ]
     retention = table_retention(
-        policy, table.method, table.expression, states, now, _overdue_seen_at(table, policy)
+        policy,
+        table.method,
+        table.expression,
+        states,
+        now,
+        overdue_seen_at=_overdue_seen_at(table, policy),
     )
     facts = TableFacts(
         schema=table.schema,

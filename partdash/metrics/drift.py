@@ -263,11 +263,22 @@ class _Comparison:
         )
         finding = rules.drift_finding(group.name, "the rest of its group", [why], fix)
         self.tables[pk] = (
-            self._shape(group, "the rest of its group", None, None, [why], True),
+            self._shape(group, "the rest of its group", found=[why], only_here=True),
             _finding(finding),
         )
 
-    def _shape(self, group, compared_with, server_id, table_id, found, only_here) -> DriftShape:
+    def _shape(
+        self,
+        group: ServerGroup,
+        compared_with: str,
+        *,
+        found: list[str],
+        only_here: bool = False,
+        server_id: int | None = None,
+        table_id: int | None = None,
+    ) -> DriftShape:
+        """The stored drift of a member's table: compared with which copy (`table_id` on
+        `server_id`; None: the table is only here), and the differences `found`."""
         return {
             "group": group.name,
             "group_id": group.pk,
@@ -309,7 +320,9 @@ class _Comparison:
             schema, name = tables[mine]
             fix = align_fix(schema, name, here, there, sizes[mine])
             finding = rules.drift_finding(group.name, compared_with, found, fix)
-            shape = self._shape(group, compared_with, server_id, theirs, found, False)
+            shape = self._shape(
+                group, compared_with, found=found, server_id=server_id, table_id=theirs
+            )
             self.tables[mine] = (shape, _finding(finding))
 
 

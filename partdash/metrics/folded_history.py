@@ -97,7 +97,7 @@ def _folded(series: Series, names: list[str] | None) -> dict:
     if wanted is None and len(partitions) <= MAX_SERIES:
         points = list(history_points(answer, series, width))
         if len(points) * len(partitions) <= MAX_CELLS:
-            return _shape(answer, metric, width, partitions, points, 0)
+            return _shape(answer, width, metric=metric, shown=partitions, points=points, folded=0)
         totals = [(point[0], _sum(point[1:])) for point in points]
         scores = _row_scores(points, partitions, metric)
         read_after = _read_after(points, partitions, since)
@@ -110,11 +110,14 @@ def _folded(series: Series, names: list[str] | None) -> dict:
     folded = len(partitions) - len(shown)
     points = list(history_points(answer, replace(series, partitions=shown), width))
     other_after = _other_read_after(metric, partitions, shown, read_after, since)
-    merged = with_other(points, totals, len(shown), metric, folded > 0, other_after)
-    return _shape(answer, metric, width, shown, merged, folded)
+    merged = with_other(
+        points, totals, shown=len(shown), metric=metric, fold=folded > 0, other_after=other_after
+    )
+    return _shape(answer, width, metric=metric, shown=shown, points=merged, folded=folded)
 
 
-def _shape(answer: Answer, metric: str, width: str, shown, points, folded: int) -> dict:
+def _shape(answer: Answer, width: str, *, metric: str, shown, points, folded: int) -> dict:
+    """The answer: the `shown` partitions' points at `width`, and `folded` more summed."""
     names = [partition_label(p) for p in shown] + ([OTHER] if folded else [])
     return {
         "metric": metric,
@@ -179,6 +182,7 @@ def _row_scores(points: list[list], partitions, metric: str) -> dict[int, float]
 def with_other(
     points: list[list],
     totals: list[tuple],
+    *,
     shown: int,
     metric: str,
     fold: bool,
