@@ -12,7 +12,7 @@ Pure: points in, a forecast out.
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 
 DAY = 86400.0
@@ -115,14 +115,6 @@ def _none(limit: float | None, count: int, reason: str, growth: float | None = N
 
 
 def _past(growth: float | None, now: datetime, limit: float, count: int) -> Forecast:
-    """The working set is at or past the limit now."""
-    return Forecast(
-        growth_bytes_per_day=growth,
-        forecast_date=now,
-        days_left=0.0,
-        earliest=now,
-        latest=now,
-        limit_bytes=limit,
-        points=count,
-        reason="past the limit",
-    )
+    """The working set is at or past the limit now: every date is now."""
+    no_date = _none(limit, count, "past the limit", growth)
+    return replace(no_date, forecast_date=now, days_left=0.0, earliest=now, latest=now)
