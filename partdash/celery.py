@@ -1,5 +1,5 @@
 """The Celery application: Redis broker; beat dispatches due polls, rolls up history,
-applies retention, sweeps the alert outbox, sends reminders and looks for servers no
+downsamples old polls, sweeps the alert outbox, sends reminders and looks for servers no
 poll reaches."""
 
 import os
@@ -25,7 +25,7 @@ app.autodiscover_tasks(["partdash.polling", "partdash.metrics", "partdash.alerts
 @app.on_after_finalize.connect
 def schedule_dispatcher(sender: Celery, **kwargs) -> None:
     """Beat's static entries: due polls (each server's own interval is read from the
-    database), retention, the alert outbox's sweep and reminders, and `stale_polls`."""
+    database), downsampling, the alert outbox's sweep and reminders, and `stale_polls`."""
     from django.conf import settings
 
     sender.add_periodic_task(
@@ -35,8 +35,8 @@ def schedule_dispatcher(sender: Celery, **kwargs) -> None:
     )
     sender.add_periodic_task(
         settings.PARTDASH_RETENTION_EVERY_SECONDS,
-        sender.signature("partdash.metrics.tasks.apply_retention"),
-        name="retention and downsampling",
+        sender.signature("partdash.metrics.tasks.downsample_polls"),
+        name="store downsampling",
     )
     sender.add_periodic_task(
         settings.PARTDASH_ROLLUP_EVERY_SECONDS,

@@ -376,7 +376,9 @@ if PARTDASH_HOTSPOT_HOLD_SECONDS is not None and not (
         f"PARTDASH_HOTSPOT_WINDOW_SECONDS ({PARTDASH_HOTSPOT_WINDOW_SECONDS}): a partition "
         "cannot be seen hot for longer than the window it is judged over"
     )
-# Retention: every poll for RAW days, hourly until HOURLY days, daily until DAILY days.
+# The store's downsampling (`metrics.downsampling`; named RETENTION when published, before
+# partition retention policies): every poll for RAW days, hourly until HOURLY days, daily
+# until DAILY days.
 PARTDASH_RETENTION_RAW_DAYS = env.int("PARTDASH_RETENTION_RAW_DAYS", default=7)
 PARTDASH_RETENTION_HOURLY_DAYS = env.int("PARTDASH_RETENTION_HOURLY_DAYS", default=90)
 PARTDASH_RETENTION_DAILY_DAYS = env.int("PARTDASH_RETENTION_DAILY_DAYS", default=730)

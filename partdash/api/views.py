@@ -171,12 +171,14 @@ def per_poll(request, server_id: int, name: str, build, listing: Listing):
     afresh."""
     params = {k: v for k, v in request.query_params.items() if k != "format"}
     listing.check(params)
-    latest = ServerSnapshot.objects.latest_for(server_id).values_list("id", "taken_at").first()
-    stamp = f"{latest[0]}@{latest[1].timestamp()}" if latest else "never"
+    latest = (
+        ServerSnapshot.objects.latest_for(server_id).values_list("id", "taken_at", named=True)
+    ).first()
+    stamp = f"{latest.id}@{latest.taken_at.timestamp()}" if latest else "never"
     key = f"partdash:{name}:{server_id}:{stamp}"
     query = hashlib.sha256(request.get_full_path().encode()).hexdigest()[:16]
     etag = f'"{key.removeprefix("partdash:")}:{query}"'
-    modified = latest[1].timestamp() if latest else None
+    modified = latest.taken_at.timestamp() if latest else None
     unchanged = get_conditional_response(request, etag=etag, last_modified=modified)
     if unchanged is not None:
         return unchanged

@@ -12,7 +12,7 @@ Pure: points in, a forecast out.
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 
 DAY = 86400.0
@@ -21,15 +21,15 @@ MIN_SPAN = 0.5  # of the window's length: fewer days of points than that are no 
 MAX_DAYS = 3650  # a crossing further out than ten years is no date to show
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Forecast:
-    growth_bytes_per_day: float | None  # the fitted slope; None: too few points
-    forecast_date: datetime | None  # when the line crosses the limit; None: not growing
-    days_left: float | None
+    growth_bytes_per_day: float | None = None  # the fitted slope; None: too few points
+    forecast_date: datetime | None = None  # when the line crosses the limit; None: not growing
+    days_left: float | None = None
     # The dates the slope's 95% interval gives: earliest, latest (None: open-ended).
-    earliest: datetime | None
-    latest: datetime | None
-    limit_bytes: float | None
+    earliest: datetime | None = None
+    latest: datetime | None = None
+    limit_bytes: float | None = None
     points: int
     reason: str
 
@@ -64,10 +64,10 @@ def forecast(
     """Where the working set's line through `points` (taken_at, bytes; oldest first)
     crosses `limit_bytes`, counted from `now`."""
     if not limit_bytes:
-        return Forecast(None, None, None, None, None, None, len(points), "buffer pool size unknown")
+        return Forecast(points=len(points), reason="buffer pool size unknown")
     ordered = sorted(points)
     if ordered and ordered[-1][1] >= limit_bytes:  # (no trend needed: it is past)
-        return Forecast(None, now, 0.0, now, now, limit_bytes, len(ordered), "past the limit")
+        return _past(None, now, limit_bytes, len(ordered))
     if len(ordered) < MIN_POINTS:
         return _none(limit_bytes, len(ordered), f"fewer than {MIN_POINTS} polls with a working set")
     span = (ordered[-1][0] - ordered[0][0]).total_seconds()
@@ -83,14 +83,12 @@ def forecast(
     elapsed = (now - start).total_seconds()
     level = intercept + slope * elapsed  # the line, now
     if level >= limit_bytes:
-        return Forecast(growth, now, 0.0, now, now, limit_bytes, len(ordered), "past the limit")
+        return _past(growth, now, limit_bytes, len(ordered))
     if slope <= 0:
-        return Forecast(growth, None, None, None, None, limit_bytes, len(ordered), "not growing")
+        return _none(limit_bytes, len(ordered), "not growing", growth)
     seconds = (limit_bytes - level) / slope
     if seconds / DAY > MAX_DAYS:
-        return Forecast(
-            growth, None, None, None, None, limit_bytes, len(ordered), "not within ten years"
-        )
+        return _none(limit_bytes, len(ordered), "not within ten years", growth)
     low_slope, high_slope = slope - 2 * error, slope + 2 * error
     earliest = now + timedelta(seconds=(limit_bytes - level) / high_slope)
     latest = (
@@ -100,9 +98,23 @@ def forecast(
     )
     when = now + timedelta(seconds=seconds)
     return Forecast(
-        growth, when, seconds / DAY, earliest, latest, limit_bytes, len(ordered), "growing"
+        growth_bytes_per_day=growth,
+        forecast_date=when,
+        days_left=seconds / DAY,
+        earliest=earliest,
+        latest=latest,
+        limit_bytes=limit_bytes,
+        points=len(ordered),
+        reason="growing",
     )
 
 
-def _none(limit: float | None, count: int, reason: str) -> Forecast:
-    return Forecast(None, None, None, None, None, limit, count, reason)
+def _none(limit: float | None, count: int, reason: str, growth: float | None = None) -> Forecast:
+    """No date: `reason` says why (`growth` the fitted slope where there is one)."""
+    return Forecast(growth_bytes_per_day=growth, limit_bytes=limit, points=count, reason=reason)
+
+
+def _past(growth: float | None, now: datetime, limit: float, count: int) -> Forecast:
+    """The working set is at or past the limit now: every date is now."""
+    no_date = _none(limit, count, "past the limit", growth)
+    return replace(no_date, forecast_date=now, days_left=0.0, earliest=now, latest=now)

@@ -245,6 +245,7 @@ def persistent_hot(
     kind: Kind,
     amounts: dict[str, float],
     slots_of: Callable[[], Slots],
+    *,
     field: str,
     event_size: float = 1,
     window_shares: dict[str, float] | None = None,
@@ -348,10 +349,26 @@ def find_hotspots(
     slots_of = cache(slots) if callable(slots) else lambda: slots
     # Each share computed once: for the rule and for the result.
     write_shares, read_shares = shares(writes), shares(reads)
-    detail = persistent_hot("write", writes, slots_of, field, size, write_shares, source, hold)
+    detail = persistent_hot(
+        "write",
+        writes,
+        slots_of,
+        field=field,
+        event_size=size,
+        window_shares=write_shares,
+        source=source,
+        hold=hold,
+    )
     if reads:
         detail += persistent_hot(
-            "read", reads, slots_of, "read_bytes", PAGE_BYTES, read_shares, "disk", hold
+            "read",
+            reads,
+            slots_of,
+            field="read_bytes",
+            event_size=PAGE_BYTES,
+            window_shares=read_shares,
+            source="disk",
+            hold=hold,
         )
     if detail:  # rarely: most tables have no hot partition
         order = {a.name: position for position, a in enumerate(activity)}

@@ -210,6 +210,7 @@ def table_retention(
     expression: str | None,
     partitions: Iterable[PartitionState],
     now: datetime,
+    *,
     overdue_seen_at: datetime | None = None,
 ) -> Retention | None:
     """The policy applied to a table; None without a policy. `overdue_seen_at`: when an

@@ -265,6 +265,7 @@ def table_runway(
     expression: str | None,
     partitions: Iterable[PartitionState],
     now: datetime,
+    *,
     fill_rate_per_day: float | None = None,
     current_id: int | None = None,
 ) -> Runway | None:

@@ -14,11 +14,11 @@ the stored results on each request is in `partdash.metrics.readings`.
 
 import logging
 from collections.abc import Mapping, Sequence
-from dataclasses import fields, is_dataclass, replace
+from dataclasses import dataclass, fields, is_dataclass, replace
 from datetime import date, datetime, timedelta
 from functools import cache
 from operator import attrgetter
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any, NamedTuple, cast
 
 from django.conf import settings
 from django.db import connection
@@ -384,11 +384,15 @@ def _partition_names(states: list[PartitionState], labels: set[str]) -> list[str
     return list(dict.fromkeys(s.name for s in states if s.label in labels))
 
 
-# A partition's window as last summed: (its sums in `recent.FIGURES` order, when they
-# change with nothing written (`recent.window_ends`), the time they were summed at, the
-# window's length). A tuple, not the sums' dict: on 64,000 partitions with activity, the
-# memo costs about 19 MB rather than 30 (traced).
-Window = tuple[tuple, int | None, float, float]
+class Window(NamedTuple):
+    """A partition's window as last summed. A tuple (NamedTuple adds no per-instance
+    storage), not the sums' dict: on 64,000 partitions with activity, the memo costs
+    about 19 MB rather than 30 (traced)."""
+
+    sums: tuple  # in `recent.FIGURES` order
+    ends: int | None  # when they change with nothing written (`recent.window_ends`)
+    summed_at: float
+    seconds: float  # the window's length
 
 
 def _windows(
@@ -407,39 +411,51 @@ def _windows(
             continue
         known = memo.get(text) if memo else None
         if known is None or not (
-            known[3] == seconds and known[2] <= at and (known[1] is None or at < known[1])
+            known.seconds == seconds
+            and known.summed_at <= at
+            and (known.ends is None or at < known.ends)
         ):
             entries = recent.loads(text)
             summed = tuple(recent.window_sums(entries, at, seconds).values())
-            known = (summed, recent.window_ends(entries, at, seconds), at, seconds)
+            known = Window(summed, recent.window_ends(entries, at, seconds), at, seconds)
         seen[text] = known
-        sums[i] = dict(zip(recent.FIGURES, known[0], strict=True))
-        ends.append(known[1])
+        sums[i] = dict(zip(recent.FIGURES, known.sums, strict=True))
+        ends.append(known.ends)
     return sums, ends, seen
+
+
+@dataclass(frozen=True)
+class ServerFacts:
+    """What every table of a server is analysed under at one poll: when (`now`), its
+    InnoDB page size, buffer pool and innodb_stats_auto_recalc, the activity signals its
+    poll read and why rows changed were not among them (`signals_of`), and the hotspot
+    hold for its poll interval (`hotspot_hold`; None: the default interval's)."""
+
+    now: datetime
+    page_size: int = 16384
+    buffer_pool: int | str | None = None
+    signals: Signals = UNKNOWN_SIGNALS
+    why: str | None = None
+    hold: Hold | None = None
+    auto_recalc: str | None = None
 
 
 def table_health(
     table: PartitionedTable,
+    server: ServerFacts,
+    *,
     states: list[PartitionState],
     recents: list[str | None],
-    now: datetime,
-    page_size: int,
-    buffer_pool,
     windows: dict[str, Window] | None = None,
-    signals: Signals = UNKNOWN_SIGNALS,
-    why: str | None = None,
     policy: Policy | None = None,
-    hold: Hold | None = None,
-    auto_recalc: str | None = None,
 ) -> TableHealth:
     """Every health figure of one table, as stored in `PartitionedTable.health`.
     `states` in definition order, `recents` their stored recent activity; `windows`: a
-    memo of their window sums (see `_windows`), updated in place when given; `signals`:
-    what the server's latest poll could read (`signals_of`); `policy`: the retention
-    policy matching the table (`health.retention.matching_policy`); `hold`: the hotspot
-    hold for the server's poll interval (`hotspot_hold`)."""
+    memo of their window sums (see `_windows`), updated in place when given; `policy`:
+    the retention policy matching the table (`health.retention.matching_policy`)."""
     if len(recents) != len(states):
         raise ValueError(f"{len(states)} partitions but {len(recents)} recent activities")
+    now, page_size = server.now, server.page_size
     seconds, at = window().total_seconds(), now.timestamp()
     # Only partitions with stored activity (a few per table) have window sums and ends;
     # the rest sum to None throughout, as `recent.window_sums([])` would say.
@@ -450,7 +466,7 @@ def table_health(
     entries = {i: recents[i] for i in sums}  # parsed only if the hotspot rules need slots
     hotspots, written_labels = None, set()
     # Rows changed where the server gives them, even with none in the window.
-    source = choose_source([], signals)
+    source = choose_source([], server.signals)
     if any(w[f] is not None for w in sums.values() for f in _ACTIVITY_FIGURES):
         # Without any, `find_hotspots` has no source (None) and nothing was written.
         labels = [s.label for s in states]
@@ -463,23 +479,23 @@ def table_health(
             lambda: slot_activity(
                 [labels[i] for i in entries], [recent.loads(t) for t in entries.values()], now
             ),
-            signals,
-            hold or hotspot_hold(),
+            server.signals,
+            server.hold or hotspot_hold(),
         )
         source = hotspots.source if hotspots else None
         written_labels = set(written_partitions(activity, source))
     rows_added = sum(w["rows_added"] or 0 for w in sums.values())
     fill_rate = rows_added * 86400 / seconds if rows_added > 0 else None
-    runway = table_runway(table.method, table.expression, states, now, fill_rate)
+    runway = table_runway(table.method, table.expression, states, now, fill_rate_per_day=fill_rate)
     windowed = list(states)
     for i, w in sums.items():
         windowed[i] = with_window_compression(states[i], w)
     compression = table_compression(windowed, table.create_options, page_size)
     skew_rows = judge_skew(table.method, states, "rows")
     skew_bytes = judge_skew(table.method, states, "bytes")
-    written = working_set(states, written_labels, buffer_pool)
+    written = working_set(states, written_labels, server.buffer_pool)
     stale = stale_partitions(
-        states, now, recalculates_statistics(auto_recalc, table.create_options)
+        states, now, recalculates_statistics(server.auto_recalc, table.create_options)
     )
     # A rewritten partition's statistics say it is empty, its file full: not free space.
     rewritten = {s.name for s in stale if s.file_rows}
@@ -489,7 +505,12 @@ def table_health(
         if f.is_finding and f.name not in rewritten
     ]
     retention = table_retention(
-        policy, table.method, table.expression, states, now, _overdue_seen_at(table, policy)
+        policy,
+        table.method,
+        table.expression,
+        states,
+        now,
+        overdue_seen_at=_overdue_seen_at(table, policy),
     )
     facts = TableFacts(
         schema=table.schema,
@@ -660,24 +681,20 @@ def _write_results(tables: list[PartitionedTable]) -> None:
 
 def _analyse(
     tables: list[PartitionedTable],
-    now: datetime,
-    variables: dict,
-    stored,
-    signals: tuple[Signals, str | None],
-    policies: Sequence[Policy] = (),
-    hold: Hold | None = None,
+    server: ServerFacts,
+    stored: "StoredFigures | None",
+    *,
+    policies: Sequence[Policy],
+    case_sensitive: bool,
 ) -> None:
-    page_size = as_number(variables.get("innodb_page_size")) or 16384
+    """Analyse `tables` of one server and write their results; `policies` the server's
+    retention policies, matched case-sensitively as `lower_case_table_names` says."""
     seconds = window().total_seconds()
-    buffer_pool = variables.get("innodb_buffer_pool_size")
     table_ids = [t.pk for t in tables]
-    case_sensitive = names_case_sensitive(variables.get("lower_case_table_names"))
     by_table = stored and stored.partitions_of(table_ids) or _partitions_of(table_ids)
     for table in tables:
         members = by_table[table.pk]
         states = [state for state, _ in members]
-        recents = [text for _, text in members]
-        windows = stored.windows.setdefault(table.pk, {}) if stored else None
         policy = (
             matching_policy(policies, table.schema, table.name, case_sensitive)
             if policies
@@ -685,29 +702,41 @@ def _analyse(
         )
         health = table_health(
             table,
-            states,
-            recents,
-            now,
-            page_size,
-            buffer_pool,
-            windows,
-            *signals,
-            policy,
-            hold,
-            auto_recalc=variables.get("innodb_stats_auto_recalc"),
+            server,
+            states=states,
+            recents=[text for _, text in members],
+            windows=stored.windows.setdefault(table.pk, {}) if stored else None,
+            policy=policy,
         )
         health = keep_drift(table.health, health)  # the group's comparison writes it
         table.health = health
         # Where the shares come from; the shares themselves are derived when asked for
         # (`activity_shares`), which keeps a busy table's stored row from growing.
-        table.activity = activity_signal(health["activity_source"], signals[0], seconds, signals[1])
+        table.activity = activity_signal(
+            health["activity_source"], server.signals, seconds, server.why
+        )
         table.score = health["score"]
         table.total_rows = _total(states, "rows")
         table.total_data_bytes = _total(states, "data_bytes")
         table.total_index_bytes = _total(states, "index_bytes")
         table.total_file_bytes = _total(states, "file_bytes")
-        table.analysed_at = now
+        table.analysed_at = server.now
     _write_results(tables)
+
+
+def server_facts(server, snapshot: ServerSnapshot) -> ServerFacts:
+    """What the server's tables are analysed under after the poll `snapshot`."""
+    variables = snapshot.variables or {}
+    signals, why = signals_of(snapshot)
+    return ServerFacts(
+        now=snapshot.taken_at,
+        page_size=as_number(variables.get("innodb_page_size")) or 16384,
+        buffer_pool=variables.get("innodb_buffer_pool_size"),
+        signals=signals,
+        why=why,
+        hold=hotspot_hold(server.poll_interval),
+        auto_recalc=variables.get("innodb_stats_auto_recalc"),
+    )
 
 
 def analyse_server(
@@ -720,15 +749,13 @@ def analyse_server(
     see `_is_due`) and its pressure; stores the results. Returns the number of tables
     analysed. `stored`: the partitions' figures as the poll just stored them, which
     spares reading them back (the longest step of analysing a table)."""
-    now = snapshot.taken_at
-    tables = _tables_to_analyse(server, changed_tables, now)
-    variables = snapshot.variables or {}
-    signals = signals_of(snapshot)
+    tables = _tables_to_analyse(server, changed_tables, snapshot.taken_at)
+    facts = server_facts(server, snapshot)
     policies = server_policies(server) if tables else []
-    hold = hotspot_hold(server.poll_interval)
+    case_sensitive = names_case_sensitive((snapshot.variables or {}).get("lower_case_table_names"))
     for start in range(0, len(tables), TABLES_PER_BATCH):
         batch = tables[start : start + TABLES_PER_BATCH]
-        _analyse(batch, now, variables, stored, signals, policies, hold)
+        _analyse(batch, facts, stored, policies=policies, case_sensitive=case_sensitive)
     snapshot.pressure = server_pressure(server, snapshot)
     drift.evaluate(server, snapshot, snapshot.pressure)  # after the tables: it reads them
     ServerSnapshot.objects.filter(pk=snapshot.pk).update(pressure=snapshot.pressure)

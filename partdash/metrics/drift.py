@@ -16,7 +16,7 @@ from collections import defaultdict
 from collections.abc import Mapping
 from dataclasses import asdict
 from datetime import datetime
-from typing import Any
+from typing import Any, NamedTuple
 
 from django.db.models import Count, Max, Q
 from django.db.models.fields.json import KeyTransform
@@ -46,6 +46,24 @@ from partdash.servers.models import Server, ServerGroup
 TableName = tuple[str, str]  # (schema, table) lower-cased: how a group matches copies
 
 
+class Copy(NamedTuple):
+    """A group member's copy of a table: who holds it with which layout, and which it is."""
+
+    holder: Holder
+    table_id: int
+    schema: str
+    name: str
+
+
+class Pair(NamedTuple):
+    """A member's copy held to another member's (`theirs`, on `server_id`) in `group`."""
+
+    group: ServerGroup
+    mine: int
+    theirs: int
+    server_id: int
+
+
 def _finding(finding: rules.Finding) -> FindingShape:
     return asdict(finding)  # type: ignore[return-value]  # the same fields, as JSON
 
@@ -55,7 +73,8 @@ def _finding(finding: rules.Finding) -> FindingShape:
 
 def stored_layouts(table_ids: list[int]) -> dict[int, Layout]:
     """The layouts of these tables from their stored definitions and live partitions."""
-    return stored_copies(table_ids)[0]
+    layouts, _ = stored_copies(table_ids)
+    return layouts
 
 
 def stored_copies(table_ids: list[int]) -> tuple[dict[int, Layout], dict[int, Sizes]]:
@@ -105,10 +124,10 @@ def _size_of(state: PartitionState) -> tuple[int | None, int | None, int | None]
 def _add_size(sizes: dict, name: str, count, data, index) -> None:
     """Add a (sub)partition's rows and data plus index bytes to its partition's."""
     size = None if data is None else data + (index or 0)
-    before = sizes.get(name, (None, None))
+    count_before, size_before = sizes.get(name, (None, None))
     sizes[name] = (
-        None if count is None and before[0] is None else (count or 0) + (before[0] or 0),
-        None if size is None and before[1] is None else (size or 0) + (before[1] or 0),
+        None if count is None and count_before is None else (count or 0) + (count_before or 0),
+        None if size is None and size_before is None else (size or 0) + (size_before or 0),
     )
 
 
@@ -180,7 +199,7 @@ class _Comparison:
         self.tables: dict[int, tuple[DriftShape, FindingShape]] = {}
         self.missing: list[dict[str, Any]] = []
         # (group, this member's table, the copy it is held to, that copy's server)
-        self.pairs: list[tuple[ServerGroup, int, int, int]] = []
+        self.pairs: list[Pair] = []
 
     def group(self, group: ServerGroup, members: list[int]) -> None:
         if self.server.pk not in members:
@@ -188,47 +207,54 @@ class _Comparison:
         copies = (
             PartitionedTable.objects.live()
             .filter(server_id__in=members)
-            .values_list("id", "server_id", "schema", "name", "layout", "partition_count")
+            .values_list(
+                "id", "server_id", "schema", "name", "layout", "partition_count", named=True
+            )
         )
         patterns = group.excluded_schema_patterns
-        rows = [row for row in copies if not schema_left_out(row[2], patterns)]
-        blank = [row[0] for row in rows if not row[4]]
+        rows = [row for row in copies if not schema_left_out(row.schema, patterns)]
+        blank = [row.id for row in rows if not row.layout]
         digests = fill_layouts(blank) if blank else {}
-        holders: dict[TableName, list[tuple[Holder, int, str, str]]] = defaultdict(list)
+        holders: dict[TableName, list[Copy]] = defaultdict(list)
         for pk, server_id, schema, name, layout, count in rows:
             holder = Holder(server_id, layout or digests[pk], count)
-            holders[(schema.lower(), name.lower())].append((holder, pk, schema, name))
+            holders[(schema.lower(), name.lower())].append(Copy(holder, pk, schema, name))
         reference = group.reference_id if group.reference_id in members else None
         for copies_of in holders.values():
             self._table(group, members, reference, copies_of)
 
-    def _table(self, group, members, reference, copies_of) -> None:
-        servers = {holder.server_id for holder, *_ in copies_of}
+    def _table(self, group, members, reference, copies_of: list[Copy]) -> None:
+        servers = {copy.holder.server_id for copy in copies_of}
         on_reference = (reference in servers) if reference is not None else None
         everywhere = expected_everywhere(len(servers), len(members), on_reference)
-        mine = next((c for c in copies_of if c[0].server_id == self.server.pk), None)
+        mine = next((c for c in copies_of if c.holder.server_id == self.server.pk), None)
         if mine is None:
             if everywhere:
-                _, _, schema, name = copies_of[0]
+                first = copies_of[0]
                 self.missing.append(
-                    {"schema": schema, "table": name, "group": group.name, "on": sorted(servers)}
+                    {
+                        "schema": first.schema,
+                        "table": first.name,
+                        "group": group.name,
+                        "on": sorted(servers),
+                    }
                 )
             return
-        holder, pk, schema, name = mine
+        holder, pk = mine.holder, mine.table_id
         if pk in self.tables:
             return  # another group of this member found it first
         if not everywhere:
             others = "the reference" if reference is not None else "most of the group"
             self._only_here(group, pk, f"{others} lacks this table")
             return
-        target = group_digest([c[0] for c in copies_of], reference)
+        target = group_digest([c.holder for c in copies_of], reference)
         if holder.digest == target:
             return
-        theirs = sorted(
-            (c for c in copies_of if c[0].digest == target),
-            key=lambda c: (c[0].server_id != reference, c[0].server_id),
-        )[0]
-        self.pairs.append((group, pk, theirs[1], theirs[0].server_id))
+        theirs = min(
+            (c for c in copies_of if c.holder.digest == target),
+            key=lambda c: (c.holder.server_id != reference, c.holder.server_id),
+        )
+        self.pairs.append(Pair(group, pk, theirs.table_id, theirs.holder.server_id))
 
     def _only_here(self, group: ServerGroup, pk: int, why: str) -> None:
         fix = Fix(
@@ -237,11 +263,22 @@ class _Comparison:
         )
         finding = rules.drift_finding(group.name, "the rest of its group", [why], fix)
         self.tables[pk] = (
-            self._shape(group, "the rest of its group", None, None, [why], True),
+            self._shape(group, "the rest of its group", found=[why], only_here=True),
             _finding(finding),
         )
 
-    def _shape(self, group, compared_with, server_id, table_id, found, only_here) -> DriftShape:
+    def _shape(
+        self,
+        group: ServerGroup,
+        compared_with: str,
+        *,
+        found: list[str],
+        only_here: bool = False,
+        server_id: int | None = None,
+        table_id: int | None = None,
+    ) -> DriftShape:
+        """The stored drift of a member's table: compared with which copy (`table_id` on
+        `server_id`; None: the table is only here), and the differences `found`."""
         return {
             "group": group.name,
             "group_id": group.pk,
@@ -260,7 +297,9 @@ class _Comparison:
         ids = sorted({pk for _, mine, theirs, _ in self.pairs for pk in (mine, theirs)})
         layouts, sizes = stored_copies(ids)
         names = dict(
-            Server.objects.filter(pk__in={p[3] for p in self.pairs}).values_list("pk", "name")
+            Server.objects.filter(pk__in={p.server_id for p in self.pairs}).values_list(
+                "pk", "name"
+            )
         )
         tables = dict(
             (pk, (schema, name))
@@ -281,7 +320,9 @@ class _Comparison:
             schema, name = tables[mine]
             fix = align_fix(schema, name, here, there, sizes[mine])
             finding = rules.drift_finding(group.name, compared_with, found, fix)
-            shape = self._shape(group, compared_with, server_id, theirs, found, False)
+            shape = self._shape(
+                group, compared_with, found=found, server_id=server_id, table_id=theirs
+            )
             self.tables[mine] = (shape, _finding(finding))
 
 

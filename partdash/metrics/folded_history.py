@@ -13,7 +13,7 @@ chosen partitions alone (`history.history_points`), and `other` is the total les
 
 import threading
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 
 from partdash.metrics import history
@@ -23,6 +23,8 @@ from partdash.metrics.history import (
     POLL,
     RATE_METRICS,
     Answer,
+    Bucket,
+    Series,
     history_points,
     partition_label,
     rollup_rows,
@@ -79,37 +81,43 @@ def folded_history(
     the caps, else the busiest (or those `names` names) and `other`."""
     live = table.partitions.live()
     if live.count() <= MAX_SERIES:
-        return _folded(table, list(live), names, metric, since, until)
+        return _folded(Series(table, list(live), metric, since, until), names)
     # Its 8,192 partitions' rows alone are about 20 MB of model instances: loaded inside.
     with WIDE_ANSWERS:
-        return _folded(table, list(live), names, metric, since, until)
+        return _folded(Series(table, list(live), metric, since, until), names)
 
 
-def _folded(table, partitions, names, metric: str, since, until) -> dict:
+def _folded(series: Series, names: list[str] | None) -> dict:
+    """`series` of every live partition of its table, folded to fit the caps."""
+    table, partitions, metric = series.table, series.partitions, series.metric
+    since, until = series.since, series.until
     wanted = wanted_partitions(partitions, names) if names else None
     width = history.width_for(table, since, until, len(partitions))
     answer = Answer()
     if wanted is None and len(partitions) <= MAX_SERIES:
-        points = list(history_points(answer, table, partitions, metric, width, since, until))
+        points = list(history_points(answer, series, width))
         if len(points) * len(partitions) <= MAX_CELLS:
-            return _shape(answer, metric, width, partitions, points, 0)
+            return _shape(answer, width, metric=metric, shown=partitions, points=points, folded=0)
         totals = [(point[0], _sum(point[1:])) for point in points]
         scores = _row_scores(points, partitions, metric)
         read_after = _read_after(points, partitions, since)
     else:
-        totals, scores, read_after = tally(answer, table, partitions, metric, width, since, until)
+        totals, scores, read_after = tally(answer, series, width)
     if metric in LEVEL_METRICS and until is None:
         scores = {p.pk: getattr(p, metric) or 0 for p in partitions}
     named = max(0, min(MAX_SERIES, MAX_CELLS // max(len(totals), 1) - 1))
     shown = (wanted or busiest(partitions, scores))[:named]
     folded = len(partitions) - len(shown)
-    points = list(history_points(answer, table, shown, metric, width, since, until))
+    points = list(history_points(answer, replace(series, partitions=shown), width))
     other_after = _other_read_after(metric, partitions, shown, read_after, since)
-    merged = with_other(points, totals, len(shown), metric, folded > 0, other_after)
-    return _shape(answer, metric, width, shown, merged, folded)
+    merged = with_other(
+        points, totals, shown=len(shown), metric=metric, fold=folded > 0, other_after=other_after
+    )
+    return _shape(answer, width, metric=metric, shown=shown, points=merged, folded=folded)
 
 
-def _shape(answer: Answer, metric: str, width: str, shown, points, folded: int) -> dict:
+def _shape(answer: Answer, width: str, *, metric: str, shown, points, folded: int) -> dict:
+    """The answer: the `shown` partitions' points at `width`, and `folded` more summed."""
     names = [partition_label(p) for p in shown] + ([OTHER] if folded else [])
     return {
         "metric": metric,
@@ -174,6 +182,7 @@ def _row_scores(points: list[list], partitions, metric: str) -> dict[int, float]
 def with_other(
     points: list[list],
     totals: list[tuple],
+    *,
     shown: int,
     metric: str,
     fold: bool,
@@ -205,21 +214,14 @@ def with_other(
 
 
 def tally(
-    answer: Answer,
-    table,
-    partitions,
-    metric: str,
-    width: str,
-    since: datetime,
-    until: datetime | None,
-    tail: bool = False,
+    answer: Answer, series: Series, width: str, tail: bool = False
 ) -> tuple[list[tuple], dict[int, float], dict[int, datetime]]:
     """(time, table total) per point, as `history_points` would give them for all of
-    `partitions`; each partition's score (a rate's sum, a level's value at the window's
+    the series' partitions; each partition's score (a rate's sum, a level's value at the window's
     end) and the moment after which it has figures; never more than one bucket's
     figures held."""
     seen = Seen()
-    totals = _tally(answer, table, partitions, metric, width, since, until, seen, tail)
+    totals = _tally(answer, series, width, seen, tail)
     return totals, seen.scores, seen.read_after
 
 
@@ -236,13 +238,15 @@ class Seen:
                 self.read_after[pk] = moment
 
 
-def _tally(answer, table, partitions, metric, width, since, until, seen: Seen, tail) -> list:
+def _tally(answer: Answer, series: Series, width: str, seen: Seen, tail: bool) -> list:
+    table, partitions, metric = series.table, series.partitions, series.metric
+    since, until = series.since, series.until
     if width == POLL:
         if tail and history.polls_in(table, since, until) > 2 * MAX_RAW_POLLS:
             answer.complete = False
             return []
         # A window read poll by poll holds few samples (`history.width_for`).
-        points = list(history_points(answer, table, partitions, metric, POLL, since, until))
+        points = list(history_points(answer, series, POLL))
         for pk, score in _row_scores(points, partitions, metric).items():
             seen.scores[pk] = seen.scores.get(pk, 0.0) + score
         if metric in LEVEL_METRICS and points:  # the values at its last poll, carried
@@ -251,35 +255,36 @@ def _tally(answer, table, partitions, metric, width, since, until, seen: Seen, t
             )
         seen.read(_read_after(points, partitions, since))
         return [(point[0], _sum(point[1:])) for point in points]
-    buckets = window_buckets(answer, table, width, since, until)
+    buckets = window_buckets(answer, series, width)
     if metric in RATE_METRICS:
-        totals = _rate_totals(table, partitions, metric, buckets, seen)
+        totals = _rate_totals(series, buckets, seen)
     else:
-        totals = _level_totals(table, partitions, metric, buckets, since, until, seen)
-    last_taken = buckets[-1][2] if buckets else None
+        totals = _level_totals(series, buckets, seen)
+    last_taken = buckets[-1].taken_at if buckets else None
     if until is not None and last_taken is not None and last_taken >= until:
         return totals
     finer = LADDER[LADDER.index(width) - 1] if width != LADDER[0] else POLL
-    rest = _tally(answer, table, partitions, metric, finer, last_taken or since, until, seen, True)
+    rest = _tally(answer, replace(series, since=last_taken or since), finer, seen, True)
     if not totals:
         return rest
     last = datetime.fromisoformat(totals[-1][0])
     return totals + [t for t in rest if datetime.fromisoformat(t[0]) > last]
 
 
-def _rate_totals(table, partitions, metric: str, buckets, seen: Seen) -> list[tuple]:
+def _rate_totals(series: Series, buckets: list[Bucket], seen: Seen) -> list[tuple]:
     """Per bucket the sum of the partitions' rates (0 where none moved, null while none
     has a reading); each partition's score gains its rate, and its figures start after
     its first reading (as `history.bucket_history`'s)."""
     if not buckets:
         return []
-    counter = RATE_METRICS[metric]
+    table, partitions = series.table, series.partitions
+    counter = RATE_METRICS[series.metric]
     live = {p.pk for p in partitions}
     read = any(getattr(p, counter) is not None for p in partitions)
     sums: list = [0.0 if read else None] * len(buckets)
     first: dict[int, tuple[int, bool]] = {}  # its first bucket with a reading, a delta in it
     for i, ids, deltas, lasts in rollup_rows(table, buckets, (DELTA_OF[counter], counter)):
-        seconds = buckets[i][3]
+        seconds = buckets[i].seconds
         for n, pk in enumerate(ids if lasts else ()):
             if lasts[n] is not None:  # rows come in any order: keep the earliest
                 read = True
@@ -297,8 +302,7 @@ def _rate_totals(table, partitions, metric: str, buckets, seen: Seen) -> list[tu
         sums[i] = total
     seen.read(_rates_after(partitions, counter, buckets, first))
     return [
-        (taken_at.isoformat(), total)
-        for (_, _, taken_at, _), total in zip(buckets, sums, strict=True)
+        (bucket.taken_at.isoformat(), total) for bucket, total in zip(buckets, sums, strict=True)
     ]
 
 
@@ -306,24 +310,26 @@ def _rates_after(partitions, counter: str, buckets, first: dict) -> dict[int, da
     """After which moment each partition has a rate: from the start where its first
     bucket with a reading has a delta (it was read before), or where one not read in the
     window has a reading now; else after that first bucket."""
-    from_start = buckets[0][2] - timedelta(microseconds=1)
+    from_start = buckets[0].taken_at - timedelta(microseconds=1)
     found = {}
     for p in partitions:
         if p.pk in first:
             i, had_delta = first[p.pk]
-            found[p.pk] = from_start if had_delta else buckets[i][2]
+            found[p.pk] = from_start if had_delta else buckets[i].taken_at
         elif getattr(p, counter) is not None:
             found[p.pk] = from_start
     return found
 
 
-def _level_totals(table, partitions, metric: str, buckets, since, until, seen: Seen) -> list:
+def _level_totals(series: Series, buckets: list[Bucket], seen: Seen) -> list:
     """Per bucket the sum of the partitions' levels at its last poll, with a point at
     `since` when a value from before carries in (as `history.bucket_history`). Streamed:
     each partition's value before the window is looked up once the window showed which
     changed in it, and added to the totals of the buckets before it first changed."""
     if not buckets:
         return []
+    table, partitions, metric = series.table, series.partitions, series.metric
+    since, until = series.since, series.until
     live = {p.pk for p in partitions}
     latest: dict[int, int] = {}
     first_seen: dict[int, int] = {}
@@ -344,9 +350,9 @@ def _level_totals(table, partitions, metric: str, buckets, since, until, seen: S
         sums[gap] = seen_sum
     changed = set(first_seen)
     if until is None:
-        changed |= history.sampled_after(table, partitions, metric, buckets[-1][2])
+        changed |= history.sampled_after(table, partitions, metric, buckets[-1].taken_at)
     look_up = live if until is not None else changed
-    before_poll = history.first_poll_at_or_after(table, buckets[0][1])
+    before_poll = history.first_poll_at_or_after(table, buckets[0].start)
     if until is not None:  # every partition's: one query, not a batch of ids
         found = latest_before_in_table(table.pk, (metric,), before_poll)
     else:
@@ -365,7 +371,7 @@ def _level_totals(table, partitions, metric: str, buckets, since, until, seen: S
     for pk, i in first_seen.items():
         leaving[i] += before.get(pk) or 0
     totals: list[tuple] = [(since.isoformat(), base_sum + waiting)] if known else []
-    for i, (_, _, taken_at, _) in enumerate(buckets):
+    for i, bucket in enumerate(buckets):
         waiting -= leaving[i]
-        totals.append((taken_at.isoformat(), base_sum + waiting + sums[i]))
+        totals.append((bucket.taken_at.isoformat(), base_sum + waiting + sums[i]))
     return totals

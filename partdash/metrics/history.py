@@ -9,8 +9,9 @@ days hourly, a year daily. The answer says which (`resolution`).
 
 import time
 from bisect import bisect_left
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
+from typing import NamedTuple
 
 from django.utils import timezone
 
@@ -46,6 +47,45 @@ POLL = "poll"  # the resolution of a window answered poll by poll
 ROLL_UP_SECONDS = 3.0  # a request rolls up what the periodic task has not, this long at most
 
 
+class Poll(NamedTuple):
+    """One of the server's polls in a window (a `ServerSnapshot`)."""
+
+    id: int
+    taken_at: datetime
+
+
+class Change(NamedTuple):
+    """A partition's sample at a poll of the window where any of the figures asked for
+    changed: the poll's position in the window, the partition, and the figures' values
+    in the order asked (None: unchanged)."""
+
+    position: int
+    partition_id: int
+    values: tuple
+
+
+class Bucket(NamedTuple):
+    """A stored bucket of a width (`PollBucket`): its start, its last poll's time, and
+    the seconds its polls span."""
+
+    id: int
+    start: datetime
+    taken_at: datetime
+    seconds: float
+
+
+@dataclass(frozen=True)
+class Series:
+    """What a history answer reads: `metric` of `partitions` (live partitions of `table`,
+    in the answer's order) from `since` to `until` (None: now)."""
+
+    table: PartitionedTable
+    partitions: list[Partition]
+    metric: str
+    since: datetime
+    until: datetime | None = None
+
+
 def partition_label(partition: Partition) -> str:
     """What a reader calls it: `p2024 / p2024sp0` for a subpartition, not the stored key."""
     if partition.subpartition:
@@ -60,12 +100,9 @@ def _polls(table: PartitionedTable, since: datetime, until: datetime | None):
     return polls
 
 
-def _snapshots(
-    table: PartitionedTable, since: datetime, until: datetime | None
-) -> list[tuple[int, datetime]]:
-    return list(
-        _polls(table, since, until).order_by("taken_at", "id").values_list("id", "taken_at")
-    )
+def _snapshots(table: PartitionedTable, since: datetime, until: datetime | None) -> list[Poll]:
+    polls = _polls(table, since, until).order_by("taken_at", "id")
+    return [Poll._make(row) for row in polls.values_list("id", "taken_at")]
 
 
 def first_poll_at_or_after(table: PartitionedTable, moment: datetime) -> int:
@@ -90,60 +127,59 @@ def _latest_before(table: PartitionedTable, ids, field: str, since: datetime) ->
     return {pk: values[field] for pk, values in before.items()}
 
 
-def _samples(index: dict[int, int], polls: list[tuple[int, datetime]], fields: tuple[str, ...]):
-    """(poll position, partition, *fields) of the samples of `polls`, in poll order, where
-    any of `fields` changed."""
+def _samples(index: dict[int, int], polls: list[Poll], fields: tuple[str, ...]) -> list[Change]:
+    """The samples of `polls`, in poll order, where any of `fields` changed."""
     if not polls:
         return []
-    position = {poll_id: i for i, (poll_id, _) in enumerate(polls)}
+    position = {poll.id: i for i, poll in enumerate(polls)}
     rows = PartitionSample.objects.filter(
         partition_id__in=index,
         snapshot_id__gte=min(position),
         snapshot_id__lte=max(position),
     ).values_list("snapshot_id", "partition_id", *fields)
     found = [
-        (position[snapshot_id], partition_id, *values)
+        Change(position[snapshot_id], partition_id, tuple(values))
         for snapshot_id, partition_id, *values in rows
         if snapshot_id in position and any(v is not None for v in values)
     ]
-    found.sort(key=lambda row: row[0])
+    found.sort(key=lambda change: change.position)
     return found
 
 
-def level_history(
-    table, partitions, metric: str, since: datetime, until: datetime | None = None
-) -> list[list]:
+def level_history(series: Series) -> list[list]:
     """One point at `since` when there was a value before it, then one per poll where any
     partition's value changed, with unchanged values carried forward. With nothing before
     `since` the series starts at its first poll, so a chart's axis can start at the data."""
+    table, partitions, metric = series.table, series.partitions, series.metric
+    since, until = series.since, series.until
     index = {p.pk: i for i, p in enumerate(partitions)}
     polls = _snapshots(table, since, until)
     samples = _samples(index, polls, (metric,))
     # A value the window never samples is, for a window ending now, the value now: only
     # the others are looked up before `since` (a walk back through their samples).
-    look_up = set(index) if until is not None else {row[1] for row in samples}
+    look_up = set(index) if until is not None else {change.partition_id for change in samples}
     before = _latest_before(table, look_up, metric, since)
     current: list = [
         before.get(p.pk) if p.pk in look_up else getattr(p, metric) for p in partitions
     ]
     known = any(value is not None for value in current)
     points: list[list] = [[since.isoformat(), *current]] if known else []
-    for position, partition_id, value in samples:
-        stamp = polls[position][1].isoformat()
+    for position, partition_id, (value,) in samples:
+        stamp = polls[position].taken_at.isoformat()
         if not points or points[-1][0] != stamp:
             points.append([stamp, *(points[-1][1:] if points else current)])
         points[-1][1 + index[partition_id]] = value
     return points
 
 
-def rate_history(
-    table, partitions, metric: str, since: datetime, until: datetime | None = None
-) -> list[list]:
+def rate_history(series: Series) -> list[list]:
     """One point per poll: each partition's counter delta over that poll's interval (0
     when it did not change; a reset counts from zero, and rows changed as the poll
     counted them, `recent.changed_rows`). None (JSON null) until the partition has a
     reading to compare with: a new partition, or a counter not read before, has no rate
     yet, which is not a rate of 0."""
+    table, partitions, metric = series.table, series.partitions, series.metric
+    since, until = series.since, series.until
     counter = RATE_METRICS[metric]
     rows_changed = counter == "modified_counter"
     index = {p.pk: i for i, p in enumerate(partitions)}
@@ -151,7 +187,7 @@ def rate_history(
     fields = (counter, "rows") if rows_changed else (counter,)
     by_poll: dict[int, list] = {}
     sampled = set(index) if until is not None else set()
-    for position, partition_id, value, *rows in _samples(index, polls, fields):
+    for position, partition_id, (value, *rows) in _samples(index, polls, fields):
         by_poll.setdefault(position, []).append((partition_id, value, rows[0] if rows else None))
         if value is not None:
             sampled.add(partition_id)
@@ -192,21 +228,16 @@ def rate_history(
 
 
 def bucket_history(
-    answer: "Answer",
-    table,
-    partitions,
-    metric: str,
-    width: str,
-    since: datetime,
-    until: datetime | None = None,
+    answer: "Answer", series: Series, width: str
 ) -> tuple[list[list], datetime | None]:
     """The stored buckets of `width` in the window (rolled up first where missing): for a
     level, each partition's value at each bucket's last poll; for a rate, its counter's
     delta over the bucket's seconds. Returns the points and the last stored bucket's last
     poll (None without any), from which the finer widths go on."""
-    buckets = window_buckets(answer, table, width, since, until)
+    buckets = window_buckets(answer, series, width)
     if not buckets:
         return [], None
+    table, partitions, metric = series.table, series.partitions, series.metric
     index = {p.pk: i for i, p in enumerate(partitions)}
     rate = metric in RATE_METRICS
     counter = RATE_METRICS.get(metric, metric)
@@ -221,40 +252,39 @@ def bucket_history(
         current: list = [
             0.0 if read else None for read in _read_before(partitions, counter, by_bucket)
         ]
-        for i, (_, _, taken_at, seconds) in enumerate(buckets):
+        for i, bucket in enumerate(buckets):
             values = list(current)
             ids, deltas, lasts = by_bucket.get(i, ((), None, None))
             for n, pk in enumerate(ids):
                 at = index.get(pk)
                 if at is None:  # dropped since
                     continue
-                if deltas and deltas[n] is not None and seconds:
-                    values[at] = deltas[n] / seconds
+                if deltas and deltas[n] is not None and bucket.seconds:
+                    values[at] = deltas[n] / bucket.seconds
                 if lasts and lasts[n] is not None:
                     current[at] = 0.0
-            points.append([taken_at.isoformat(), *values])
+            points.append([bucket.taken_at.isoformat(), *values])
     else:
-        current = _levels_before(table, partitions, metric, buckets, by_bucket, until)
+        current = _levels_before(series, buckets, by_bucket)
         if any(value is not None for value in current):
-            points.append([since.isoformat(), *current])
-        for i, (_, _, taken_at, _) in enumerate(buckets):
+            points.append([series.since.isoformat(), *current])
+        for i, bucket in enumerate(buckets):
             ids, levels = by_bucket.get(i, ((), None))
             if levels:
                 for pk, value in zip(ids, levels, strict=True):
                     at = index.get(pk)
                     if at is not None and value is not None:
                         current[at] = value
-            points.append([taken_at.isoformat(), *current])
-    return points, buckets[-1][2]
+            points.append([bucket.taken_at.isoformat(), *current])
+    return points, buckets[-1].taken_at
 
 
-def window_buckets(
-    answer: "Answer", table, width: str, since: datetime, until: datetime | None
-) -> list[tuple]:
-    """(id, start, taken_at, seconds) of the stored buckets of `width` in the window, in
-    time order, rolled up first (within the request's budget, `Answer.roll_up_left`). The
-    stretch stored is read once per request: a second pass over the window (the folded
-    answer's, `folded_history`) reads the same buckets whatever the task stored since."""
+def window_buckets(answer: "Answer", series: Series, width: str) -> list[Bucket]:
+    """The stored buckets of `width` in the window, in time order, rolled up first
+    (within the request's budget, `Answer.roll_up_left`). The stretch stored is read once
+    per request: a second pass over the window (the folded answer's, `folded_history`)
+    reads the same buckets whatever the task stored since."""
+    table, since, until = series.table, series.since, series.until
     if width not in answer.stretches:
         # The request's first width rolls up one chunk at least (roll_up's own promise),
         # the others only within what is left of the budget.
@@ -278,14 +308,15 @@ def window_buckets(
     )
     if until is not None:
         buckets = buckets.filter(taken_at__lte=until)
-    return list(buckets.order_by("start").values_list("id", "start", "taken_at", "seconds"))
+    rows = buckets.order_by("start").values_list("id", "start", "taken_at", "seconds")
+    return [Bucket._make(row) for row in rows]
 
 
-def rollup_rows(table, buckets: list[tuple], columns: tuple[str, ...], ordered: bool = False):
+def rollup_rows(table, buckets: list[Bucket], columns: tuple[str, ...], ordered: bool = False):
     """(bucket position, partition ids, *columns) of the table's rollups of `buckets`
     (in time order if `ordered`), streamed a few rows at a time: a table of 8,192
     partitions stores 8,192 figures per row, and a day of 5-minute buckets is 288 rows."""
-    position = {bucket_id: i for i, (bucket_id, *_) in enumerate(buckets)}
+    position = {bucket.id: i for i, bucket in enumerate(buckets)}
     rows = TableRollup.objects.filter(
         table=table, bucket_id__gte=min(position), bucket_id__lte=max(position)
     ).values_list("bucket_id", "partitions", *columns)
@@ -327,11 +358,12 @@ def _read_before(partitions, counter: str, by_bucket: dict) -> list[bool]:
     return [first.get(p.pk, getattr(p, counter) is not None) for p in partitions]
 
 
-def _levels_before(table, partitions, metric: str, buckets, by_bucket: dict, until) -> list:
+def _levels_before(series: Series, buckets: list[Bucket], by_bucket: dict) -> list:
     """Each partition's `metric` as the window's first bucket began. One whose value did
     not change since is at its value now; the others (changed in the window, or anywhere
     when the window ends in the past) are looked up in their samples, which for a value
     that changed in the window is a short walk back."""
+    table, partitions, metric, until = series.table, series.partitions, series.metric, series.until
     changed = {
         pk
         for ids, levels in by_bucket.values()
@@ -340,10 +372,10 @@ def _levels_before(table, partitions, metric: str, buckets, by_bucket: dict, unt
         if value is not None
     }
     if until is None:
-        changed |= sampled_after(table, partitions, metric, buckets[-1][2])
+        changed |= sampled_after(table, partitions, metric, buckets[-1].taken_at)
     index = {p.pk: i for i, p in enumerate(partitions)}
     look_up = set(index) if until is not None else changed & set(index)
-    first_poll = first_poll_at_or_after(table, buckets[0][1])
+    first_poll = first_poll_at_or_after(table, buckets[0].start)
     before = latest_before(look_up, (metric,), first_poll) if look_up else {}
     return [
         before.get(p.pk, {}).get(metric) if p.pk in look_up else getattr(p, metric)
@@ -400,31 +432,23 @@ class Answer:
         return self.roll_up_until - time.monotonic()
 
 
-def history_points(
-    answer: Answer,
-    table,
-    partitions,
-    metric: str,
-    width: str,
-    since: datetime,
-    until: datetime | None,
-    tail: bool = False,
-) -> list[list]:
+def history_points(answer: Answer, series: Series, width: str, tail: bool = False) -> list[list]:
     """The series at `width`, continued past its last stored bucket at the finer widths,
     down to the polls themselves (`tail`: this is such a continuation)."""
+    until = series.until
     if width == POLL:
-        if tail and _polls(table, since, until).count() > 2 * MAX_RAW_POLLS:
+        if tail and _polls(series.table, series.since, until).count() > 2 * MAX_RAW_POLLS:
             answer.complete = False  # the finer widths are behind too: not read poll by poll
             return []
-        builder = level_history if metric in LEVEL_METRICS else rate_history
-        return builder(table, partitions, metric, since, until)
-    points, last_taken = bucket_history(answer, table, partitions, metric, width, since, until)
+        builder = level_history if series.metric in LEVEL_METRICS else rate_history
+        return builder(series)
+    points, last_taken = bucket_history(answer, series, width)
     if until is not None and last_taken is not None and last_taken >= until:
         return points
     finer = LADDER[LADDER.index(width) - 1] if width != LADDER[0] else POLL
     # From the last stored bucket's last poll: a rate's next interval counts from it.
     rest = history_points(
-        answer, table, partitions, metric, finer, last_taken or since, until, tail=True
+        answer, replace(series, since=last_taken or series.since), finer, tail=True
     )
     if not points:
         return rest
@@ -439,7 +463,7 @@ def table_history(
     partitions = list(table.partitions.live())
     width = width_for(table, since, until)
     answer = Answer()
-    points = history_points(answer, table, partitions, metric, width, since, until)
+    points = history_points(answer, Series(table, partitions, metric, since, until), width)
     return {
         "metric": metric,
         "resolution": width,

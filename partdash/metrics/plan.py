@@ -185,7 +185,7 @@ def _tables(servers: list[Server], as_of: datetime | None):
         PartitionedTable.objects.filter(present, server_id__in=[s.pk for s in servers])
         .filter(score__gt=0)  # a table with a finding scores 10 or more: skip the rest's health
         .order_by()
-        .values_list(*_TABLE_FIELDS)
+        .values_list(*_TABLE_FIELDS, named=True)
     )
 
 
@@ -202,8 +202,10 @@ def _polls_at(server_times: set[tuple[int, datetime]]) -> dict[tuple[int, dateti
 
 def _table_items(servers: list[Server], as_of: datetime | None) -> list[tuple[float, PlanItem]]:
     names = {server.pk: server.name for server in servers}
-    rows = [row for row in _tables(servers, as_of) if stored_health(row[4]).get("findings")]
-    polls = _polls_at({(row[1], row[5]) for row in rows if row[5] is not None})
+    rows = [row for row in _tables(servers, as_of) if stored_health(row.health).get("findings")]
+    polls = _polls_at(
+        {(row.server_id, row.analysed_at) for row in rows if row.analysed_at is not None}
+    )
     items = []
     for pk, server_id, schema, name, health, analysed_at, read_at, dropped_at in rows:
         where = {"server": server_id, "server_name": names[server_id], "schema": schema}
@@ -389,12 +391,13 @@ def composed(
         if item["sql"] and not item["stale"]:
             key = (item["table_id"],) if item["table_id"] is not None else ("server", len(by_table))
             by_table.setdefault(key, []).append(item)
-    statements: list[tuple[int, int, PlanStatement]] = []
+    placed: list[tuple[tuple[int, int, int], PlanStatement]] = []
     for rank, table_items in enumerate(by_table.values()):
         for order, statement in enumerate(_table_statements(table_items, layouts)):
-            statements.append((rank, order, statement))
-    statements.sort(key=lambda s: (_SECTIONS.index(s[2]["section"]), s[0], s[1]))
-    ordered = [statement for _, _, statement in statements]
+            section = _SECTIONS.index(statement["section"])
+            placed.append(((section, rank, order), statement))
+    # By section, then the tables' urgency, then each table's own order.
+    ordered = [statement for _, statement in sorted(placed, key=_place)]
     for number, statement in enumerate(ordered, 1):
         statement["number"] = number
     _point_items(by_table, ordered)
@@ -402,6 +405,11 @@ def composed(
 
 
 _SECTIONS = ("instant", "copies", "statistics", "destroys")
+
+
+def _place(placed: tuple[tuple[int, int, int], PlanStatement]) -> tuple[int, int, int]:
+    place, _ = placed
+    return place
 
 
 def _table_statements(

@@ -68,7 +68,7 @@ DELTA_OF = {
 
 def keep_days(width: str) -> int:
     """How long buckets of `width` are kept: as long as the polls they summarise are
-    kept at a finer resolution (retention thins polls to hourly, then daily)."""
+    kept at a finer resolution (downsampling thins polls to hourly, then daily)."""
     days = {
         Width.MINUTES_5: settings.PARTDASH_RETENTION_RAW_DAYS,
         Width.HOUR: settings.PARTDASH_RETENTION_HOURLY_DAYS,

@@ -14,9 +14,9 @@ from uuid import uuid4
 import pytest
 
 from partdash.collector.collect import CollectRequest, collect
+from partdash.metrics.downsampling import downsample
 from partdash.metrics.history import table_history
 from partdash.metrics.models import Partition, PartitionedTable, PartitionSample, ServerSnapshot
-from partdash.metrics.retention import apply_retention
 from partdash.metrics.store import PollStore, counter_rate
 from partdash.mysql.connection import Session, open_session, target_for
 from partdash.mysql.sources import definitions
@@ -699,7 +699,7 @@ def level_at(points: list[list], stamp: str) -> list:
     return [p for p in points if datetime.fromisoformat(p[0]) <= at][-1][1:]
 
 
-def test_retention_thins_old_polls_keeps_levels_and_is_idempotent():
+def test_downsampling_thins_old_polls_keeps_levels_and_is_idempotent():
     server = builders.server()
     table = PartitionedTable.objects.create(
         server=server, schema="s", name="t", method="RANGE", first_seen_at=NOW - timedelta(1000)
@@ -722,7 +722,7 @@ def test_retention_thins_old_polls_keeps_levels_and_is_idempotent():
     since = NOW - timedelta(days=1000)
     history = {m: table_history(table, m, since)["points"] for m in ("rows", "data_bytes")}
 
-    report = apply_retention(now=NOW)
+    report = downsample(now=NOW)
 
     assert (report.thinned_to_hourly, report.thinned_to_daily, report.deleted) == (2, 1, 1)
     assert polls(server) == [
@@ -743,7 +743,7 @@ def test_retention_thins_old_polls_keeps_levels_and_is_idempotent():
             assert values == level_at(points, stamp), (metric, stamp)
 
     kept_polls, kept_samples = polls(server), sample_rows()
-    again = apply_retention(now=NOW)
+    again = downsample(now=NOW)
     assert (again.thinned_to_hourly, again.thinned_to_daily, again.deleted) == (0, 0, 0)
     assert (polls(server), sample_rows()) == (kept_polls, kept_samples)
 

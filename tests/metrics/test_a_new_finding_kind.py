@@ -18,7 +18,7 @@ from partdash.health.findings import Finding
 from partdash.health.fixes import Fix
 from partdash.health.kinds import AlertSpec, Figure, FindingKind, Observed, register, unregister
 from partdash.health.partitions import PartitionState
-from partdash.metrics.analysis import table_health
+from partdash.metrics.analysis import ServerFacts, table_health
 from partdash.metrics.models import PartitionedTable
 from partdash.prometheus.exposition import exposition
 from tests import builders
@@ -85,7 +85,12 @@ def analysed_table(server, name: str, rows: list[int]) -> PartitionedTable:
     """A HASH table as its analysis leaves it, stored."""
     table = builders.table(server, "shop", name, method="HASH", expression="`id`")
     states = [PartitionState(f"p{i}", ordinal=i, rows=r) for i, r in enumerate(rows)]
-    health = table_health(table, states, [None] * len(states), NOW, 16384, 1 << 30)
+    health = table_health(
+        table,
+        ServerFacts(now=NOW, page_size=16384, buffer_pool=1 << 30),
+        states=states,
+        recents=[None] * len(states),
+    )
     table.health, table.score = health, health["score"]
     table.analysed_at = table.definitions_read_at = timezone.now() - timedelta(minutes=5)
     table.save()

@@ -11,7 +11,7 @@ import pytest
 from django.utils import timezone
 
 from partdash.metrics import history, rollups
-from partdash.metrics.history import rate_history, table_history
+from partdash.metrics.history import Series, rate_history, table_history
 from partdash.metrics.models import (
     PartitionSample,
     PollBucket,
@@ -97,7 +97,7 @@ def test_buckets_carry_the_rows_and_bytes_the_polls_carry(max_points, resolution
         assert bucketed["partitions"] == list(NAMES)
         width = rollups.WIDTHS[resolution].total_seconds()
         assert len(points) <= window * 3600 / width + 20, said  # and a few polls
-        raw = rate_history(table, partitions, metric, since)
+        raw = rate_history(Series(table, partitions, metric, since))
         assert len(raw) > 4 * len(points), said
         after, until = stamp(points[0]), stamp(points[-1])
         expected = total(raw, column, after, until)

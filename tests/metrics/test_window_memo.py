@@ -6,7 +6,7 @@ from datetime import UTC, datetime, timedelta
 
 from partdash.health import recent
 from partdash.health.partitions import PartitionState
-from partdash.metrics.analysis import table_health, window
+from partdash.metrics.analysis import ServerFacts, table_health, window
 from partdash.metrics.models import PartitionedTable
 
 START = datetime(2026, 11, 26, 3, 0, tzinfo=UTC)
@@ -29,6 +29,12 @@ def activity(writes: dict[int, int], now: datetime, before: list) -> list:
     return texts
 
 
+def health_at(table, states, texts, now, memo=None):
+    """The table's health at `now` on a 16 KiB page, 1 GiB buffer pool server."""
+    server = ServerFacts(now=now, page_size=16384, buffer_pool=1 << 30)
+    return table_health(table, server, states=states, recents=texts, windows=memo)
+
+
 def test_window_sums_kept_between_polls_judge_what_summing_them_again_judges():
     table = PartitionedTable(schema="s", name="t", method="HASH", expression="`id`")
     states = [PartitionState(f"p{i}", ordinal=i, rows=1000 + 40 * i) for i in range(16)]
@@ -46,8 +52,8 @@ def test_window_sums_kept_between_polls_judge_what_summing_them_again_judges():
         else:
             writes = {}
         texts = activity(writes, now, texts)
-        remembered = table_health(table, states, texts, now, 16384, 1 << 30, memo)
-        summed_again = table_health(table, states, texts, now, 16384, 1 << 30)
+        remembered = health_at(table, states, texts, now, memo)
+        summed_again = health_at(table, states, texts, now)
         assert remembered == summed_again, poll
     assert memo  # kept: partitions still had activity in the window at the end
 
@@ -59,7 +65,7 @@ def test_a_memo_of_another_time_or_window_is_not_used():
     texts = activity({0: 5000}, START, [None, None])
     later = START + timedelta(seconds=window().total_seconds() + 600)
     memo: dict = {}
-    table_health(table, states, texts, later, 16384, 1 << 30, memo)  # nothing in the window
-    earlier = table_health(table, states, texts, START, 16384, 1 << 30, memo)
-    assert earlier == table_health(table, states, texts, START, 16384, 1 << 30)
+    health_at(table, states, texts, later, memo)  # nothing in the window
+    earlier = health_at(table, states, texts, START, memo)
+    assert earlier == health_at(table, states, texts, START)
     assert earlier["written"]["partitions"] == 1

@@ -1,4 +1,4 @@
-"""Retention and downsampling, so a year of polling a large fleet stays bounded.
+"""Downsampling the store's polls, so a year of polling a large fleet stays bounded.
 
 Every poll is kept for `PARTDASH_RETENTION_RAW_DAYS` (7); older polls are thinned to one
 per hour until `PARTDASH_RETENTION_HOURLY_DAYS` (90), then to one per day until
@@ -6,6 +6,10 @@ per hour until `PARTDASH_RETENTION_HOURLY_DAYS` (90), then to one per day until
 last poll of each hour (or day) and moves onto it, per partition, the latest value of
 every figure that changed within that hour: levels stay exact at the kept times, and
 counter deltas between kept polls give the average rate over the hour.
+
+"Retention" in partdash means a partition retention policy (`metrics.policies`,
+`health.retention`); what this module does is downsampling. Its settings and its command
+keep the names they were published under: `PARTDASH_RETENTION_*`, `manage.py retention`.
 """
 
 from dataclasses import dataclass
@@ -22,7 +26,7 @@ Resolution = ServerSnapshot.Resolution
 
 
 @dataclass
-class RetentionReport:
+class DownsamplingReport:
     thinned_to_hourly: int = 0
     thinned_to_daily: int = 0
     deleted: int = 0
@@ -99,7 +103,7 @@ def _expire(before: datetime) -> int:
     """Delete every poll older than `before`. Each partition's latest values in them
     first move onto the server's oldest remaining poll where that poll has none (a NULL
     sample means "unchanged", so the value still holds there): a partition idle for
-    longer than the retention keeps its level instead of falling to unknown."""
+    longer than the store keeps polls keeps its level instead of falling to unknown."""
     expired = ServerSnapshot.objects.filter(taken_at__lt=before)
     for server_id in expired.values_list("server_id", flat=True).distinct():
         heir = (
@@ -129,13 +133,13 @@ def _expire(before: datetime) -> int:
     return deleted
 
 
-def apply_retention(now: datetime | None = None) -> RetentionReport:
+def downsample(now: datetime | None = None) -> DownsamplingReport:
     """Thin raw polls to hourly, hourly to daily, delete the oldest."""
     now = now or timezone.now()
     raw_until = now - timedelta(days=settings.PARTDASH_RETENTION_RAW_DAYS)
     hourly_until = now - timedelta(days=settings.PARTDASH_RETENTION_HOURLY_DAYS)
     daily_until = now - timedelta(days=settings.PARTDASH_RETENTION_DAILY_DAYS)
-    report = RetentionReport()
+    report = DownsamplingReport()
     # The ignores: a TextChoices member is a str (mypy without the Django plugin: a tuple).
     report.thinned_to_hourly = _thin(raw_until, Resolution.RAW, Resolution.HOUR)  # type: ignore[arg-type]
     report.thinned_to_daily = _thin(hourly_until, Resolution.HOUR, Resolution.DAY)  # type: ignore[arg-type]
