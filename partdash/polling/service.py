@@ -297,6 +297,7 @@ def _store_analyse_evaluate(
     try:
         with transaction.atomic():
             result = store.save()
+            # What the stages return for the next poll is kept once it is the database's.
             transaction.on_commit(partial(setattr, memory, "figures", result.remembered))
             if result.snapshot is not None:
                 confirm(wait=False)  # refuted already: no analysis to throw away
