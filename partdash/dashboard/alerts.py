@@ -138,7 +138,8 @@ class SilenceForm(forms.Form):
         return {f: self.cleaned_data[f] for f in SCOPE}
 
     def ends_at(self, starts_at: datetime) -> datetime:
-        return starts_at + DURATIONS[self.cleaned_data["duration"]][1]
+        _, length = DURATIONS[self.cleaned_data["duration"]]
+        return starts_at + length
 
 
 def linked_scope(request: HttpRequest) -> tuple[SilenceForm, dict]:

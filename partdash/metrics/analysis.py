@@ -425,7 +425,7 @@ def _windows(
 
 
 @dataclass(frozen=True)
-class ServerFacts:
+class PollConditions:
     """What every table of a server is analysed under at one poll: when (`now`), its
     InnoDB page size, buffer pool and innodb_stats_auto_recalc, the activity signals its
     poll read and why rows changed were not among them (`signals_of`), and the hotspot
@@ -442,7 +442,7 @@ class ServerFacts:
 
 def table_health(
     table: PartitionedTable,
-    server: ServerFacts,
+    conditions: PollConditions,
     *,
     states: list[PartitionState],
     recents: list[str | None],
@@ -455,7 +455,7 @@ def table_health(
     the retention policy matching the table (`health.retention.matching_policy`)."""
     if len(recents) != len(states):
         raise ValueError(f"{len(states)} partitions but {len(recents)} recent activities")
-    now, page_size = server.now, server.page_size
+    now, page_size = conditions.now, conditions.page_size
     seconds, at = window().total_seconds(), now.timestamp()
     # Only partitions with stored activity (a few per table) have window sums and ends;
     # the rest sum to None throughout, as `recent.window_sums([])` would say.
@@ -466,7 +466,7 @@ def table_health(
     entries = {i: recents[i] for i in sums}  # parsed only if the hotspot rules need slots
     hotspots, written_labels = None, set()
     # Rows changed where the server gives them, even with none in the window.
-    source = choose_source([], server.signals)
+    source = choose_source([], conditions.signals)
     if any(w[f] is not None for w in sums.values() for f in _ACTIVITY_FIGURES):
         # Without any, `find_hotspots` has no source (None) and nothing was written.
         labels = [s.label for s in states]
@@ -479,8 +479,8 @@ def table_health(
             lambda: slot_activity(
                 [labels[i] for i in entries], [recent.loads(t) for t in entries.values()], now
             ),
-            server.signals,
-            server.hold or hotspot_hold(),
+            conditions.signals,
+            conditions.hold or hotspot_hold(),
         )
         source = hotspots.source if hotspots else None
         written_labels = set(written_partitions(activity, source))
@@ -493,9 +493,9 @@ def table_health(
     compression = table_compression(windowed, table.create_options, page_size)
     skew_rows = judge_skew(table.method, states, "rows")
     skew_bytes = judge_skew(table.method, states, "bytes")
-    written = working_set(states, written_labels, server.buffer_pool)
+    written = working_set(states, written_labels, conditions.buffer_pool)
     stale = stale_partitions(
-        states, now, recalculates_statistics(server.auto_recalc, table.create_options)
+        states, now, recalculates_statistics(conditions.auto_recalc, table.create_options)
     )
     # A rewritten partition's statistics say it is empty, its file full: not free space.
     rewritten = {s.name for s in stale if s.file_rows}
@@ -681,7 +681,7 @@ def _write_results(tables: list[PartitionedTable]) -> None:
 
 def _analyse(
     tables: list[PartitionedTable],
-    server: ServerFacts,
+    conditions: PollConditions,
     stored: "StoredFigures | None",
     *,
     policies: Sequence[Policy],
@@ -702,7 +702,7 @@ def _analyse(
         )
         health = table_health(
             table,
-            server,
+            conditions,
             states=states,
             recents=[text for _, text in members],
             windows=stored.windows.setdefault(table.pk, {}) if stored else None,
@@ -713,22 +713,22 @@ def _analyse(
         # Where the shares come from; the shares themselves are derived when asked for
         # (`activity_shares`), which keeps a busy table's stored row from growing.
         table.activity = activity_signal(
-            health["activity_source"], server.signals, seconds, server.why
+            health["activity_source"], conditions.signals, seconds, conditions.why
         )
         table.score = health["score"]
         table.total_rows = _total(states, "rows")
         table.total_data_bytes = _total(states, "data_bytes")
         table.total_index_bytes = _total(states, "index_bytes")
         table.total_file_bytes = _total(states, "file_bytes")
-        table.analysed_at = server.now
+        table.analysed_at = conditions.now
     _write_results(tables)
 
 
-def server_facts(server, snapshot: ServerSnapshot) -> ServerFacts:
+def poll_conditions(server, snapshot: ServerSnapshot) -> PollConditions:
     """What the server's tables are analysed under after the poll `snapshot`."""
     variables = snapshot.variables or {}
     signals, why = signals_of(snapshot)
-    return ServerFacts(
+    return PollConditions(
         now=snapshot.taken_at,
         page_size=as_number(variables.get("innodb_page_size")) or 16384,
         buffer_pool=variables.get("innodb_buffer_pool_size"),
@@ -750,12 +750,12 @@ def analyse_server(
     analysed. `stored`: the partitions' figures as the poll just stored them, which
     spares reading them back (the longest step of analysing a table)."""
     tables = _tables_to_analyse(server, changed_tables, snapshot.taken_at)
-    facts = server_facts(server, snapshot)
+    conditions = poll_conditions(server, snapshot)
     policies = server_policies(server) if tables else []
     case_sensitive = names_case_sensitive((snapshot.variables or {}).get("lower_case_table_names"))
     for start in range(0, len(tables), TABLES_PER_BATCH):
         batch = tables[start : start + TABLES_PER_BATCH]
-        _analyse(batch, facts, stored, policies=policies, case_sensitive=case_sensitive)
+        _analyse(batch, conditions, stored, policies=policies, case_sensitive=case_sensitive)
     snapshot.pressure = server_pressure(server, snapshot)
     drift.evaluate(server, snapshot, snapshot.pressure)  # after the tables: it reads them
     ServerSnapshot.objects.filter(pk=snapshot.pk).update(pressure=snapshot.pressure)

@@ -369,11 +369,12 @@ def _write(before: list[int], found: dict[int, tuple[DriftShape, FindingShape]],
     for table in PartitionedTable.objects.filter(pk__in=ids).only("id", "health", "score"):
         health = stored_health(table.health)
         new = found.get(table.pk)
+        new_shape, new_finding = new or (None, None)
         old_finding = next(
             (f for f in health.get("findings") or [] if f.get("kind") == "drift"), None
         )
-        same_shape = _without_time(health.get("drift")) == _without_time(new[0] if new else None)
-        if same_shape and old_finding == (new[1] if new else None):
+        same_shape = _without_time(health.get("drift")) == _without_time(new_shape)
+        if same_shape and old_finding == new_finding:
             continue
         table.health = with_drift(health, new)
         table.score = table.health["score"]

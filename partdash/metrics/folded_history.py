@@ -23,8 +23,8 @@ from partdash.metrics.history import (
     POLL,
     RATE_METRICS,
     Answer,
-    Bucket,
     Series,
+    StoredBucket,
     history_points,
     partition_label,
     rollup_rows,
@@ -271,7 +271,7 @@ def _tally(answer: Answer, series: Series, width: str, seen: Seen, tail: bool) -
     return totals + [t for t in rest if datetime.fromisoformat(t[0]) > last]
 
 
-def _rate_totals(series: Series, buckets: list[Bucket], seen: Seen) -> list[tuple]:
+def _rate_totals(series: Series, buckets: list[StoredBucket], seen: Seen) -> list[tuple]:
     """Per bucket the sum of the partitions' rates (0 where none moved, null while none
     has a reading); each partition's score gains its rate, and its figures start after
     its first reading (as `history.bucket_history`'s)."""
@@ -321,7 +321,7 @@ def _rates_after(partitions, counter: str, buckets, first: dict) -> dict[int, da
     return found
 
 
-def _level_totals(series: Series, buckets: list[Bucket], seen: Seen) -> list:
+def _level_totals(series: Series, buckets: list[StoredBucket], seen: Seen) -> list:
     """Per bucket the sum of the partitions' levels at its last poll, with a point at
     `since` when a value from before carries in (as `history.bucket_history`). Streamed:
     each partition's value before the window is looked up once the window showed which

@@ -64,11 +64,11 @@ class Change(NamedTuple):
     values: tuple
 
 
-class Bucket(NamedTuple):
-    """A stored bucket of a width (`PollBucket`): its start, its last poll's time, and
-    the seconds its polls span."""
+class StoredBucket(NamedTuple):
+    """A bucket of a width as stored (`PollBucket`; `rollups.Bucket` while it is built):
+    its start, its last poll's time, and the seconds its polls span."""
 
-    id: int
+    pk: int
     start: datetime
     taken_at: datetime
     seconds: float
@@ -279,7 +279,7 @@ def bucket_history(
     return points, buckets[-1].taken_at
 
 
-def window_buckets(answer: "Answer", series: Series, width: str) -> list[Bucket]:
+def window_buckets(answer: "Answer", series: Series, width: str) -> list[StoredBucket]:
     """The stored buckets of `width` in the window, in time order, rolled up first
     (within the request's budget, `Answer.roll_up_left`). The stretch stored is read once
     per request: a second pass over the window (the folded answer's, `folded_history`)
@@ -309,14 +309,16 @@ def window_buckets(answer: "Answer", series: Series, width: str) -> list[Bucket]
     if until is not None:
         buckets = buckets.filter(taken_at__lte=until)
     rows = buckets.order_by("start").values_list("id", "start", "taken_at", "seconds")
-    return [Bucket._make(row) for row in rows]
+    return [StoredBucket._make(row) for row in rows]
 
 
-def rollup_rows(table, buckets: list[Bucket], columns: tuple[str, ...], ordered: bool = False):
+def rollup_rows(
+    table, buckets: list[StoredBucket], columns: tuple[str, ...], ordered: bool = False
+):
     """(bucket position, partition ids, *columns) of the table's rollups of `buckets`
     (in time order if `ordered`), streamed a few rows at a time: a table of 8,192
     partitions stores 8,192 figures per row, and a day of 5-minute buckets is 288 rows."""
-    position = {bucket.id: i for i, bucket in enumerate(buckets)}
+    position = {bucket.pk: i for i, bucket in enumerate(buckets)}
     rows = TableRollup.objects.filter(
         table=table, bucket_id__gte=min(position), bucket_id__lte=max(position)
     ).values_list("bucket_id", "partitions", *columns)
@@ -358,7 +360,7 @@ def _read_before(partitions, counter: str, by_bucket: dict) -> list[bool]:
     return [first.get(p.pk, getattr(p, counter) is not None) for p in partitions]
 
 
-def _levels_before(series: Series, buckets: list[Bucket], by_bucket: dict) -> list:
+def _levels_before(series: Series, buckets: list[StoredBucket], by_bucket: dict) -> list:
     """Each partition's `metric` as the window's first bucket began. One whose value did
     not change since is at its value now; the others (changed in the window, or anywhere
     when the window ends in the past) are looked up in their samples, which for a value

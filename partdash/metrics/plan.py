@@ -126,7 +126,7 @@ def fleet_plan(
     snapshots = _latest_snapshots([s.pk for s in listed])
     ranked = _table_items(listed, as_of) + _server_items(listed, snapshots)
     if kinds is not None:
-        ranked = [pair for pair in ranked if pair[1]["kind"] in kinds]
+        ranked = [(within, item) for within, item in ranked if item["kind"] in kinds]
     ranked.sort(key=_urgency_key)
     by_server: dict[int, list[PlanItem]] = {}
     for _, item in ranked:
@@ -145,8 +145,8 @@ def fleet_plan(
 def _server_order(ranked: list[tuple[float, PlanItem]]):
     """Servers by their most urgent item; those with nothing due last, by name."""
     first: dict[int, tuple] = {}
-    for pair in ranked:
-        first.setdefault(pair[1]["server"], _urgency_key(pair))
+    for within, item in ranked:
+        first.setdefault(item["server"], _urgency_key((within, item)))
     return lambda plan: (plan["server"] not in first, first.get(plan["server"], ()), plan["name"])
 
 

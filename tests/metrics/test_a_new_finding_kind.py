@@ -18,7 +18,7 @@ from partdash.health.findings import Finding
 from partdash.health.fixes import Fix
 from partdash.health.kinds import AlertSpec, Figure, FindingKind, Observed, register, unregister
 from partdash.health.partitions import PartitionState
-from partdash.metrics.analysis import ServerFacts, table_health
+from partdash.metrics.analysis import PollConditions, table_health
 from partdash.metrics.models import PartitionedTable
 from partdash.prometheus.exposition import exposition
 from tests import builders
@@ -87,7 +87,7 @@ def analysed_table(server, name: str, rows: list[int]) -> PartitionedTable:
     states = [PartitionState(f"p{i}", ordinal=i, rows=r) for i, r in enumerate(rows)]
     health = table_health(
         table,
-        ServerFacts(now=NOW, page_size=16384, buffer_pool=1 << 30),
+        PollConditions(now=NOW, page_size=16384, buffer_pool=1 << 30),
         states=states,
         recents=[None] * len(states),
     )

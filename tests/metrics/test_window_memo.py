@@ -6,7 +6,7 @@ from datetime import UTC, datetime, timedelta
 
 from partdash.health import recent
 from partdash.health.partitions import PartitionState
-from partdash.metrics.analysis import ServerFacts, table_health, window
+from partdash.metrics.analysis import PollConditions, table_health, window
 from partdash.metrics.models import PartitionedTable
 
 START = datetime(2026, 11, 26, 3, 0, tzinfo=UTC)
@@ -31,8 +31,8 @@ def activity(writes: dict[int, int], now: datetime, before: list) -> list:
 
 def health_at(table, states, texts, now, memo=None):
     """The table's health at `now` on a 16 KiB page, 1 GiB buffer pool server."""
-    server = ServerFacts(now=now, page_size=16384, buffer_pool=1 << 30)
-    return table_health(table, server, states=states, recents=texts, windows=memo)
+    conditions = PollConditions(now=now, page_size=16384, buffer_pool=1 << 30)
+    return table_health(table, conditions, states=states, recents=texts, windows=memo)
 
 
 def test_window_sums_kept_between_polls_judge_what_summing_them_again_judges():
