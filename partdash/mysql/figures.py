@@ -161,6 +161,22 @@ register(
         group="activity",
     )
 )
+# The time the server waited on the file's reads (the buffer-pool misses queries wait
+# for), in microseconds: performance_schema counts picoseconds, which a year of waiting on
+# one file would carry past a signed BIGINT. It moves with the reads, so the incremental
+# read does not hash it and a handful of header-page reads keeps it, as read bytes.
+register(
+    PartitionFigure(
+        "read_wait_us",
+        FILE_IO,
+        "microseconds",
+        "SUM_TIMER_READ DIV 1000000",
+        counter=True,
+        sampled=True,
+        group="activity",
+        follows="read_ops",
+    )
+)
 # InnoDB's in-memory table statistics: rows changed since the last statistics refresh.
 register(
     PartitionFigure(
