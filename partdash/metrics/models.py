@@ -174,6 +174,8 @@ class Partition(models.Model):
     write_ops = models.BigIntegerField(null=True)
     read_bytes = models.BigIntegerField(null=True)
     write_bytes = models.BigIntegerField(null=True)
+    # Microseconds the server waited on reads of the partition's file (a counter).
+    read_wait_us = models.BigIntegerField(null=True)
     read_bytes_per_s = models.FloatField(null=True)
     write_bytes_per_s = models.FloatField(null=True)
     # Rows the application changed per second (MODIFIED_COUNTER's delta: logical).
@@ -240,6 +242,7 @@ class PartitionSample(models.Model):
     write_ops = models.BigIntegerField(null=True)
     read_bytes = models.BigIntegerField(null=True)
     write_bytes = models.BigIntegerField(null=True)
+    read_wait_us = models.BigIntegerField(null=True)
     modified_counter = models.BigIntegerField(null=True)
     compress_ops = models.BigIntegerField(null=True)
     compress_ops_ok = models.BigIntegerField(null=True)

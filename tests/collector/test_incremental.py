@@ -304,10 +304,12 @@ def test_file_reads_are_read_again_when_their_quantum_moves(mariadb_ps, new_sche
         mariadb_ps,
         schema,
         "CREATE TABLE files (FILE_NAME VARCHAR(200) PRIMARY KEY, COUNT_READ BIGINT, "
-        "COUNT_WRITE BIGINT, SUM_NUMBER_OF_BYTES_READ BIGINT, SUM_NUMBER_OF_BYTES_WRITE BIGINT)",
+        "COUNT_WRITE BIGINT, SUM_NUMBER_OF_BYTES_READ BIGINT, SUM_NUMBER_OF_BYTES_WRITE BIGINT, "
+        "SUM_TIMER_READ BIGINT)",
         "INSERT INTO files VALUES "
         + ", ".join(
-            f"('{path}', {16 * i}, 1, {16 * i * 16384}, 16384)" for i, path in enumerate(paths)
+            f"('{path}', {16 * i}, 1, {16 * i * 16384}, 16384, {16 * i * 10**7})"
+            for i, path in enumerate(paths)
         ),
     )
     sql = f"SELECT {FILE_IO_COLUMNS} FROM `{schema}`.files WHERE (FILE_NAME LIKE '%%#P#%%')"
@@ -330,13 +332,15 @@ def test_file_reads_are_read_again_when_their_quantum_moves(mariadb_ps, new_sche
             mariadb_ps,
             schema,
             "UPDATE files SET COUNT_READ = COUNT_READ + 3, "
-            "SUM_NUMBER_OF_BYTES_READ = SUM_NUMBER_OF_BYTES_READ + 3 * 16384",
+            "SUM_NUMBER_OF_BYTES_READ = SUM_NUMBER_OF_BYTES_READ + 3 * 16384, "
+            "SUM_TIMER_READ = SUM_TIMER_READ + 3 * 10000000",
         )
         rows, truth = read()
         assert memory.changed[FILE_IO.key] == 0 and memory.fetched[FILE_IO.key] == 0
         for key, row in truth.items():  # the same but for reads within the quantum
             kept = rows[key]
             assert kept.read_ops // 16 == row.read_ops // 16 and kept.read_ops < row.read_ops
+            assert kept.read_wait_us < row.read_wait_us  # (moves with the reads: not hashed)
             assert (kept.write_ops, kept.write_bytes) == (row.write_ops, row.write_bytes)
         # One file read 13 pages more (16 since the last read: a new quantum), one written.
         run(
@@ -1026,12 +1030,12 @@ def test_file_rows_read_again_name_only_the_files_whose_hashed_figures_moved(set
     from partdash.mysql.sources.file_io import PartitionIO
 
     settings.PARTDASH_MIN_SAMPLED_READS = 16
-    before = {7: [PartitionIO("a", 17, 1, 100, 10), PartitionIO("b", 3, 0, 30, 0)]}
+    before = {7: [PartitionIO("a", 17, 1, 100, 10, 50), PartitionIO("b", 3, 0, 30, 0, 9)]}
     after = {
         7: [
-            PartitionIO("a", 20, 1, 160, 10),  # 3 more reads, same quantum
-            PartitionIO("b", 16, 0, 260, 0),  # into the next quantum
-            PartitionIO("c", 0, 0, 0, 0),  # a new file
+            PartitionIO("a", 20, 1, 160, 10, 80),  # 3 more reads (and their wait), same quantum
+            PartitionIO("b", 16, 0, 260, 0, 40),  # into the next quantum
+            PartitionIO("c", 0, 0, 0, 0, 0),  # a new file
         ]
     }
     same = file_io_same(FILE_IO_COLUMNS)

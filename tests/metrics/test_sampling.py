@@ -16,8 +16,8 @@ def poll_with_reads(server, poll_id: str, reads: int):
     """One stored poll of the recorded MySQL 8 server, p2026 having `reads` page reads."""
     flavor, version, results = mysql80()
     files = results["file_summary_by_instance"]
-    path, _, writes, _, write_bytes = files[0]
-    files[0] = (path, reads, writes, reads * 16384, write_bytes)
+    path, _, writes, _, write_bytes, _ = files[0]
+    files[0] = (path, reads, writes, reads * 16384, write_bytes, reads * 90)
     collection = collect(RecordedSession(flavor, version, results), CollectRequest())
     PollStore(server=server, collection=collection, poll_id=poll_id, seconds=0).save()
     return Partition.objects.get(table__server=server, name="p2026")

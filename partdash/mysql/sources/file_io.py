@@ -28,6 +28,7 @@ class PartitionIO(NamedTuple):
     write_ops: int
     read_bytes: int
     write_bytes: int
+    read_wait_us: int  # SUM_TIMER_READ, in microseconds
 
 
 def parse(rows) -> list[PartitionIO]:
