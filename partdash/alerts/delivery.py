@@ -194,7 +194,7 @@ def record_failure(
     last = f"{now:%Y-%m-%d %H:%M:%S} UTC, attempt {attempts}: {one_line(error)}"
     given_up = permanent or attempts >= settings.PARTDASH_ALERT_MAX_ATTEMPTS
     if given_up:
-        last = f"gave up after {attempts} attempts; {last}"
+        last = f"gave up after {attempts} attempt{'' if attempts == 1 else 's'}; {last}"
     # The lease now ends when the next attempt is due.
     Notification.objects.filter(pk=notification.pk, sent_at=None).update(
         last_error=last, claimed_at=now + wait - lease(), given_up_at=now if given_up else None

@@ -25,6 +25,8 @@ def delivery_of(notification: Notification) -> dict[str, Any]:
         outcome = "channel deleted"
     elif not notification.recipients and notification.channel_id is None:
         outcome = "no recipients"
+    elif notification.given_up_at is not None:
+        outcome = "given up"  # a permanent error, or PARTDASH_ALERT_MAX_ATTEMPTS spent
     elif notification.last_error:
         outcome = "failing"
     else:

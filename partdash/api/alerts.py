@@ -206,7 +206,7 @@ class DeliverySerializer(serializers.Serializer):
     kind = serializers.CharField(help_text="email, or the channel's kind")
     recipients = serializers.ListField(child=serializers.CharField())
     outcome = serializers.ChoiceField(
-        ["sent", "failing", "waiting", "no recipients", "superseded", "channel deleted"]
+        ["sent", "failing", "given up", "waiting", "no recipients", "superseded", "channel deleted"]
     )
     sent_at = serializers.DateTimeField(allow_null=True)
     attempts = serializers.IntegerField()

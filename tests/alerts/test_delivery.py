@@ -8,6 +8,7 @@ import pytest
 from django.utils import timezone
 
 from partdash.alerts import delivery
+from partdash.alerts.history import delivery_of
 from partdash.alerts.models import Alert, Notification, Transition
 from tests import builders
 from tests.alerts.mailbox import transition
@@ -162,6 +163,7 @@ def test_an_email_is_given_up_after_the_last_attempt(mailbox, settings):
 
     notification.refresh_from_db()
     assert notification.last_error.startswith("gave up after 2 attempts; ")
+    assert delivery_of(notification)["outcome"] == "given up"
     lease_ended(notification)
     assert delivery.sweep() == []
     assert delivery.claim(notification_id) is None

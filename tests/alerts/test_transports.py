@@ -9,6 +9,7 @@ import pytest
 from django.utils import timezone
 
 from partdash.alerts import channels, delivery
+from partdash.alerts.history import delivery_of
 from partdash.alerts.models import Channel, ChannelKind, Notification
 from partdash.alerts.transports import (
     EMAIL,
@@ -46,7 +47,8 @@ def assert_given_up_at_once(notification_id: int, outcome: delivery.Outcome, err
     given_up = Notification.objects.get(pk=notification_id)
     assert given_up.given_up_at is not None and given_up.sent_at is None
     assert given_up.attempts == 1
-    assert given_up.last_error.startswith("gave up after 1 attempts; ")
+    assert given_up.last_error.startswith("gave up after 1 attempt; ")
+    assert delivery_of(given_up)["outcome"] == "given up"
     assert given_up.last_error.endswith(error), given_up.last_error
     Notification.objects.filter(pk=notification_id).update(
         claimed_at=timezone.now() - delivery.lease() - timedelta(seconds=1)
