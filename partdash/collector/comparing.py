@@ -26,7 +26,7 @@ STATISTICS = "statistics"  # its innodb_table_stats row was refreshed since the 
 COUNTERS = "counters"  # its tablestats modification counter moved
 COMPRESSION = "compression"  # it has compression rows
 MOVING = "moving"  # its stored rates are not zero (the store sets them to zero)
-UNKNOWN = "unknown"  # not gathered (DEBUG turned on during the poll)
+UNKNOWN = "unknown"  # no source named it (or DEBUG was turned on during the poll)
 REASONS = (TABLESPACES, FILE_IO, STATISTICS, COUNTERS, COMPRESSION, MOVING)
 
 
@@ -67,6 +67,8 @@ def explain(collection: Collection, visit: set, moving: set) -> None:
     reasons = {MOVING: moving} if collection.reasons is None else {**collection.reasons}
     reasons[MOVING] = moving
     counts = {reason: len(visit & keys) for reason, keys in reasons.items() if visit & keys}
+    if unnamed := len(visit - set().union(*reasons.values())):
+        counts[UNKNOWN] = unnamed
     log.debug(
         "the store compares %d of %d partitions: %s",
         len(visit),
@@ -76,8 +78,7 @@ def explain(collection: Collection, visit: set, moving: set) -> None:
     )
     for key in sorted(visit):
         why = tuple(reason for reason in REASONS if key in reasons.get(reason, ()))
-        if collection.reasons is None and why == ():
-            why = (UNKNOWN,)
+        why = why or (UNKNOWN,)
         log.debug(
             "compares %s: %s",
             "/".join(part for part in key if part),

@@ -25,7 +25,7 @@ def key(partition: str):
 
 def test_each_compared_partition_is_logged_with_the_sources_that_named_it(caplog):
     caplog.set_level(logging.DEBUG, logger=comparing.__name__)
-    collection = collection_of("p0", "p1", "p2", "p3")
+    collection = collection_of("p0", "p1", "p2", "p3", "p4")
     collection.reasons = {}
     before = PartitionIO("k1", 10, 4, 0, 0, 0)
     after = PartitionIO("k1", 10, 6, 0, 0, 0)
@@ -40,15 +40,23 @@ def test_each_compared_partition_is_logged_with_the_sources_that_named_it(caplog
     collection.partitions[key("p2")].stats_updated_at = refreshed
     comparing.gathered(collection, comparing.STATISTICS).add(key("p2"))
 
-    comparing.explain(collection, {key("p1"), key("p2"), key("p3")}, {key("p3"), key("p0")})
+    visit = {key("p1"), key("p2"), key("p3"), key("p4")}
+    comparing.explain(collection, visit, {key("p3"), key("p0")})
 
     poll, *partitions = caplog.records
-    assert poll.compared == 3
-    assert poll.reasons == {"tablespaces": 1, "file_io": 1, "statistics": 1, "moving": 1}
+    assert poll.compared == 4
+    assert poll.reasons == {
+        "tablespaces": 1,
+        "file_io": 1,
+        "statistics": 1,
+        "moving": 1,
+        "unknown": 1,
+    }
     assert [(r.partition.partition, r.reasons) for r in partitions] == [
         ("p1", ("tablespaces", "file_io")),
         ("p2", ("statistics",)),
         ("p3", ("moving",)),
+        ("p4", ("unknown",)),  # compared, though no source named it
     ]
     assert "write_ops 4 -> 6" in partitions[0].getMessage()
     assert "refreshed at 2026-11-29 00:01:56" in partitions[1].getMessage()
