@@ -13,6 +13,7 @@ from typing import cast
 
 from django.conf import settings
 
+from partdash.collector import comparing
 from partdash.mysql import catalogue, ddl
 from partdash.mysql.catalogue import (
     DEFERRED,
@@ -133,6 +134,12 @@ class Collection:
     basis: str | None = None
     dirty: set[PartitionKey] | None = None
     merged: set[PartitionKey] = field(default_factory=set)  # statistics, counters, compression
+    # Why each partition of `dirty` may differ: reason (`comparing`'s names: the source
+    # whose bucket or statistics time moved) -> its partitions; with `evidence`, the rows
+    # of the buckets read again that name it. Gathered only where `comparing` logs at
+    # DEBUG (None otherwise): a 64,000-partition poll spends nothing on it.
+    reasons: dict[str, set[PartitionKey]] | None = None
+    evidence: dict[PartitionKey, list] = field(default_factory=dict)
     # Partitions a read of every statistics row found no row for: their rows and sizes
     # are unknown now, not what they were (the store forgets them). EXCHANGE PARTITION
     # leaves the emptied partition without one until InnoDB recalculates it, which with
@@ -239,9 +246,12 @@ def _merge_stats(collection: Collection, rows: list[innodb_stats.PartitionStats]
     """After the tablespaces, whose page size (the zip size if compressed) turns the
     statistics' page counts into bytes."""
     server_page = collection.facts.page_size
+    why = comparing.gathered(collection, comparing.STATISTICS)
     for row in rows:
         figures = _figures(collection, row.name)
         collection.merged.add(figures.key)
+        if why is not None:
+            why.add(figures.key)
         figures.rows, figures.clustered_pages, figures.other_pages = row[1:4]
         figures.stats_updated_at = row.updated_at
         page = figures.page_size or server_page
@@ -304,15 +314,20 @@ def _merge_changes(collection: Collection, changes: tablestats.Changes, adopted:
         figures.modified_counter, autoinc = changes.counters.get(key, (0, 0))
         figures.autoinc = autoinc or None
     collection.merged |= changed
+    if (why := comparing.gathered(collection, comparing.COUNTERS)) is not None:
+        why |= changed
 
 
 def _merge_compression(
     collection: Collection, rows: list[compression.PartitionCompression]
 ) -> None:
+    why = comparing.gathered(collection, comparing.COMPRESSION)
     for row in rows:
         figures = collection.partitions.get(row.name.key)
         if figures is not None:
             collection.merged.add(figures.key)
+            if why is not None:
+                why.add(figures.key)
             _assign_compression(figures, row[1:])
 
 
@@ -779,6 +794,7 @@ class _Reads:
         memory."""
         session, dialect, facts, memory = self.session, self.dialect, self.facts, self.memory
         collection = Collection(session.flavor, session.version, dialect, facts)
+        collection.reasons = {} if comparing.explained() else None
         reuse, self.kept = Reuse(self.kept), None
 
         def files_touched() -> list | None:
@@ -949,8 +965,17 @@ def _dirty(
     ):
         return None
     dirty = {row.name.key for row in files_touched}
+    files = comparing.gathered(collection, comparing.TABLESPACES)
+    if files is not None:
+        comparing.note(collection, files, [(row.name.key, row) for row in files_touched])
+    io = comparing.gathered(collection, comparing.FILE_IO)
+    io_rows = []
     for row in cast("list | tuple[()]", touched.get(FILE_IO.key, ())):  # (not None: above)
         figures = collection.by_path.get(row.path_key)
         if figures is not None:
             dirty.add(figures.key)
+            if io is not None:
+                io_rows.append((figures.key, row))
+    if io is not None:
+        comparing.note(collection, io, io_rows)
     return dirty | collection.merged

@@ -14,6 +14,7 @@ from django.conf import settings
 from django.db import connection, transaction
 from django.utils import timezone
 
+from partdash.collector import comparing
 from partdash.collector.collect import RECHECK, Collection, TableKey, table_key
 from partdash.health import recent
 from partdash.health.counters import counter_delta
@@ -559,6 +560,7 @@ class PollStore:
                 and remembered.moving is not None
             ):
                 visit = collection.dirty | remembered.moving
+                comparing.explain(collection, visit, remembered.moving)
             if visit == set() or _readable(remembered.stored):  # (none compared: unread)
                 self._taken = remembered
                 return remembered.stored, visit

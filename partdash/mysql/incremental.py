@@ -344,6 +344,14 @@ class SourceMemory:
         self.sources[shape.key] = Buckets(modulus, aggregates, rows, read_all_at, digest, witness)
         self.fetched[shape.key] = count
         self.changed[shape.key] = len(changed)
+        log.debug(
+            "%s: %d of %d buckets moved, %d rows read%s",
+            shape.key,
+            len(changed),
+            len(aggregates),
+            count,
+            " (every row)" if every else "",
+        )
         return _every_row(rows)
 
 
