@@ -20,7 +20,7 @@ from partdash.mysql.sources.tablestats import LastRead
 from partdash.polling import pollmemory, service
 from partdash.polling.service import poll_server
 from tests.collector.test_ground_truth import flush_to_disk
-from tests.collector.test_incremental import assert_stored_is_the_truth, tables_and_server
+from tests.mysql.test_incremental import assert_stored_is_the_truth, tables_and_server
 from tests.sql import run
 
 FILE_IO_PART, KEPT_PART = pollmemory.FILE_IO_PART, pollmemory.KEPT_PART
