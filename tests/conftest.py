@@ -15,6 +15,7 @@ from django.conf import settings
 from rest_framework.test import APIClient
 
 from tests.pgstore import DB_FIXTURES, database_url
+from tests.servers.certificates import CertificateFiles, write_certificates
 from tests.services import MariaDB, MariaDBFactory, RedisServer, log_tail, stop_processes
 from tests.sql import new_schema_on
 
@@ -39,6 +40,26 @@ def mariadb(mariadb_factory: MariaDBFactory) -> MariaDB:
 def mariadb_ps(mariadb_factory: MariaDBFactory) -> MariaDB:
     """A private MariaDB with performance_schema and per-index compression stats on."""
     return mariadb_factory.get({"performance_schema": "ON", "innodb_cmp_per_index_enabled": "ON"})
+
+
+# A private MariaDB with TLS, for the tests of TLS and of certificate approval.
+
+
+@pytest.fixture(scope="session")
+def certificates(tmp_path_factory) -> CertificateFiles:
+    return write_certificates(tmp_path_factory.mktemp("tls"), "server")
+
+
+@pytest.fixture(scope="session")
+def mariadb_tls(mariadb_factory: MariaDBFactory, certificates: CertificateFiles) -> MariaDB:
+    """A private MariaDB presenting a certificate of the test CA for 127.0.0.1."""
+    return mariadb_factory.get(
+        {
+            "ssl_cert": str(certificates.cert),
+            "ssl_key": str(certificates.key),
+            "ssl_ca": str(certificates.ca),
+        }
+    )
 
 
 @pytest.fixture(scope="session")

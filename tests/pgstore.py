@@ -33,10 +33,10 @@ NOT_STORE_FACING = ("browser",)
 """Markers of tests that are about something else (Chromium) and run on SQLite only."""
 
 SQLITE_ONLY = (
-    "tests/collector/test_faults.py",  # monitored servers frozen and killed: minutes of waiting
-    "tests/collector/test_backoff.py",  # black-hole servers and lateness: 85 s of scheduling
-    "tests/collector/test_poll_limits.py",  # time limits and a killed worker child: Redis's lock
-    "tests/collector/test_hostile_worker_memory.py",  # a worker child's memory, 40 s
+    "tests/polling/test_faults.py",  # monitored servers frozen and killed: minutes of waiting
+    "tests/polling/test_backoff.py",  # black-hole servers and lateness: 85 s of scheduling
+    "tests/polling/test_poll_limits.py",  # time limits and a killed worker child: Redis's lock
+    "tests/polling/test_hostile_worker_memory.py",  # a worker child's memory, 40 s
     "tests/operations/test_make_up.py",  # `make up` runs on SQLite, as a laptop does
     "tests/operations/test_supervise.py",
     # What MariaDB does with the statements partdash gives (fixes, grants) and what its
@@ -47,8 +47,8 @@ SQLITE_ONLY = (
     "tests/health/test_skew_fixes_on_mariadb.py",
     "tests/health/test_runway_on_mariadb.py",
     "tests/health/test_fix_sql_on_mariadb.py",
-    "tests/collector/test_catalogue.py",
-    "tests/collector/test_tablestats_cost.py",
+    "tests/mysql/test_catalogue.py",
+    "tests/mysql/test_tablestats_cost.py",
     # A channel's message across a worker killed at each step: the claim protocol the
     # email variant (test_a_worker_killed_at_each_step_loses_nothing) proves on
     # PostgreSQL, on other rows; 160 s of a PostgreSQL pass's worker time.

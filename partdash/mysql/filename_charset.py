@@ -6,7 +6,7 @@ character as `@` and two characters from the table below, or, for a character th
 does not hold, as `@` and four lower-case hex digits of its code point. The table is
 `touni` of strings/ctype-utf8.c in the MariaDB sources (`my_mb_wc_filename` reads it),
 written here as a grid: the code `@xy` is row `x`, column `y` (columns `0` to DEL, as the
-ruler shows; `·` marks an unused code). tests/collector/test_unicode_names.py checks every entry
+ruler shows; `·` marks an unused code). tests/mysql/test_unicode_names.py checks every entry
 against a real server, both ways.
 """
 

@@ -91,6 +91,11 @@ class Mailbox:
         with self.lock:
             return len(self.received)
 
+    def clear(self) -> None:
+        """Forget what was received (a mailbox shared by a module's tests)."""
+        with self.lock:
+            self.received.clear()
+
 
 def transition(
     alert: Alert,

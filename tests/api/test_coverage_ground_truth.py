@@ -22,7 +22,7 @@ from tests.sql import run
 
 pytestmark = pytest.mark.django_db
 
-# The options of tests/collector/test_tablestats_cost.py's evicting server, so a session
+# The options of tests/mysql/test_tablestats_cost.py's evicting server, so a session
 # running both starts one such MariaDB. 400 is MariaDB's default and its minimum.
 SMALL_CACHE = {"table_definition_cache": 400, "table_open_cache": 10}
 QUIET = "ENGINE=InnoDB STATS_AUTO_RECALC=0"

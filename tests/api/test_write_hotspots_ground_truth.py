@@ -46,7 +46,7 @@ class Clock:
 def rows_changed_read(settings):
     # On whatever the dictionary cache holds: the shared test server holds other tests'
     # tables, more than its table_definition_cache (`auto` would not read them there;
-    # tests/collector/test_tablestats_cost.py covers that choice).
+    # tests/mysql/test_tablestats_cost.py covers that choice).
     settings.PARTDASH_READ_TABLESTATS = "on"
 
 

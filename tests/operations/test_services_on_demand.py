@@ -32,7 +32,7 @@ def pytest_sessionfinish():
 """
 
 HEALTH = "tests/health/test_kinds.py"
-USES_REDIS = "tests/collector/test_poll_limits.py::test_only_the_lost_polls_own_lock_is_released"
+USES_REDIS = "tests/polling/test_poll_limits.py::test_only_the_lost_polls_own_lock_is_released"
 
 
 def test_health_tests_start_no_server_and_the_first_test_using_redis_starts_it(tmp_path):

@@ -21,7 +21,7 @@ from partdash.polling import pollmemory, service
 from partdash.polling.memory import PollMemories
 from partdash.polling.service import poll_server
 from tests.collector.test_ground_truth import flush_to_disk
-from tests.collector.test_incremental import (
+from tests.mysql.test_incremental import (
     assert_stored_is_the_truth,
     sources_of,
     tables_and_server,

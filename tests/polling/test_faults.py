@@ -30,7 +30,8 @@ from partdash.polling.service import poll_server
 from partdash.servers.models import Server
 from tests.alerts import conftest as alert_fixtures
 from tests.alerts.test_alerts_end_to_end import polled_on_request, skewed_hash_table
-from tests.collector.fault_helpers import (
+from tests.conftest import CeleryProcesses, reset_broker_pools, wait_until
+from tests.polling.fault_helpers import (
     LIST_TABLE,
     DdlRacer,
     dropped_tables,
@@ -41,8 +42,7 @@ from tests.collector.fault_helpers import (
     stopping_after,
     stored_definitions,
 )
-from tests.collector.test_poll_limits import poll_child
-from tests.conftest import CeleryProcesses, reset_broker_pools, wait_until
+from tests.polling.test_poll_limits import poll_child
 from tests.services import MariaDB
 from tests.sql import run
 

@@ -1,4 +1,4 @@
-"""Faults injected into real processes for tests/collector/test_faults.py: a monitored MariaDB
+"""Faults injected into real processes for tests/polling/test_faults.py: a monitored MariaDB
 stopped (SIGSTOP) or killed (SIGKILL), DDL racing the poll, and what a poll stored set
 against what information_schema says."""
 

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.metrics.exposition_rows import polled_server, range_table
+from tests.prometheus.exposition_rows import polled_server, range_table
 
 BENCH = Path(__file__).resolve().parents[2] / "bench"
 

@@ -10,9 +10,9 @@ import pytest
 from django.conf import settings
 
 from partdash.servers.models import Server
-from tests.collector.test_poll_limits import poll_child
 from tests.conftest import CeleryProcesses, wait_until
 from tests.fake_mysql import FakePartitionServer
+from tests.polling.test_poll_limits import poll_child
 
 MB = 1024 * 1024
 CAP = 200_000  # rows: 500,000 (the default) took 20-31 s a poll here, 200,000 13-20 s

@@ -4,7 +4,7 @@ import pytest
 from rest_framework.test import APIClient
 
 from tests.conftest import token_client, user_in
-from tests.metrics.exposition_rows import polled_server, range_table
+from tests.prometheus.exposition_rows import polled_server, range_table
 
 pytestmark = pytest.mark.django_db
 

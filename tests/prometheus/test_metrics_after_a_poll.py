@@ -4,7 +4,7 @@ shows them."""
 import pytest
 
 from partdash.polling.service import poll_server
-from tests.metrics.test_metrics_endpoint import labels, scrape
+from tests.prometheus.test_metrics_endpoint import labels, scrape
 from tests.sql import run
 
 

@@ -1,5 +1,5 @@
 """MySQL's filename encoding and the partition names InnoDB's sources spell, without a
-server (tests/collector/test_unicode_names.py holds the same decoder against a real one)."""
+server (tests/mysql/test_unicode_names.py holds the same decoder against a real one)."""
 
 import pytest
 

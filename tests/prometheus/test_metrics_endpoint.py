@@ -12,7 +12,7 @@ from rest_framework.test import APIClient
 from partdash.alerts.models import Alert
 from partdash.prometheus.exposition import exposition
 from tests import builders
-from tests.metrics.exposition_rows import hash_table, polled_server, range_table
+from tests.prometheus.exposition_rows import hash_table, polled_server, range_table
 
 pytestmark = pytest.mark.django_db
 

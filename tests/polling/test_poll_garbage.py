@@ -12,7 +12,7 @@ import pytest
 
 from partdash.mysql.connection import ClearTextRefused, _GuardedPassword
 from partdash.polling.service import poll_server
-from tests.collector.test_incremental import tables_and_server
+from tests.mysql.test_incremental import tables_and_server
 
 # Whose objects a poll must never leave to the cyclic collector.
 POLL_MODULES = ("partdash.", "pymysql.", "django.db.")
