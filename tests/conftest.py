@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 from django.conf import settings
+from django.db import connection
 from rest_framework.test import APIClient
 
 from tests.pgstore import DB_FIXTURES, database_url
@@ -248,7 +249,24 @@ def module_celery_processes(django_db_setup, redis_server: RedisServer, tmp_path
 def shared_celery_processes(transactional_db, module_celery_processes):
     """The module's worker and beat (`module_celery_processes`) for a test that must use
     committed data."""
-    return module_celery_processes
+    yield module_celery_processes
+    yield_the_store_to_the_flush()
+
+
+def yield_the_store_to_the_flush() -> None:
+    """Before transactional_db's flush, while a worker shared by the module's tests may
+    still run a task of the test that ended: on PostgreSQL, end the other sessions on the
+    test database and let this session's TRUNCATE outwait any deadlock, so PostgreSQL
+    ends the worker's transaction, never the flush (a flush ended by a deadlock was seen,
+    a test erring at teardown). Nothing to do on SQLite, which locks the whole file."""
+    if connection.vendor != "postgresql":
+        return
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity"
+            " WHERE datname = current_database() AND pid <> pg_backend_pid()"
+        )
+        cursor.execute("SET deadlock_timeout = '30s'")  # the worker's (1 s) detects first
 
 
 def wait_until(predicate: Callable[[], object], timeout: float, what: str, logs=None):

@@ -34,7 +34,7 @@ from partdash.health.fixes import safety_words
 from partdash.servers.models import Server
 from tests.alerts.conftest import DELIVERY_ENV, DeliveryProcesses
 from tests.alerts.mailbox import Mailbox
-from tests.conftest import wait_until
+from tests.conftest import wait_until, yield_the_store_to_the_flush
 from tests.sql import run
 
 pytestmark = [pytest.mark.e2e, pytest.mark.django_db(transaction=True), pytest.mark.timeout(120)]
@@ -81,16 +81,18 @@ def module_delivery(django_db_setup, redis_server, tmp_path_factory, module_mail
 def fleet(client, admin_user, transactional_db, module_delivery, module_mailbox, redis_server):
     client.force_login(admin_user)  # staff: may ask for polls, add overrides and silences
     module_mailbox.clear()
-    return Fleet(client, module_delivery, module_mailbox, redis_server.url)
+    yield Fleet(client, module_delivery, module_mailbox, redis_server.url)
+    yield_the_store_to_the_flush()
 
 
-def polled_on_request(instance, name: str) -> Server:
+def polled_on_request(instance, name: str, enabled: bool = True) -> Server:
     """A server polled only when a test asks ("Poll now"): never due for beat."""
     server = Server(
         name=name,
         host=instance.host,
         port=instance.port,
         user="root",
+        enabled=enabled,
         poll_interval=86400,
         next_poll_at=timezone.now() + timedelta(days=1),
     )
@@ -107,7 +109,13 @@ class Fleet:
         self.redis = redis.Redis.from_url(redis_url)
 
     def register(self, instance, name: str) -> Server:
-        return polled_on_request(instance, name)
+        """A server polled only when the test asks: saved disabled, then enabled by an
+        UPDATE, so no poll is queued by its registration (`polling.signals`) to race the
+        test's first poll and count as a second one (the module's worker is warm)."""
+        server = polled_on_request(instance, name, enabled=False)
+        Server.objects.filter(pk=server.pk).update(enabled=True)
+        server.enabled = True
+        return server
 
     def poll(self, server: Server, ok: bool = True) -> None:
         """One poll through the API and the worker, waited for to its end (recorded, its
