@@ -149,6 +149,7 @@ class ServerSerializer(serializers.ModelSerializer):
             "poll_interval",
             "enabled",
             "tags",
+            "explain_statements",
             *LATEST_POLL_FIELDS,
             "backoff",
             "findings",
