@@ -435,6 +435,9 @@ class StatementDigest(models.Model):
     how = models.CharField(max_length=9, choices=How, default=How.PARSED)
     why = models.TextField(blank=True)
     filters_on = models.JSONField(default=list)  # the table's columns it filters on
+    # The table's layout (`PartitionedTable.layout`) the verdict was judged against: a
+    # digest is judged again only once the layout changed (or EXPLAIN counted it).
+    judged_layout = models.CharField(max_length=40, blank=True)
 
     class Meta:
         ordering = ["-seconds", "digest"]
