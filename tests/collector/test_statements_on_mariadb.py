@@ -2,12 +2,17 @@
 poll reads of events_statements_summary_by_digest (the digest text with `?`, the
 counters), and, for a server opted in, the partitions EXPLAIN PARTITIONS lists for a
 recent run of each statement (the statement history's consumer ON), as the server's own
-EXPLAIN of that run lists them."""
+EXPLAIN of that run lists them; with the statements_digest consumer OFF, the poll, Test
+connection and the capability panel give the same fix, on every poll."""
 
 import pytest
 
 from partdash.collector.collect import CollectRequest, collect
+from partdash.mysql.catalogue import DIGEST_CONSUMER_FIX
 from partdash.mysql.connection import open_session, target_for
+from partdash.mysql.probe import probe
+from partdash.polling.service import poll_server
+from tests.collector.test_catalogue import pairs, poll_pairs
 from tests.services import MariaDB
 from tests.sql import new_schema_on, run
 
@@ -86,3 +91,22 @@ def test_only_digests_seen_since_the_watermark_are_read(instance, make_server):
     assert any("`v` = ?" in d.text for d in first.statements)
     assert later.statements == []
     assert later.plans == {}  # not opted in
+
+
+def test_a_digest_consumer_off_is_one_fix_in_the_poll_test_connection_and_the_panel(
+    make_server, admin_client
+):
+    options = {"performance_schema": "ON", "performance_schema_consumer_statements_digest": "OFF"}
+    with MariaDB(options) as instance:
+        server = make_server(instance, name="no-digests")
+        first = poll_server(server)  # reads the digests: none, and the consumer is OFF
+        second = poll_server(server)  # not due: says what the read found
+        tested = probe(target_for(server))
+    panel = admin_client.get(f"/api/v1/servers/{server.pk}/health/").json()["capabilities"]
+
+    expected = {("statements", DIGEST_CONSUMER_FIX)}
+    assert poll_pairs(server) == pairs(tested.sources) == pairs(panel) == expected
+    (statements,) = [entry for entry in panel if entry["source"] == "statements"]
+    assert (statements["state"], statements["causes"]) == ("missing", ["setting"])
+    line = "the statements_digest consumer is OFF (which statements read every partition): "
+    assert first.warnings == second.warnings == [line + DIGEST_CONSUMER_FIX]
