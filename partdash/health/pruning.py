@@ -66,6 +66,25 @@ class Verdict:
     filters_on: tuple[str, ...]  # the table's columns the statement filters on
 
 
+@dataclass(frozen=True, slots=True)
+class StatementVerdict:
+    """One statement digest as it reads one table: performance_schema's counters (since
+    the server began counting it) and the verdict on it (`judge`, or the server's
+    EXPLAIN). `text` is the digest text: placeholders, never literals."""
+
+    digest: str
+    text: str
+    calls: int
+    rows_examined: int
+    seconds: float
+    verdict: Verdict
+
+
+def columns_of(expression: str) -> tuple[str, ...]:
+    """The columns a PARTITION_EXPRESSION names, in order, as lower-case names."""
+    return _columns(expression)
+
+
 # -- the partitioning, as the optimizer sees it -------------------------------------------
 
 # Functions MySQL prunes ranges through ("" is the bare column): monotonic in the column.

@@ -58,6 +58,7 @@ from partdash.health.pressure import (
     working_set,
     written_against_pool,
 )
+from partdash.health.pruning import StatementVerdict
 from partdash.health.retention import (
     Policy,
     Retention,
@@ -448,11 +449,13 @@ def table_health(
     recents: list[str | None],
     windows: dict[str, Window] | None = None,
     policy: Policy | None = None,
+    statements: list[StatementVerdict] | None = None,
 ) -> TableHealth:
     """Every health figure of one table, as stored in `PartitionedTable.health`.
     `states` in definition order, `recents` their stored recent activity; `windows`: a
     memo of their window sums (see `_windows`), updated in place when given; `policy`:
-    the retention policy matching the table (`health.retention.matching_policy`)."""
+    the retention policy matching the table (`health.retention.matching_policy`);
+    `statements`: its statement digests with their verdicts (None: never read)."""
     if len(recents) != len(states):
         raise ValueError(f"{len(states)} partitions but {len(recents)} recent activities")
     now, page_size = conditions.now, conditions.page_size
@@ -539,6 +542,7 @@ def table_health(
         stale=stale,
         retention=retention,
         now=now,
+        statements=statements,
     )
     found = sorted(
         (rules.with_fix(f, facts) for f in _candidates(observed) if f), key=lambda f: -f.score
