@@ -6,15 +6,19 @@ literals; each digest performance_schema folded them into is judged by
 count wherever the verdict gives one, and never `unknown` for these plain shapes."""
 
 from contextlib import closing
-from datetime import date, timedelta
+from datetime import UTC, date, datetime, timedelta
 
 import pytest
 
-from partdash.health.pruning import Layout, Verdict, judge
+from partdash.health.fixes import TableFacts
+from partdash.health.kinds import Observed
+from partdash.health.pruning import Layout, StatementVerdict, Verdict, judge
+from partdash.health.unpruned import pruning_finding
 from tests.services import MariaDB
 from tests.sql import run
 
 FIRST_DAY = date(2026, 1, 1)
+FIRST_AT = datetime(2026, 1, 1, tzinfo=UTC)
 DAYS = 60
 KEYS = 400
 RUNS = 12  # instances of each shape, each with its own literals
@@ -29,10 +33,14 @@ TABLES = (
     f" PARTITION BY RANGE (TO_DAYS(d)) ({DAILY}, PARTITION pmax VALUES LESS THAN MAXVALUE)",
     "CREATE TABLE carts (id INT NOT NULL PRIMARY KEY, owner INT NOT NULL, n INT NOT NULL,"
     " KEY (owner)) PARTITION BY HASH (id) PARTITIONS 16",
+    "CREATE TABLE visits (d DATE NOT NULL, page INT NOT NULL, PRIMARY KEY (d, page))"
+    f" PARTITION BY RANGE (TO_DAYS(d)) ({DAILY}, PARTITION pmax VALUES LESS THAN MAXVALUE)",
     "INSERT INTO orders SELECT seq, DATE_ADD('2026-01-01', INTERVAL seq % 60 DAY),"
     " seq % 37, seq % 1000, seq % 5 FROM seq_1_to_2400",
     f"INSERT INTO carts SELECT seq, seq % 23, 0 FROM seq_1_to_{KEYS}",
-    "ANALYZE TABLE orders, carts",
+    "INSERT INTO visits SELECT DATE_ADD('2026-01-01', INTERVAL seq % 60 DAY), seq"
+    " FROM seq_1_to_600",
+    "ANALYZE TABLE orders, carts, visits",
 )
 
 
@@ -103,10 +111,21 @@ SHAPES = {
         ),
         ("one", 1),
     ),
+    "a third table by day": (
+        "visits",
+        lambda i: f"SELECT COUNT(*) FROM visits WHERE d = {day(i)}",
+        ("one", 1),
+    ),
+    "a third table by a range of days": (
+        "visits",
+        lambda i: f"SELECT page FROM visits WHERE d >= {day(i)} AND d < {day(i + 7)}",
+        ("some", None),
+    ),
 }
 # The join's other table, judged on the same digest.
 JOINED = ("a join on the HASH key", "orders", ("one", 1))
-ALIASES = {"carts": "c", "orders": "o"}
+ALIASES = {"carts": "c", "orders": "o", "visits": "v"}
+TABLE_NAMES = ("orders", "carts", "visits")
 
 
 def layout(instance: MariaDB, schema: str, table: str) -> Layout:
@@ -164,7 +183,7 @@ def workload(mariadb_ps: MariaDB, new_schema):
 
 def test_verdicts_agree_with_explain_partitions(mariadb_ps, workload):
     schema, folded = workload
-    layouts = {table: layout(mariadb_ps, schema, table) for table in ("orders", "carts")}
+    layouts = {table: layout(mariadb_ps, schema, table) for table in TABLE_NAMES}
     checks = [(name, table, expected) for name, (table, _, expected) in SHAPES.items()]
     for name, table, expected in [*checks, JOINED]:
         instance = SHAPES[name][1]
@@ -183,3 +202,46 @@ def test_the_digests_hide_the_literals(workload):
     for text in folded.values():
         assert "2026" not in text
         assert "?" in text or "(...)" in text
+
+
+def verdicts(instance: MariaDB, schema: str, table: Layout) -> list[StatementVerdict]:
+    """The table's statements as the finding reads them: performance_schema's counters and
+    the verdict on each digest that reads the table."""
+    rows = instance.execute(
+        "SELECT DIGEST, DIGEST_TEXT, COUNT_STAR, SUM_ROWS_EXAMINED, SUM_TIMER_WAIT / 1e12"
+        " FROM performance_schema.events_statements_summary_by_digest"
+        f" WHERE SCHEMA_NAME = '{schema}'"
+    )
+    judged = [(row, judge(row[1], table, default_schema=schema)) for row in rows]
+    return [
+        StatementVerdict(digest, text, calls, examined, float(seconds), verdict)
+        for (digest, text, calls, examined, seconds), verdict in judged
+        if not verdict.why.startswith("not a read")
+    ]
+
+
+def test_the_tables_read_without_pruning_get_a_finding_naming_those_statements(
+    mariadb_ps, workload
+):
+    schema, folded = workload
+    findings = {}
+    for name in TABLE_NAMES:
+        table = layout(mariadb_ps, schema, name)
+        facts = TableFacts(schema, name, table.method, table.expression, [], FIRST_AT)
+        findings[name] = pruning_finding(
+            Observed(facts, [], statements=verdicts(mariadb_ps, schema, table))
+        )
+    assert findings["visits"] is None  # read only by day
+    for name in ("orders", "carts"):
+        unpruned = [
+            folded[s] for s, (table, _, v) in SHAPES.items() if table == name and v[0] == "all"
+        ]
+        advice = findings[name].fix.advice
+        assert findings[name].message.startswith(f"{len(unpruned)} statement(s) read all")
+        for text in unpruned:
+            assert " ".join(text.split()) in advice
+        pruned = [
+            folded[s] for s, (table, _, v) in SHAPES.items() if table == name and v[0] != "all"
+        ]
+        for text in pruned:
+            assert " ".join(text.split()) not in advice
