@@ -31,6 +31,7 @@ import re
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
+from functools import lru_cache
 from typing import Literal
 
 import sqlglot
@@ -97,6 +98,9 @@ _FOLDS = (
     re.compile(r"\(\s*\.\.\.\s*\)"),  # MariaDB: (...)
 )
 _MAXVALUE = math.inf
+# performance_schema_max_digest_length is 1,024 by default and at most 1 MiB: past this,
+# parsing would cost more than a poll may spend on one statement.
+MAX_TEXT = 64 * 1024
 
 
 class _Unknown:
@@ -407,8 +411,10 @@ class _Level:
             return self.among([None])
         return self.unpruned(node, every)
 
-    def unpruned(self, node: exp.Expr, every: _Reads) -> _Reads:
-        if any(self.column(part) for part in node.find_all(exp.Column)):
+    def unpruned(self, node: exp.Expr, every: _Reads, *more: exp.Expr) -> _Reads:
+        """Every partition; noted where the predicate names the column all the same."""
+        nodes = (node, *more)
+        if any(self.column(part) for each in nodes for part in each.find_all(exp.Column)):
             name = self.scheme.columns[0]
             self.scope.notes.append(f"`{name}` only in a predicate MySQL does not prune on")
         return every
@@ -418,7 +424,7 @@ class _Level:
         if not self.column(left) and self.column(right):
             left, right, how = right, left, flipped[how]
         if not self.column(left) or not _constant(right):
-            return self.unpruned(exp.EQ(this=left, expression=right), _every(self.count))
+            return self.unpruned(left, _every(self.count), right)
         value = _literal(right)
         if how == "eq":
             return self.among([value])
@@ -520,8 +526,12 @@ logging.getLogger("sqlglot").setLevel(logging.ERROR)
 _READS = (exp.Select, exp.Update, exp.Delete)
 
 
+@lru_cache(maxsize=512)
 def _parse(digest_text: str) -> exp.Expr | str:
-    """The statement, or why it cannot be judged."""
+    """The statement, or why it cannot be judged. Cached: a digest that names several
+    tables is judged once per table (nothing here changes the tree)."""
+    if len(digest_text) > MAX_TEXT:
+        return "unparsed: longer than partdash parses"
     text = digest_text.strip().rstrip(";")
     for fold in _FOLDS:
         text = fold.sub(f"({_FOLDED}())", text)
@@ -638,7 +648,7 @@ class _Reference:
     notes: tuple[str, ...]
 
 
-def _reference(table: exp.Table, levels: list[_Scheme]) -> _Reference:
+def _reference(table: exp.Table, levels: Sequence[_Scheme]) -> _Reference:
     scope = _enclosing(table)
     if scope is None:
         every = [_every(level.count) for level in levels]
@@ -673,7 +683,13 @@ def _derived(scope: exp.Expr) -> bool:
     return outer is not None and bool(outer.args.get("where") or outer.args.get("joins"))
 
 
-def _levels(layout: Layout) -> list[_Scheme]:
+@lru_cache(maxsize=256)
+def _levels(layout: Layout) -> tuple[_Scheme, ...]:
+    """The table's levels, built once per layout (its bounds parsed once)."""
+    return tuple(_built_levels(layout))
+
+
+def _built_levels(layout: Layout) -> list[_Scheme]:
     count = len(layout.partitions)
     levels = [_scheme(layout.method, layout.expression, layout.partitions, count)]
     if layout.subpartition_method and layout.subpartition_expression:
@@ -721,7 +737,7 @@ def _judge(text: str, layout: Layout, default_schema: str | None, total: int) ->
 
 
 def _verdict(
-    references: list[_Reference], levels: list[_Scheme], total: int, filters: tuple[str, ...]
+    references: list[_Reference], levels: Sequence[_Scheme], total: int, filters: tuple[str, ...]
 ) -> Verdict:
     parts = _every(0)
     subs = _every(0)

@@ -275,3 +275,18 @@ def test_filters_on_names_the_columns_the_statement_filters_on():
     assert found.prunes == "all"
     assert found.filters_on == ("customer", "status")
     assert "`d`" in found.why
+
+
+def test_one_digest_is_judged_for_each_table_it_reads():
+    text = (
+        "SELECT * FROM `carts` `c` JOIN `orders` `o` ON `o`.`customer` = `c`.`owner` "
+        "WHERE `c`.`id` = ? AND `o`.`status` = ?"
+    )
+    for _ in range(2):  # the parsed statement is kept: judging leaves it as it was
+        assert verdict(text, BY_KEY) == ("one", 1)
+        assert verdict(text, BY_DAY) == ("all", DAYS + 1)
+
+
+def test_a_text_longer_than_partdash_parses_is_unknown():
+    text = "SELECT * FROM `orders` WHERE `d` IN (" + ", ".join(["?"] * 40_000) + ")"
+    assert judge(text, BY_DAY).why == "unparsed: longer than partdash parses"
