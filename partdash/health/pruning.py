@@ -122,6 +122,7 @@ class _Scheme:
     count: int
     linear: bool = False
     bounds: tuple[object, ...] = ()  # RANGE: each partition's upper bound (exclusive)
+    names: tuple[str, ...] = ()  # lower-case, in order
     values: tuple[frozenset[object], ...] = ()  # LIST: each partition's values
 
     @property
@@ -164,14 +165,15 @@ def _scheme(
     words = method.upper().split()
     columns = _columns(expression)
     function = "" if "COLUMNS" in words or "KEY" in words else _function(expression)
+    names = tuple(name.lower() for name, _ in partitions)
     if "RANGE" in words:
         bounds = tuple(_first(_description_values(text)) for _, text in partitions)
-        return _Scheme("range", columns, function, count, bounds=bounds)
+        return _Scheme("range", columns, function, count, bounds=bounds, names=names)
     if "LIST" in words:
         values = tuple(frozenset(_description_values(text)) for _, text in partitions)
-        return _Scheme("list", columns, function, count, values=values)
+        return _Scheme("list", columns, function, count, values=values, names=names)
     kind: Literal["hash", "key"] = "key" if "KEY" in words else "hash"
-    return _Scheme(kind, columns, function, count, linear="LINEAR" in words)
+    return _Scheme(kind, columns, function, count, linear="LINEAR" in words, names=names)
 
 
 def _first(values: list[object]) -> object:
@@ -234,6 +236,9 @@ def _below(value: object, bound: object) -> bool | None:
     if isinstance(value, int | float) and isinstance(bound, int | float):
         return value < bound
     if isinstance(value, str) and isinstance(bound, str):
+        moments = _moment(value), _moment(bound)
+        if moments[0] is not None and moments[1] is not None:
+            return moments[0] < moments[1]
         return value < bound
     return None
 
@@ -241,7 +246,9 @@ def _below(value: object, bound: object) -> bool | None:
 def _at_most(value: object, bound: object) -> bool | None:
     """value <= bound, or None where the two do not compare."""
     below = _below(value, bound)
-    return below if below is None or below else value == bound
+    if below is None or below:
+        return below
+    return not _below(bound, value)
 
 
 # -- what a predicate reads ---------------------------------------------------------------
@@ -402,7 +409,11 @@ class _Level:
             return self.unpruned(node, every)
         if isinstance(node, exp.In) and self.column(node.this):
             values = _values(node)
-            return self.among(values) if values is not None else every
+            return self.among(values) if values is not None else self.dynamic(node)
+        if isinstance(node, exp.In | exp.EQ) and isinstance(node.this, exp.Tuple):
+            if any(self.column(part) for part in node.this.expressions):
+                doubt = f"a row comparison on `{self.scheme.columns[0]}`"
+                return _Reads(every.candidates, exact=False, doubt=doubt)
         if (
             isinstance(node, exp.Is)
             and self.column(node.this)
@@ -423,6 +434,8 @@ class _Level:
         flipped = {"gt": "lt", "gte": "lte", "lt": "gt", "lte": "gte", "eq": "eq"}
         if not self.column(left) and self.column(right):
             left, right, how = right, left, flipped[how]
+        if self.column(left) and right.find(exp.Select):
+            return self.dynamic(right)
         if not self.column(left) or not _constant(right):
             return self.unpruned(left, _every(self.count), right)
         value = _literal(right)
@@ -431,6 +444,12 @@ class _Level:
         if how in ("gt", "gte"):
             return self.span(value, _MAXVALUE, how == "gte", True)
         return self.span(-_MAXVALUE, value, True, how == "lte")
+
+    def dynamic(self, node: exp.Expr) -> _Reads:
+        """The column held to a subquery's values: the plan lists every partition, the
+        execution may read one per value."""
+        doubt = f"`{self.scheme.columns[0]}` compared with a subquery"
+        return _Reads(frozenset(range(self.count)), exact=False, doubt=doubt)
 
     def among(self, values: Sequence[Value]) -> _Reads:
         """An equality or an IN list."""
@@ -441,10 +460,16 @@ class _Level:
 
     def equal(self, value: Value) -> _Reads:
         somewhere = _Reads(frozenset(range(self.count)), 1, exact=False)
+        if self.scheme.kind == "range" and self.scheme.columns[1:]:
+            somewhere = _Reads(frozenset(range(self.count)), exact=False)
         scheme = self.scheme
         mapped = _through(scheme.function, value) if scheme.function is not None else UNKNOWN
         if isinstance(mapped, _Unknown):
             return somewhere
+        if scheme.kind == "range" and scheme.columns[1:]:
+            # RANGE COLUMNS(a, b): partitions whose bounds share a value of `a` all may
+            # hold it.
+            return self.span(value, value, True, True)
         if scheme.kind == "range":
             if mapped is None:
                 return _Reads(frozenset({0}), 1)  # NULL sorts below every bound
@@ -490,14 +515,15 @@ class _Level:
         hi = high if high == _MAXVALUE else _through(scheme.function, high)
         if scheme.kind == "list":
             return self.list_span(lo, hi, exact)
-        first = 0 if lo == -_MAXVALUE else self.range_index(lo)
+        several = bool(scheme.columns[1:])
+        first = 0 if lo == -_MAXVALUE else self.range_index(lo, not several)
         last = self.count - 1 if hi == _MAXVALUE else self.range_index(hi, high_in)
         if first is None or last is None:
             return _Reads(
                 frozenset(range(first or 0, self.count if last is None else last + 1)),
                 exact=False,
             )
-        return _Reads(frozenset(range(first, last + 1)), exact=exact)
+        return _Reads(frozenset(range(first, last + 1)), exact=exact and not several)
 
     def list_span(self, low: Value, high: Value, exact: bool) -> _Reads:
         if not isinstance(low, int | float) or not isinstance(high, int | float):
@@ -670,7 +696,38 @@ def _reference(table: exp.Table, levels: Sequence[_Scheme]) -> _Reference:
     if _derived(scope) and reads[0].full(levels[0].count):
         # MySQL merges a derived table into the outer query, predicates and all.
         reads[0] = _Reads(reads[0].candidates, exact=False, doubt="read through a derived table")
+    joined = _joined_on(seen, levels[0])
+    if joined and reads[0].full(levels[0].count):
+        # Each row of the other table looks up one partition: EXPLAIN lists them all.
+        doubt = f"joined on `{joined}`: pruned row by row as it runs, not in the plan"
+        reads[0] = _Reads(reads[0].candidates, exact=False, doubt=doubt)
+    named = _named_partitions(table, levels[0])
+    if named is not None:
+        reads[0] = _both(reads[0], named)
     return _Reference(reads[0], reads[-1], frozenset(seen.filters), tuple(seen.notes))
+
+
+def _joined_on(seen: _Scope, scheme: _Scheme) -> str | None:
+    """The partitioning column, where a join equates it with another table's column."""
+    for name in scheme.columns[:1]:
+        ours = seen.root(("", name))
+        linked = set(seen.same) | set(seen.same.values())
+        if any(key[0] and seen.root(key) == ours for key in linked):
+            return name
+    return None
+
+
+def _named_partitions(table: exp.Table, scheme: _Scheme) -> _Reads | None:
+    """`FROM t PARTITION (p0, p1)`: only the partitions named (None: none named)."""
+    selection = table.args.get("partition")
+    if selection is None:
+        return None
+    names = {part.name.lower() for part in selection.expressions}
+    found = frozenset(i for i, name in enumerate(scheme.names) if name in names)
+    if len(found) < len(names):  # a subpartition's name, or a typo the server refuses
+        doubt = "a named subpartition"
+        return _Reads(frozenset(range(scheme.count)), exact=False, doubt=doubt)
+    return _Reads(found)
 
 
 def _derived(scope: exp.Expr) -> bool:

@@ -29,6 +29,18 @@ BY_DATE_COLUMNS = Layout(
     "`day`",
     (("p2024", "'2025-01-01'"), ("p2025", "'2026-01-01'"), ("pmax", "MAXVALUE")),
 )
+BY_PAIR = Layout(
+    "shop",
+    "readings",
+    "RANGE COLUMNS",
+    "`site`,`at`",
+    (
+        ("p0", "5,'2025-01-01'"),
+        ("p1", "5,'2026-01-01'"),
+        ("p2", "10,'2025-01-01'"),
+        ("p3", "MAXVALUE,MAXVALUE"),
+    ),
+)
 BY_KEY_COLUMNS = Layout("shop", "sessions", "KEY", "`user`,`device`", (("p0", None), ("p1", None)))
 SUBPARTITIONED = Layout(
     "shop",
@@ -70,7 +82,12 @@ def verdict(text, layout=BY_DAY):
         ("SELECT * FROM `orders` WHERE DATE ( `d` ) = ?", "all", DAYS + 1),
         ("SELECT * FROM `orders` WHERE `d` <> ?", "all", DAYS + 1),
         ("SELECT * FROM `orders` WHERE `d` NOT IN (...)", "all", DAYS + 1),
-        ("SELECT * FROM `orders` WHERE `d` IN ( SELECT `d` FROM `days` )", "all", DAYS + 1),
+        ("SELECT * FROM `orders` WHERE `d` IN ( SELECT `d` FROM `days` )", "unknown", None),
+        ("SELECT * FROM `orders` WHERE `d` = ( SELECT MAX ( `d` ) FROM `days` )", "unknown", None),
+        ("SELECT * FROM `orders` WHERE ( `d` , `id` ) IN ( ( ? , ? ) )", "unknown", None),
+        ("SELECT * FROM `orders` WHERE `id` IN ( SELECT `order` FROM `lines` )", "all", 61),
+        ("SELECT * FROM `orders` PARTITION ( `p3` , `p4` ) WHERE `customer` = ?", "some", 2),
+        ("SELECT * FROM `orders` PARTITION ( `p3` , `p4` ) WHERE `d` = ?", "one", 1),
         ("UPDATE `orders` SET `state` = ? WHERE `d` = ? AND `id` = ?", "one", 1),
         ("DELETE FROM `orders` WHERE `d` < ?", "some", None),
         ("SELECT * FROM `orders` WHERE `d` IS NULL", "one", 1),
@@ -118,6 +135,14 @@ def test_a_range_through_a_function_with_an_open_end_is_not_counted():
             "SELECT * FROM `orders` `o` JOIN `days` `x` ON `o`.`d` = `x`.`d` WHERE `x`.`d` = ?",
             "one",
             1,
+        ),
+        # Each row of `days` looks up one partition; EXPLAIN lists them all.
+        ("SELECT * FROM `orders` `o` JOIN `days` `x` ON `o`.`d` = `x`.`d`", "unknown", None),
+        (
+            "SELECT * FROM `orders` `o` JOIN `days` `x` ON `o`.`d` = `x`.`d` "
+            "WHERE `x`.`kind` = ? AND `o`.`d` > ?",
+            "some",
+            None,
         ),
         ("SELECT * FROM `orders` JOIN `days` USING ( `d` ) WHERE `days`.`d` = ?", "one", 1),
         (
@@ -217,6 +242,19 @@ def test_list_prunes_on_its_values(text, prunes, read):
 )
 def test_range_columns_on_a_date(text, prunes, read):
     assert verdict(text, BY_DATE_COLUMNS) == (prunes, read)
+
+
+@pytest.mark.parametrize(
+    ("text", "prunes", "read"),
+    [
+        ("SELECT * FROM `readings` WHERE `site` = ?", "some", None),
+        ("SELECT * FROM `readings` WHERE `site` = 5", "some", None),  # p0 to p2 may hold 5
+        ("SELECT * FROM `readings` WHERE `site` = 7", "one", 1),
+        ("SELECT * FROM `readings` WHERE `at` = ?", "all", 4),
+    ],
+)
+def test_range_columns_over_two_columns_prunes_on_the_first(text, prunes, read):
+    assert verdict(text, BY_PAIR) == (prunes, read)
 
 
 @pytest.mark.parametrize(
