@@ -22,6 +22,7 @@ from partdash.api.serializers import (
     HistoryQuery,
     PartitionSerializer,
     ServerSerializer,
+    StatementSerializer,
     TableDetailSerializer,
     TableExportSerializer,
     TableSerializer,
@@ -38,6 +39,7 @@ from partdash.health.fixes import stored_fix
 from partdash.health.pressure import as_number
 from partdash.health.shapes import stored_pressure
 from partdash.lib.times import iso
+from partdash.metrics import statements as statement_digests
 from partdash.metrics.analysis import coverage_of
 from partdash.metrics.drift import side_by_side
 from partdash.metrics.folded_history import (
@@ -345,6 +347,15 @@ class TableViewSet(mixins.RetrieveModelMixin, viewsets.GenericViewSet):
             return partition_rows(table, as_number(variables.get("innodb_page_size")) or 16384)
 
         return per_poll(request, table.server_id, f"partitions:{table.pk}", build, PARTITIONS)
+
+    @extend_schema(responses=StatementSerializer(many=True))
+    @action(detail=True, methods=["get"])
+    def statements(self, request, pk=None) -> Response:
+        """The statement digests that read this table, worst first: those reading every
+        partition, then those partdash cannot tell, some, one; the costliest first."""
+        table = self.get_object()
+        rows = statement_digests.worst_first(table.statements.all())
+        return Response(StatementSerializer(rows, many=True).data)
 
     @extend_schema(responses=DRIFT)
     @action(detail=True, methods=["get"])
