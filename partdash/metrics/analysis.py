@@ -87,6 +87,7 @@ from partdash.metrics.models import (
     aware,
 )
 from partdash.metrics.policies import server_policies
+from partdash.metrics.statements import stored_verdicts
 from partdash.mysql.catalogue import CMP_PER_INDEX, INNODB_CMP, TABLESPACES, Shortfall
 
 if TYPE_CHECKING:
@@ -696,6 +697,7 @@ def _analyse(
     seconds = window().total_seconds()
     table_ids = [t.pk for t in tables]
     by_table = stored and stored.partitions_of(table_ids) or _partitions_of(table_ids)
+    verdicts = stored_verdicts(tables[0].server_id, table_ids) if tables else None
     for table in tables:
         members = by_table[table.pk]
         states = [state for state, _ in members]
@@ -711,6 +713,7 @@ def _analyse(
             recents=[text for _, text in members],
             windows=stored.windows.setdefault(table.pk, {}) if stored else None,
             policy=policy,
+            statements=None if verdicts is None else verdicts[table.pk],
         )
         health = keep_drift(table.health, health)  # the group's comparison writes it
         table.health = health

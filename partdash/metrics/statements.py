@@ -18,7 +18,7 @@ from django.db.models import Case, IntegerField, QuerySet, Value, When
 from django.utils import timezone
 
 from partdash.health import pruning
-from partdash.health.pruning import Layout, Verdict, judge
+from partdash.health.pruning import Layout, StatementVerdict, Verdict, judge
 from partdash.metrics.models import (
     Partition,
     PartitionedTable,
@@ -127,10 +127,11 @@ def _at(epoch: int) -> datetime | None:
     return datetime.fromtimestamp(epoch, UTC) if epoch else None
 
 
-def store(server, digests: Iterable[Digest], plans: dict[str, list[PlanRead]]) -> int:
-    """Store each digest against the tables it reads; returns the rows written."""
+def store(server, digests: Iterable[Digest], plans: dict[str, list[PlanRead]]) -> set[int]:
+    """Store each digest against the tables it reads; returns the ids of the tables
+    whose statements were written (their analysis is due: the `pruning` finding)."""
     tables = Tables(server)
-    written = 0
+    written: set[int] = set()
     for digest in digests:
         if not may_read(digest.text):
             continue
@@ -140,7 +141,7 @@ def store(server, digests: Iterable[Digest], plans: dict[str, list[PlanRead]]) -
                 continue  # INSERT ... VALUES, DDL: nothing to prune
             exact = explained(verdict, plans.get(digest.digest), table, digest.schema)
             _save(table, digest, exact or verdict, exact is not None)
-            written += 1
+            written.add(table.pk)
     return written
 
 
@@ -164,6 +165,37 @@ def _save(table: PartitionedTable, digest: Digest, verdict: Verdict, exact: bool
             "filters_on": list(verdict.filters_on),
         },
     )
+
+
+_VERDICT_FIELDS = (
+    "table_id",
+    "digest",
+    "text",
+    "calls",
+    "rows_examined",
+    "seconds",
+    "prunes",
+    "partitions_read",
+    "partitions_total",
+    "why",
+    "filters_on",
+)
+
+
+def stored_verdicts(
+    server_id: int, table_ids: list[int]
+) -> dict[int, list[StatementVerdict]] | None:
+    """The tables' stored statements as the `pruning` finding reads them
+    (`kinds.Observed.statements`); None where the server's statements were never read."""
+    if not StatementRead.objects.filter(server_id=server_id).exists():
+        return None
+    by_table: dict[int, list[StatementVerdict]] = {pk: [] for pk in table_ids}
+    rows = StatementDigest.objects.filter(table_id__in=table_ids).values_list(*_VERDICT_FIELDS)
+    for table_id, digest, text, calls, examined, seconds, *verdict in rows:
+        prunes, read, total, why, filters = verdict
+        judged = Verdict(prunes, read, total, why, tuple(filters or ()))
+        by_table[table_id].append(StatementVerdict(digest, text, calls, examined, seconds, judged))
+    return by_table
 
 
 def record_read(server, watermark: int | None) -> None:

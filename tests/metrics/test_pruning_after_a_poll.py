@@ -1,0 +1,48 @@
+"""The `pruning` finding after a real poll (issue 40's proof, through the product): on a
+MariaDB with performance_schema ON, the proof's workload runs, then one poll reads the
+digests, judges and stores them, and analyses the tables: the RANGE-by-day table and the
+HASH table get a `pruning` finding naming exactly their statements that read every
+partition, the third table, read only by day, gets none, and /metrics counts them."""
+
+import pytest
+
+from partdash.metrics.models import PartitionedTable
+from partdash.polling.service import poll_server
+from tests.health.pruning_workload import SHAPES, run_workload
+
+pytestmark = pytest.mark.django_db
+
+
+def unpruned_texts(folded: dict[str, str], table: str) -> list[str]:
+    return [
+        " ".join(folded[name].split())
+        for name, (on, _, expected) in SHAPES.items()
+        if on == table and expected[0] == "all"
+    ]
+
+
+def test_a_poll_finds_the_tables_read_without_pruning(mariadb_ps, new_schema, make_server):
+    schema = new_schema(mariadb_ps)
+    folded = run_workload(mariadb_ps, schema)
+    server = make_server(mariadb_ps, name="pruning")
+
+    assert poll_server(server).ok
+
+    tables = {
+        t.name: t for t in PartitionedTable.objects.live().filter(server=server, schema=schema)
+    }
+    for name in ("orders", "carts"):
+        health = tables[name].health
+        (finding,) = [f for f in health["findings"] if f["kind"] == "pruning"]
+        unpruned = unpruned_texts(folded, name)
+        assert health["pruning"]["unpruned"] == len(unpruned)
+        assert finding["message"].startswith(f"{len(unpruned)} statement(s) read all")
+        for text in unpruned:
+            assert text in finding["fix"]["advice"]
+        assert finding["fix"]["sql"] is None
+        assert {w["text"].strip() for w in health["pruning"]["worst"]} == {
+            t.strip() for t in unpruned
+        }
+    visits = tables["visits"].health
+    assert not [f for f in visits["findings"] if f["kind"] == "pruning"]
+    assert visits["pruning"]["unpruned"] == 0 and visits["pruning"]["statements"] == 2
