@@ -5,9 +5,11 @@ HASH table get a `pruning` finding naming exactly their statements that read eve
 partition, the third table, read only by day, gets none, and /metrics counts them."""
 
 import pytest
+from prometheus_client.parser import text_string_to_metric_families
 
 from partdash.metrics.models import PartitionedTable
 from partdash.polling.service import poll_server
+from partdash.prometheus.exposition import exposition
 from tests.health.pruning_workload import SHAPES, run_workload
 
 pytestmark = pytest.mark.django_db
@@ -46,3 +48,11 @@ def test_a_poll_finds_the_tables_read_without_pruning(mariadb_ps, new_schema, ma
     visits = tables["visits"].health
     assert not [f for f in visits["findings"] if f["kind"] == "pruning"]
     assert visits["pruning"]["unpruned"] == 0 and visits["pruning"]["statements"] == 2
+
+    families = {f.name: f for f in text_string_to_metric_families(exposition().decode())}
+    counted = {
+        s.labels["table"]: s.value
+        for s in families["partdash_table_unpruned_statements"].samples
+        if s.labels["schema"] == schema
+    }
+    assert counted == {"orders": 3.0, "carts": 1.0, "visits": 0.0}
