@@ -552,6 +552,11 @@ logging.getLogger("sqlglot").setLevel(logging.ERROR)
 _READS = (exp.Select, exp.Update, exp.Delete)
 
 
+# The statements that may read a table's rows, by their first word; the rest (DDL, SET,
+# SHOW, LOAD DATA, transactions...) read none.
+_MAY_READ = frozenset({"SELECT", "WITH", "UPDATE", "DELETE", "INSERT", "REPLACE", "CALL"})
+
+
 @lru_cache(maxsize=512)
 def _parse(digest_text: str) -> exp.Expr | str:
     """The statement, or why it cannot be judged. Cached: a digest that names several
@@ -559,6 +564,13 @@ def _parse(digest_text: str) -> exp.Expr | str:
     if len(digest_text) > MAX_TEXT:
         return "unparsed: longer than partdash parses"
     text = digest_text.strip().rstrip(";")
+    first = text.lstrip("( ").split(None, 1)[0].upper() if text.lstrip("( ") else ""
+    if first not in _MAY_READ:
+        return f"not a read: {first}" if first else "unparsed: no statement"
+    if first == "REPLACE":  # INSERT's grammar, for what it reads
+        text = "INSERT" + text[len("REPLACE") :]
+    if first == "CALL":
+        return "stored routine"  # its body is not in the digest
     for fold in _FOLDS:
         text = fold.sub(f"({_FOLDED}())", text)
     if text.endswith("..."):
@@ -577,10 +589,9 @@ def _parse(digest_text: str) -> exp.Expr | str:
 def _unread(statement: exp.Expr) -> str | None:
     """Why a parsed statement reads no table's partitions, or None where it may."""
     if isinstance(statement, exp.Command):
-        word = statement.name.upper()
-        return "stored routine" if word == "CALL" else f"unparsed: {word} statement"
+        return f"unparsed: {statement.name.upper()} statement"
     if isinstance(statement, exp.Insert) and not statement.find(exp.Select):
-        return "not a read: INSERT writes the partitions its rows fall in"
+        return "not a read: an INSERT writes the partitions its rows fall in"
     if not isinstance(statement, (*_READS, exp.SetOperation, exp.Insert, exp.With)):
         return f"not a read: {statement.key.upper()}"
     return None
