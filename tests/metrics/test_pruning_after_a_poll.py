@@ -2,11 +2,13 @@
 MariaDB with performance_schema ON, the proof's workload runs, then one poll reads the
 digests, judges and stores them, and analyses the tables: the RANGE-by-day table and the
 HASH table get a `pruning` finding naming exactly their statements that read every
-partition, the third table, read only by day, gets none, and /metrics counts them."""
+partition, the third table, read only by day, gets none, /metrics counts them, and the
+`pruning` alert fires on the two after a second poll (`for_polls` 2)."""
 
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
+from partdash.alerts.models import Alert
 from partdash.metrics.models import PartitionedTable
 from partdash.polling.service import poll_server
 from partdash.prometheus.exposition import exposition
@@ -56,3 +58,11 @@ def test_a_poll_finds_the_tables_read_without_pruning(mariadb_ps, new_schema, ma
         if s.labels["schema"] == schema
     }
     assert counted == {"orders": 3.0, "carts": 1.0, "visits": 0.0}
+
+    assert poll_server(server).ok
+    fired = Alert.objects.filter(server=server, rule="pruning", state="firing", schema=schema)
+    assert sorted(fired.values_list("table", flat=True)) == ["carts", "orders"]
+    for alert in fired:
+        share = tables[alert.table].health["pruning"]["share"]
+        assert alert.value == pytest.approx(share)
+        assert alert.severity == ("critical" if share >= 0.5 else "warning")
