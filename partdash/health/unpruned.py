@@ -179,7 +179,7 @@ def _condition(health: Health, finding: Health | None, settings: Health) -> Cond
 def _urgency(finding: Health, health: Health) -> tuple[str, float]:
     """The largest share first."""
     share = (health.get("pruning") or {}).get("share") or 0.0
-    return f"{share:.0%} of the table's reads scan every partition", -share
+    return f"{share:.0%} of its statements' cost reads every partition", -share
 
 
 def _unpruned_count(health: Health) -> float | None:
