@@ -68,6 +68,9 @@ SERVER_HEALTH = inline_serializer(
         "innodb_cmp": serializers.ListField(child=serializers.DictField()),
         "partitioned_tables": serializers.IntegerField(allow_null=True),
         "hidden_tables": serializers.IntegerField(),
+        "unpruned_tables": serializers.IntegerField(
+            help_text="live tables read by a statement digest that reads every partition"
+        ),
         "warnings": serializers.ListField(child=serializers.DictField()),
         "unmonitored": serializers.ListField(child=serializers.DictField()),
     },
@@ -282,6 +285,7 @@ class ServerViewSet(viewsets.ModelViewSet):
                 "innodb_cmp": cmp_rows,
                 "partitioned_tables": _partitioned_tables(server, snapshot),
                 "hidden_tables": sum(w.count for w in warnings if w.cause == HIDDEN),
+                "unpruned_tables": statement_digests.unpruned_tables(server),
                 "warnings": [warning.as_dict() for warning in warnings],
                 "unmonitored": list(server.unmonitored.values(*UNMONITORED_FIELDS)),
             }
