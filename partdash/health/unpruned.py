@@ -54,7 +54,8 @@ def unpruned(statements: Sequence[StatementVerdict]) -> list[tuple[StatementVerd
     found = [
         (s, statement_share(s, rows, seconds))
         for s in statements
-        if s.verdict.prunes == "all" and s.calls > 0
+        # One partition is all there is to read: nothing to prune.
+        if s.verdict.prunes == "all" and s.calls > 0 and s.verdict.partitions_total > 1
     ]
     return sorted(found, key=lambda pair: (-pair[1], pair[0].digest))
 

@@ -113,6 +113,13 @@ def test_a_statement_never_called_is_not_counted():
     assert found(statement("idle", "all", 0, 0.0, calls=0)) is None
 
 
+def test_a_table_of_one_partition_has_nothing_to_prune():
+    only = StatementVerdict(
+        "scan", "SELECT * FROM `orders`", 5, 100, 1.0, Verdict("all", 1, 1, "", ())
+    )
+    assert found(only) is None
+
+
 def test_long_digest_texts_are_shortened_in_words():
     text = "SELECT " + ", ".join(f"`c{i}`" for i in range(200)) + " FROM `orders`"
     finding = found(statement("wide", "all", 100, 1.0, text=text))
