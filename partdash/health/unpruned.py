@@ -113,15 +113,24 @@ def pruning_finding(seen: Observed) -> Finding | None:
     )
 
 
+def _predicate(seen: Observed, partitioned_on: Sequence[str]) -> str:
+    """The predicate that prunes: HASH and KEY prune on equalities only (on every column),
+    RANGE on ranges of the first column too."""
+    method = (seen.facts.method or "").upper()
+    if "HASH" in method or "KEY" in method or ("LIST" in method and partitioned_on[1:]):
+        return f"an equality or an IN list on {_quoted(partitioned_on)}"
+    return f"an equality, an IN list or a range on {_quoted(partitioned_on[:1])}"
+
+
 def _fix(seen: Observed, reading: Sequence[StatementVerdict]) -> Fix:
     partitioned_on = columns_of(seen.facts.expression or "")
     named = "; ".join(_text(s) for s in reading[:NAMED])
     more = f" (and {len(reading) - NAMED} more)" if len(reading) > NAMED else ""
+    predicate = _predicate(seen, partitioned_on)
     advice = (
-        f"The table is partitioned on {_quoted(partitioned_on)}: add a predicate on it "
-        f"(an equality, an IN list or a range of {_quoted(partitioned_on[:1])}) to the "
-        f"statements that read every partition, so MySQL reads only the partitions it "
-        f"names: {named}{more}."
+        f"The table is partitioned on {_quoted(partitioned_on)}: add {predicate} "
+        f"to the statements that read every partition, so MySQL reads only the partitions "
+        f"it names: {named}{more}."
     )
     column = other_key(reading, partitioned_on)
     if column is not None:

@@ -61,7 +61,7 @@ def test_statements_reading_every_partition_are_named_worst_first():
     advice = finding.fix.advice
     assert finding.fix.sql is None
     assert "partitioned on `d`" in advice
-    assert "add a predicate on it" in advice
+    assert "add an equality, an IN list or a range on `d` to the statements" in advice
     assert advice.index("`customer` = ?") < advice.index("`status` = ?")
     assert "wrong key" not in advice  # no one other column for most of them
 
@@ -150,3 +150,11 @@ def test_the_metrics_family_counts_the_unpruned_digests():
     assert figure.value({"pruning": {"unpruned": 2}}) == 2
     assert figure.value({"pruning": None}) is None
     assert figure.value({}) is None
+
+
+def test_a_hash_table_is_told_to_add_an_equality():
+    facts = TableFacts("shop", "carts", "HASH", "`id`", [], NOW)
+    seen = Observed(facts, [], statements=[statement("owner", "all", 100, 1.0, ["owner"])])
+    advice = pruning_finding(seen).fix.advice
+    assert "partitioned on `id`: add an equality or an IN list on `id`" in advice
+    assert "Most of them filter on `owner` instead" in advice
