@@ -27,6 +27,7 @@ if TYPE_CHECKING:
     from partdash.health.hotspots import Hotspots
     from partdash.health.partitions import PartitionState
     from partdash.health.pressure import Fragmentation, Staleness
+    from partdash.health.pruning import StatementVerdict
     from partdash.health.retention import Retention
     from partdash.health.runway import Runway
     from partdash.health.skew import SkewFinding
@@ -43,7 +44,7 @@ TableFacts = Any
 
 # The modules that declare the built-in kinds, imported on first use (each registers its
 # kinds as it is imported). A kind of its own module is added here.
-BUILTIN_MODULES = ("partdash.health.finding_kinds",)
+BUILTIN_MODULES = ("partdash.health.finding_kinds", "partdash.health.unpruned")
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,6 +62,8 @@ class Observed:
     stale: list[Staleness] = field(default_factory=list)
     retention: Retention | None = None
     now: datetime | None = None
+    # The table's statement digests with their verdicts (None: never read).
+    statements: list[StatementVerdict] | None = None
 
 
 # A finding rule's condition from a table's stored health and its stored finding of the

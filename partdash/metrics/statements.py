@@ -19,7 +19,7 @@ from django.db.models import Case, IntegerField, QuerySet, Value, When
 from django.utils import timezone
 
 from partdash.health import pruning
-from partdash.health.pruning import Layout, Verdict, judge
+from partdash.health.pruning import Layout, StatementVerdict, Verdict, judge
 from partdash.metrics.models import (
     Partition,
     PartitionedTable,
@@ -239,6 +239,37 @@ def _judge(row: StatementDigest, digest: Digest, layout: Layout, table, plan) ->
     row.how = StatementDigest.How.EXPLAINED if exact else StatementDigest.How.PARSED
     row.filters_on, row.judged_layout = list(verdict.filters_on), table.layout
     return True
+
+
+_VERDICT_FIELDS = (
+    "table_id",
+    "digest",
+    "text",
+    "calls",
+    "rows_examined",
+    "seconds",
+    "prunes",
+    "partitions_read",
+    "partitions_total",
+    "why",
+    "filters_on",
+)
+
+
+def stored_verdicts(
+    server_id: int, table_ids: list[int]
+) -> dict[int, list[StatementVerdict]] | None:
+    """The tables' stored statements as the `pruning` finding reads them
+    (`kinds.Observed.statements`); None where the server's statements were never read."""
+    if not StatementRead.objects.filter(server_id=server_id).exists():
+        return None
+    by_table: dict[int, list[StatementVerdict]] = {pk: [] for pk in table_ids}
+    rows = StatementDigest.objects.filter(table_id__in=table_ids).values_list(*_VERDICT_FIELDS)
+    for table_id, digest, text, calls, examined, seconds, *verdict in rows:
+        prunes, read, total, why, filters = verdict
+        judged = Verdict(prunes, read, total, why, tuple(filters or ()))
+        by_table[table_id].append(StatementVerdict(digest, text, calls, examined, seconds, judged))
+    return by_table
 
 
 def record_read(server, watermark: int | None) -> None:

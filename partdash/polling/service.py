@@ -306,9 +306,13 @@ def _store_analyse_evaluate(
             transaction.on_commit(partial(setattr, memory, "figures", result.remembered))
             if result.snapshot is not None:
                 confirm(wait=False)  # refuted already: no analysis to throw away
-                _store_statements(server, collection)
+                judged = _store_statements(server, collection)
+                changed = result.changed_tables
                 analyse_server(
-                    server, result.snapshot, result.changed_tables, result.stored_figures
+                    server,
+                    result.snapshot,
+                    None if changed is None else changed | judged,
+                    result.stored_figures,
                 )
                 confirm(wait=False)
                 evaluated, failed = evaluate_alerts(
@@ -327,13 +331,16 @@ def _store_analyse_evaluate(
     return Stored(result, failed, collection)
 
 
-def _store_statements(server: Server, collection: Collection) -> None:
+def _store_statements(server: Server, collection: Collection) -> set[int]:
     """The statement digests read this poll, judged against the tables just stored
-    (before the analysis, whose `pruning` finding reads them)."""
+    (before the analysis, whose `pruning` finding reads them); returns the tables whose
+    statements changed, due for analysis."""
+    judged = set()
     if collection.statements is not None:
-        statements.store(server, collection.statements, collection.plans)
+        judged = statements.store(server, collection.statements, collection.plans)
     if collection.statements_due:  # read or tried
         statements.record_read(server, collection.statements_watermark)
+    return judged
 
 
 def _store(

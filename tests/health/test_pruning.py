@@ -29,6 +29,18 @@ BY_DATE_COLUMNS = Layout(
     "`day`",
     (("p2024", "'2025-01-01'"), ("p2025", "'2026-01-01'"), ("pmax", "MAXVALUE")),
 )
+BY_PAIR = Layout(
+    "shop",
+    "readings",
+    "RANGE COLUMNS",
+    "`site`,`at`",
+    (
+        ("p0", "5,'2025-01-01'"),
+        ("p1", "5,'2026-01-01'"),
+        ("p2", "10,'2025-01-01'"),
+        ("p3", "MAXVALUE,MAXVALUE"),
+    ),
+)
 BY_KEY_COLUMNS = Layout("shop", "sessions", "KEY", "`user`,`device`", (("p0", None), ("p1", None)))
 SUBPARTITIONED = Layout(
     "shop",
@@ -70,7 +82,12 @@ def verdict(text, layout=BY_DAY):
         ("SELECT * FROM `orders` WHERE DATE ( `d` ) = ?", "all", DAYS + 1),
         ("SELECT * FROM `orders` WHERE `d` <> ?", "all", DAYS + 1),
         ("SELECT * FROM `orders` WHERE `d` NOT IN (...)", "all", DAYS + 1),
-        ("SELECT * FROM `orders` WHERE `d` IN ( SELECT `d` FROM `days` )", "all", DAYS + 1),
+        ("SELECT * FROM `orders` WHERE `d` IN ( SELECT `d` FROM `days` )", "unknown", None),
+        ("SELECT * FROM `orders` WHERE `d` = ( SELECT MAX ( `d` ) FROM `days` )", "unknown", None),
+        ("SELECT * FROM `orders` WHERE ( `d` , `id` ) IN ( ( ? , ? ) )", "unknown", None),
+        ("SELECT * FROM `orders` WHERE `id` IN ( SELECT `order` FROM `lines` )", "all", 61),
+        ("SELECT * FROM `orders` PARTITION ( `p3` , `p4` ) WHERE `customer` = ?", "some", 2),
+        ("SELECT * FROM `orders` PARTITION ( `p3` , `p4` ) WHERE `d` = ?", "one", 1),
         ("UPDATE `orders` SET `state` = ? WHERE `d` = ? AND `id` = ?", "one", 1),
         ("DELETE FROM `orders` WHERE `d` < ?", "some", None),
         ("SELECT * FROM `orders` WHERE `d` IS NULL", "one", 1),
@@ -119,6 +136,14 @@ def test_a_range_through_a_function_with_an_open_end_is_not_counted():
             "one",
             1,
         ),
+        # Each row of `days` looks up one partition; EXPLAIN lists them all.
+        ("SELECT * FROM `orders` `o` JOIN `days` `x` ON `o`.`d` = `x`.`d`", "unknown", None),
+        (
+            "SELECT * FROM `orders` `o` JOIN `days` `x` ON `o`.`d` = `x`.`d` "
+            "WHERE `x`.`kind` = ? AND `o`.`d` > ?",
+            "some",
+            None,
+        ),
         ("SELECT * FROM `orders` JOIN `days` USING ( `d` ) WHERE `days`.`d` = ?", "one", 1),
         (
             "SELECT * FROM `orders` `o` LEFT JOIN `returns` `r` ON `r`.`order` = `o`.`id` "
@@ -139,6 +164,7 @@ def test_a_range_through_a_function_with_an_open_end_is_not_counted():
             1,
         ),
         ("INSERT INTO `archive` SELECT * FROM `orders` WHERE `d` < ?", "some", None),
+        ("REPLACE INTO `archive` SELECT * FROM `orders` WHERE `customer` = ?", "all", 61),
         ("SELECT * FROM `orders` WHERE `d` = ? UNION SELECT * FROM `orders`", "all", 61),
         ("SELECT * FROM `other`.`orders` WHERE `customer` = ?", "unknown", None),
     ],
@@ -222,6 +248,19 @@ def test_range_columns_on_a_date(text, prunes, read):
 @pytest.mark.parametrize(
     ("text", "prunes", "read"),
     [
+        ("SELECT * FROM `readings` WHERE `site` = ?", "some", None),
+        ("SELECT * FROM `readings` WHERE `site` = 5", "some", None),  # p0 to p2 may hold 5
+        ("SELECT * FROM `readings` WHERE `site` = 7", "one", 1),
+        ("SELECT * FROM `readings` WHERE `at` = ?", "all", 4),
+    ],
+)
+def test_range_columns_over_two_columns_prunes_on_the_first(text, prunes, read):
+    assert verdict(text, BY_PAIR) == (prunes, read)
+
+
+@pytest.mark.parametrize(
+    ("text", "prunes", "read"),
+    [
         ("SELECT * FROM `ledger` WHERE `d` = ? AND `account` = ?", "one", 1),
         ("SELECT * FROM `ledger` WHERE `account` = ?", "some", 3),
         ("SELECT * FROM `ledger` WHERE `d` = ?", "some", 4),
@@ -245,7 +284,10 @@ def test_subpartitions_multiply(text, prunes, read):
         ("SELECT * FROM `orders` WHERE `d` = = ?", "unparsed"),
         ("INSERT INTO `orders` ( `d` , `customer` ) VALUES (...)", "not a read"),
         ("INSERT INTO `orders` VALUES ( ? , ? ) /* , ... */", "not a read"),
-        ("ALTER TABLE `orders` ADD PARTITION ( PARTITION `p60` VALUES LESS THAN ( ? ) )", ""),
+        ("ALTER TABLE `orders` ADD PARTITION ( PARTITION `p60` VALUES LESS THAN ( ? ) )", "not a"),
+        ("REPLACE INTO `orders` VALUES (...)", "not a read"),
+        ("LOAD DATA INFILE ? INTO TABLE `orders`", "not a read: LOAD"),
+        ("TRUNCATE TABLE `orders`", "not a read: TRUNCATE"),
         ("", "unparsed"),
         ("SHOW TABLES", "not a read"),
     ],
@@ -275,3 +317,18 @@ def test_filters_on_names_the_columns_the_statement_filters_on():
     assert found.prunes == "all"
     assert found.filters_on == ("customer", "status")
     assert "`d`" in found.why
+
+
+def test_one_digest_is_judged_for_each_table_it_reads():
+    text = (
+        "SELECT * FROM `carts` `c` JOIN `orders` `o` ON `o`.`customer` = `c`.`owner` "
+        "WHERE `c`.`id` = ? AND `o`.`status` = ?"
+    )
+    for _ in range(2):  # the parsed statement is kept: judging leaves it as it was
+        assert verdict(text, BY_KEY) == ("one", 1)
+        assert verdict(text, BY_DAY) == ("all", DAYS + 1)
+
+
+def test_a_text_longer_than_partdash_parses_is_unknown():
+    text = "SELECT * FROM `orders` WHERE `d` IN (" + ", ".join(["?"] * 40_000) + ")"
+    assert judge(text, BY_DAY).why == "unparsed: longer than partdash parses"

@@ -6,107 +6,24 @@ literals; each digest performance_schema folded them into is judged by
 count wherever the verdict gives one, and never `unknown` for these plain shapes."""
 
 from contextlib import closing
-from datetime import date, timedelta
 
 import pytest
 
-from partdash.health.pruning import Layout, Verdict, judge
+from partdash.health.fixes import TableFacts
+from partdash.health.kinds import Observed
+from partdash.health.pruning import Layout, StatementVerdict, Verdict, judge
+from partdash.health.unpruned import pruning_finding
+from tests.health.pruning_workload import (
+    ALIASES,
+    FIRST_AT,
+    JOINED,
+    RUNS,
+    SHAPES,
+    TABLE_NAMES,
+    run_workload,
+)
 from tests.services import MariaDB
 from tests.sql import run
-
-FIRST_DAY = date(2026, 1, 1)
-DAYS = 60
-KEYS = 400
-RUNS = 12  # instances of each shape, each with its own literals
-
-DAILY = ", ".join(
-    f"PARTITION p{i} VALUES LESS THAN (TO_DAYS('{FIRST_DAY + timedelta(days=i + 1)}'))"
-    for i in range(DAYS)
-)
-TABLES = (
-    "CREATE TABLE orders (id INT NOT NULL, d DATE NOT NULL, customer INT NOT NULL,"
-    " total INT NOT NULL, status INT NOT NULL, PRIMARY KEY (id, d), KEY (customer))"
-    f" PARTITION BY RANGE (TO_DAYS(d)) ({DAILY}, PARTITION pmax VALUES LESS THAN MAXVALUE)",
-    "CREATE TABLE carts (id INT NOT NULL PRIMARY KEY, owner INT NOT NULL, n INT NOT NULL,"
-    " KEY (owner)) PARTITION BY HASH (id) PARTITIONS 16",
-    "INSERT INTO orders SELECT seq, DATE_ADD('2026-01-01', INTERVAL seq % 60 DAY),"
-    " seq % 37, seq % 1000, seq % 5 FROM seq_1_to_2400",
-    f"INSERT INTO carts SELECT seq, seq % 23, 0 FROM seq_1_to_{KEYS}",
-    "ANALYZE TABLE orders, carts",
-)
-
-
-def day(i: int) -> str:
-    return f"'{FIRST_DAY + timedelta(days=i % DAYS)}'"
-
-
-# Each shape: its table, an instance from a run number, and the verdict expected of its
-# digest (what the test asserts beside the agreement with EXPLAIN).
-SHAPES = {
-    "a date range": (
-        "orders",
-        lambda i: f"SELECT COUNT(*) FROM orders WHERE d BETWEEN {day(i)} AND {day(i + 2)}",
-        ("some", None),
-    ),
-    "one day and the key": (
-        "orders",
-        lambda i: f"SELECT total FROM orders WHERE d = {day(i)} AND id = {DAYS + i}",
-        ("one", 1),
-    ),
-    "a non-partitioning column": (
-        "orders",
-        lambda i: f"SELECT id FROM orders WHERE total > {900 + i}",
-        ("all", DAYS + 1),
-    ),
-    "an indexed non-key column": (
-        "orders",
-        lambda i: f"SELECT id, d FROM orders WHERE customer = {i % 37}",
-        ("all", DAYS + 1),
-    ),
-    "an aggregate over a non-partitioning column": (
-        "orders",
-        lambda i: (
-            f"SELECT customer, SUM(total) FROM orders WHERE status = {i % 5} GROUP BY customer"
-        ),
-        ("all", DAYS + 1),
-    ),
-    "an update by day": (
-        "orders",
-        lambda i: f"UPDATE orders SET status = {i % 5} WHERE d = {day(i)} AND customer = {i}",
-        ("one", 1),
-    ),
-    "the HASH key": (
-        "carts",
-        lambda i: f"SELECT owner FROM carts WHERE id = {i + 1}",
-        ("one", 1),
-    ),
-    "an IN list of keys": (
-        "carts",
-        lambda i: f"SELECT owner FROM carts WHERE id IN ({i + 1}, {i + 2}, {i + 40})",
-        ("some", None),
-    ),
-    "an update by key": (
-        "carts",
-        lambda i: f"UPDATE carts SET n = n + 1 WHERE id = {i + 7}",
-        ("one", 1),
-    ),
-    "a HASH table's indexed non-key column": (
-        "carts",
-        lambda i: f"SELECT id FROM carts WHERE owner = {i % 23}",
-        ("all", 16),
-    ),
-    "a join on the HASH key": (
-        "carts",
-        lambda i: (
-            "SELECT c.n FROM carts AS c JOIN orders AS o ON o.customer = c.owner"
-            f" WHERE c.id = {i + 3} AND o.d = {day(i)}"
-        ),
-        ("one", 1),
-    ),
-}
-# The join's other table, judged on the same digest.
-JOINED = ("a join on the HASH key", "orders", ("one", 1))
-ALIASES = {"carts": "c", "orders": "o"}
 
 
 def layout(instance: MariaDB, schema: str, table: str) -> Layout:
@@ -134,37 +51,15 @@ def explained(instance: MariaDB, schema: str, table: str, statement: str) -> int
     return len(listed[0].split(","))
 
 
-def digests(instance: MariaDB, schema: str) -> dict[str, str]:
-    """The digests of the statements run in `schema` (read from outside it)."""
-    return dict(
-        instance.execute(
-            "SELECT DIGEST, DIGEST_TEXT FROM performance_schema.events_statements_summary_by_digest"
-            f" WHERE SCHEMA_NAME = '{schema}'"
-        )
-    )
-
-
 @pytest.fixture
 def workload(mariadb_ps: MariaDB, new_schema):
-    """The tables, and per shape the one digest its runs were folded into."""
     schema = new_schema(mariadb_ps)
-    run(mariadb_ps, schema, *TABLES)
-    folded = {}
-    with closing(mariadb_ps.connect(database=schema)) as conn, conn.cursor() as cursor:
-        for name, (_, instance, _) in SHAPES.items():
-            before = digests(mariadb_ps, schema)
-            for i in range(RUNS):
-                cursor.execute(instance(i))
-            new = set(digests(mariadb_ps, schema).items()) - set(before.items())
-            texts = [text for _, text in new]
-            assert len(texts) == 1, (name, texts)
-            folded[name] = texts[0]
-    return schema, folded
+    return schema, run_workload(mariadb_ps, schema)
 
 
 def test_verdicts_agree_with_explain_partitions(mariadb_ps, workload):
     schema, folded = workload
-    layouts = {table: layout(mariadb_ps, schema, table) for table in ("orders", "carts")}
+    layouts = {table: layout(mariadb_ps, schema, table) for table in TABLE_NAMES}
     checks = [(name, table, expected) for name, (table, _, expected) in SHAPES.items()]
     for name, table, expected in [*checks, JOINED]:
         instance = SHAPES[name][1]
@@ -183,3 +78,46 @@ def test_the_digests_hide_the_literals(workload):
     for text in folded.values():
         assert "2026" not in text
         assert "?" in text or "(...)" in text
+
+
+def verdicts(instance: MariaDB, schema: str, table: Layout) -> list[StatementVerdict]:
+    """The table's statements as the finding reads them: performance_schema's counters and
+    the verdict on each digest that reads the table."""
+    rows = instance.execute(
+        "SELECT DIGEST, DIGEST_TEXT, COUNT_STAR, SUM_ROWS_EXAMINED, SUM_TIMER_WAIT / 1e12"
+        " FROM performance_schema.events_statements_summary_by_digest"
+        f" WHERE SCHEMA_NAME = '{schema}'"
+    )
+    judged = [(row, judge(row[1], table, default_schema=schema)) for row in rows]
+    return [
+        StatementVerdict(digest, text, calls, examined, float(seconds), verdict)
+        for (digest, text, calls, examined, seconds), verdict in judged
+        if not verdict.why.startswith("not a read")
+    ]
+
+
+def test_the_tables_read_without_pruning_get_a_finding_naming_those_statements(
+    mariadb_ps, workload
+):
+    schema, folded = workload
+    findings = {}
+    for name in TABLE_NAMES:
+        table = layout(mariadb_ps, schema, name)
+        facts = TableFacts(schema, name, table.method, table.expression, [], FIRST_AT)
+        findings[name] = pruning_finding(
+            Observed(facts, [], statements=verdicts(mariadb_ps, schema, table))
+        )
+    assert findings["visits"] is None  # read only by day
+    for name in ("orders", "carts"):
+        unpruned = [
+            folded[s] for s, (table, _, v) in SHAPES.items() if table == name and v[0] == "all"
+        ]
+        advice = findings[name].fix.advice
+        assert findings[name].message.startswith(f"{len(unpruned)} statement(s) read all")
+        for text in unpruned:
+            assert " ".join(text.split()) in advice
+        pruned = [
+            folded[s] for s, (table, _, v) in SHAPES.items() if table == name and v[0] != "all"
+        ]
+        for text in pruned:
+            assert " ".join(text.split()) not in advice
