@@ -4,7 +4,8 @@ when due, with the sample text in memory only, EXPLAINed on MySQL 8 where asked.
 import pytest
 
 from partdash.collector.collect import CollectRequest, collect
-from partdash.mysql.sources.explain import PlanRead
+from partdash.mysql.dialects import MYSQL8
+from partdash.mysql.sources.explain import PlanRead, explain
 from tests.recorded_mysql import BY_CUSTOMER, BY_DAY, RecordedSession, mysql57, mysql80
 
 
@@ -69,3 +70,34 @@ def test_a_digest_consumer_off_is_said_with_its_fix():
     assert "the statements_digest consumer is OFF" in line
     assert "UPDATE performance_schema.setup_consumers SET ENABLED = 'YES'" in line
     assert collection.sources["statements"] is False
+
+
+@pytest.mark.parametrize(
+    "sample",
+    [
+        "INSERT INTO orders VALUES (1, 2)",
+        "SELECT my_function(id) FROM orders",
+        "SELECT 1; DROP TABLE orders",
+        "SELECT * FROM orders INTO OUTFILE '/tmp/orders'",
+        "CALL archive_orders()",
+        "SELECT * FROM orders WHERE",  # a sample cut short
+    ],
+)
+def test_only_one_select_update_or_delete_calling_known_functions_is_explained(sample):
+    session = RecordedSession("mysql", "8.0.36", {})  # any query would fail the test
+
+    assert explain(session, MYSQL8, sample, "shop", 1000) is None
+    assert session.queries == []
+
+
+def test_an_update_is_explained_as_the_select_of_its_where():
+    flavor, version, results = mysql80()
+    session = RecordedSession(flavor, version, results)
+    results["EXPLAIN FORMAT=JSON SELECT * FROM orders WHERE customer = 42"] = [
+        ('{"query_block": {"table": {"table_name": "orders", "partitions": ["p2026"]}}}',)
+    ]
+
+    plan = explain(session, MYSQL8, "UPDATE orders SET v = 1 WHERE customer = 42", "shop", 500)
+
+    assert plan == [PlanRead(None, "orders", 1)]  # (None: the default schema)
+    assert not any(sql.startswith("EXPLAIN FORMAT=JSON UPDATE") for sql, _ in session.queries)

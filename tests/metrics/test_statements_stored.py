@@ -24,6 +24,8 @@ FILL_KEYED = "INSERT INTO keyed SELECT seq, seq % 50, seq FROM seq_1_to_400"
 BY_CUSTOMER = [f"SELECT * FROM days WHERE customer = {n}" for n in range(1, 6)]
 BY_DAY = [f"SELECT * FROM days WHERE d = '2026-01-0{n}'" for n in range(1, 6)]
 BY_KEY = [f"SELECT v FROM keyed WHERE id = {n}" for n in range(10, 15)]
+UPDATE_BY_KEY = [f"UPDATE keyed SET v = v + 1 WHERE id = {n}" for n in range(20, 25)]
+DELETE_BY_CUSTOMER = [f"DELETE FROM keyed WHERE customer = {n}" for n in range(60, 63)]
 LITERALS = ("'2026-01-0", "customer = 1", "id = 10")
 
 
@@ -41,7 +43,7 @@ def workload(instance, schema: str) -> None:
 def stored(schema: str, table: str) -> dict[str, StatementDigest]:
     rows = StatementDigest.objects.filter(table__schema=schema, table__name=table)
     # MariaDB quotes some names and writes others as keywords (`ID`): compared bare.
-    return {row.text.split(" WHERE ")[-1].strip().replace("`", "").lower(): row for row in rows}
+    return {" ".join(row.text.replace("`", "").lower().split()): row for row in rows}
 
 
 def explain_count(instance, schema: str, statement: str) -> int:
@@ -60,7 +62,11 @@ def test_a_poll_stores_each_digest_per_table_with_its_verdict(instance, make_ser
 
     assert report.ok, report.error
     days, keyed = stored(schema, "days"), stored(schema, "keyed")
-    customer, day, key = days["customer = ?"], days["d = ?"], keyed["id = ?"]
+    customer, day, key = (
+        days["select * from days where customer = ?"],
+        days["select * from days where d = ?"],
+        keyed["select v from keyed where id = ?"],
+    )
     assert (customer.prunes, customer.partitions_read, customer.partitions_total) == ("all", 7, 7)
     assert (day.prunes, day.partitions_read) == ("one", 1)
     assert (key.prunes, key.partitions_read, key.partitions_total) == ("one", 1, 4)
@@ -92,7 +98,7 @@ def test_digests_are_read_again_only_when_due_and_only_those_seen_since(
     server = make_server(instance, name="due")
     poll_server(server)
     first = StatementRead.objects.get(server=server)
-    customer = stored(schema, "days")["customer = ?"]
+    customer = stored(schema, "days")["select * from days where customer = ?"]
 
     run(instance, schema, *BY_CUSTOMER)
     poll_server(server)  # within PARTDASH_STATEMENTS_EVERY_SECONDS: not read
@@ -111,13 +117,25 @@ def test_digests_are_read_again_only_when_due_and_only_those_seen_since(
 def test_an_opted_in_server_counts_from_explain(instance, make_server):
     schema = new_schema_on(instance)
     workload(instance, schema)
+    run(instance, schema, *UPDATE_BY_KEY, *DELETE_BY_CUSTOMER)
     server = make_server(instance, name="explained", explain_statements=True)
+    contents = "SELECT COUNT(*), SUM(v) FROM keyed"
+    before = run(instance, schema, contents)
 
     poll_server(server)
 
     days, keyed = stored(schema, "days"), stored(schema, "keyed")
-    customer, day, key = days["customer = ?"], days["d = ?"], keyed["id = ?"]
-    assert {row.how for row in (customer, day, key)} == {"explained"}
+    customer, day, key = (
+        days["select * from days where customer = ?"],
+        days["select * from days where d = ?"],
+        keyed["select v from keyed where id = ?"],
+    )
+    update = keyed["update keyed set v = v + ? where id = ?"]
+    delete = keyed["delete from keyed where customer = ?"]
+    assert {row.how for row in (customer, day, key, update, delete)} == {"explained"}
+    assert (update.prunes, update.partitions_read) == ("one", 1)
+    assert (delete.prunes, delete.partitions_read) == ("all", 4)
+    assert run(instance, schema, contents) == before  # explained, never run
     assert (customer.prunes, customer.partitions_read) == ("all", 7)
     assert (day.prunes, day.partitions_read) == ("one", explain_count(instance, schema, BY_DAY[-1]))
     assert (key.prunes, key.partitions_read) == ("one", 1)

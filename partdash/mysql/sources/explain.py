@@ -5,7 +5,8 @@ parsing the digest text gives (`partdash.health.pruning`).
 A plan needs a statement with its literals: MySQL 8's QUERY_SAMPLE_TEXT or, on MariaDB,
 the text of a recent run in `events_statements_history_long` (when its consumer is ON).
 That text is used here, in memory, and dropped: never stored, logged or shown (errors
-are reported by their code alone). Only SELECT, UPDATE and DELETE are explained, none
+are reported by their code alone). Only SELECT, UPDATE and DELETE are explained (the
+latter two as the SELECT of their WHERE: the session stays read-only), none
 calling a function the parser does not know (a stored function could run while the
 optimiser evaluates a constant), each under a time limit; EXPLAIN never executes the
 statement. It needs SELECT on the tables, which the least-privilege account lacks.
@@ -74,6 +75,19 @@ def _explainable(sample: str) -> exp.Expression | None:
     return tree
 
 
+def _as_select(tree: exp.Expression, sample: str) -> str:
+    """What is explained: a SELECT as it ran; an UPDATE or DELETE as the SELECT of its
+    tables and WHERE, which prunes alike: the poll's session is READ ONLY, and MariaDB
+    refuses to EXPLAIN a write there (error 1792)."""
+    if not isinstance(tree, exp.Update | exp.Delete):
+        return sample
+    select = exp.select("*").from_(tree.this.copy())
+    where = tree.args.get("where")
+    if where is not None:
+        select = select.where(where.this.copy())
+    return select.sql(dialect="mysql")
+
+
 def _aliases(tree: exp.Expression) -> dict[str, tuple[str | None, str]]:
     """What EXPLAIN names a table by (its alias, else its name), lower-cased, to the table."""
     named = {}
@@ -135,7 +149,7 @@ def explain(
     try:
         if schema:
             session.rows(f"USE {identifier(schema)}")
-        listed = plan(session, sample, ms)
+        listed = plan(session, _as_select(tree, sample), ms)
     except (pymysql.MySQLError, ValueError, TypeError) as exc:
         if isinstance(exc, pymysql.err.OperationalError) and exc.args[0] >= 2000:
             raise  # the session is gone: the poll's to fail
