@@ -582,6 +582,9 @@ def _parse(digest_text: str) -> exp.Expr | str:
     try:
         statements = sqlglot.parse(text, read="mysql")
     except sqlglot.errors.SqlglotError as error:
+        # The parser keeps its errors, whose tracebacks hold its frames: a reference cycle
+        # that would keep the poll's frames (and objects) for the cyclic collector.
+        error.__traceback__ = None
         return f"unparsed: {str(error).splitlines()[0][:120]}"
     except RecursionError:
         return "unparsed: nested too deep"

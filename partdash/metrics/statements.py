@@ -32,10 +32,11 @@ from partdash.mysql.sources.statements import Digest
 
 Prunes = StatementDigest.Prunes
 QUOTED = re.compile(r"`((?:[^`]|``)+)`")
-# Worst first: those reading every partition, then those partdash cannot tell, then the
-# rest; the costliest first within each.
+# A digest's first word, where it may read rows (DDL, SET, SHOW... are not judged).
 STATEMENTS_THAT_READ = frozenset({"SELECT", "WITH", "UPDATE", "DELETE", "INSERT", "REPLACE"})
 NOT_A_READ = "not a read"  # `judge`'s why for statements that read no rows
+# Worst first: those reading every partition, then those partdash cannot tell, then the
+# rest; the costliest first within each.
 RANK = {Prunes.ALL: 0, Prunes.UNKNOWN: 1, Prunes.SOME: 2, Prunes.ONE: 3}
 
 
@@ -83,7 +84,8 @@ TABLE_FIELDS += ("subpartition_method", "subpartition_expression")
 
 
 class Tables:
-    """The server's live partitioned tables by folded name, their layouts built once."""
+    """The server's live partitioned tables by folded name (their layouts, `layouts_of`,
+    read only for the tables with a digest to judge)."""
 
     def __init__(self, server) -> None:
         self.by_name: dict[str, list[PartitionedTable]] = defaultdict(list)

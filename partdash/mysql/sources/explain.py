@@ -63,7 +63,8 @@ def _explainable(sample: str) -> exp.Expression | None:
     the parser knows; else None."""
     try:
         statements = sqlglot.parse(sample, read="mysql")
-    except Exception:  # noqa: BLE001 any: a parser's message quotes the text, literals too
+    except Exception as error:  # noqa: BLE001 any: a parser's message quotes the text
+        error.__traceback__ = None  # (the parser keeps it: its frames would stay in a cycle)
         return None
     if len(statements) != 1 or statements[0] is None:
         return None
