@@ -917,8 +917,8 @@ class _Reads:
     def _plans(self, collection: Collection, digests: list) -> dict[str, list[PlanRead]]:
         """EXPLAIN the costliest digests that name a partitioned table, on a sample of
         each: MySQL 8's, or a recent run's in MariaDB's statement history."""
-        names = {f"`{fold(table)}`" for _, table in map(collection.spelt, collection.tables())}
-        wanted = [d for d in digests if any(name in fold(d.text) for name in names)]
+        names = {fold(table) for _, table in map(collection.spelt, collection.tables())}
+        wanted = [d for d in digests if not names.isdisjoint(statements.quoted_names(d.text))]
         wanted = wanted[: settings.PARTDASH_STATEMENTS_EXPLAINS]
         samples = {d.digest: d.sample for d in wanted if d.sample}
         if not self.dialect.has_sample_text and wanted and statements.history_on(self.session):

@@ -8,7 +8,6 @@ the server's EXPLAIN where the poll ran one (`how: explained`). One row per (tab
 digest), its counters overwritten by the newest read (they are cumulative on the server).
 """
 
-import re
 from collections import defaultdict
 from collections.abc import Iterable
 from datetime import UTC, datetime, timedelta
@@ -28,10 +27,9 @@ from partdash.metrics.models import (
 )
 from partdash.mysql.names import fold
 from partdash.mysql.sources.explain import PlanRead
-from partdash.mysql.sources.statements import Digest
+from partdash.mysql.sources.statements import Digest, quoted_names
 
 Prunes = StatementDigest.Prunes
-QUOTED = re.compile(r"`((?:[^`]|``)+)`")
 # A digest's first word, where it may read rows (DDL, SET, SHOW... are not judged).
 STATEMENTS_THAT_READ = frozenset({"SELECT", "WITH", "UPDATE", "DELETE", "INSERT", "REPLACE"})
 NOT_A_READ = "not a read"  # `judge`'s why for statements that read no rows
@@ -96,7 +94,7 @@ class Tables:
     def named_in(self, text: str, schema: str | None) -> list[PartitionedTable]:
         """The tables the text names: by a quoted name, in a schema it also names or
         the digest's default schema."""
-        quoted = {fold(name.replace("``", "`")) for name in QUOTED.findall(text)}
+        quoted = quoted_names(text)
         folded_schema = fold(schema) if schema else None
         return [
             table

@@ -13,6 +13,7 @@ with its literals: it is kept on the row in memory only (`sample`, left out of `
 to EXPLAIN where an operator opted the server in (`explain`), and never stored or logged.
 """
 
+import re
 from dataclasses import dataclass, field
 
 import pymysql
@@ -26,6 +27,7 @@ from partdash.mysql.catalogue import (
 )
 from partdash.mysql.connection import Session
 from partdash.mysql.dialects import Dialect
+from partdash.mysql.names import fold
 from partdash.mysql.sources import SourceUnavailable, setting_off, unavailable
 
 
@@ -50,6 +52,14 @@ class ConsumerOff(SourceUnavailable):
 
     def shortfall(self, account, dialect):
         return consumer_shortfall()
+
+
+QUOTED = re.compile(r"`((?:[^`]|``)+)`")
+
+
+def quoted_names(text: str) -> set[str]:
+    """The names a digest text quotes (tables, columns, schemas), folded."""
+    return {fold(name.replace("``", "`")) for name in QUOTED.findall(text)}
 
 
 def _int(value) -> int:
