@@ -527,12 +527,6 @@ PARTDASH_ALERT_STALE_CHECK_SECONDS = env.float("PARTDASH_ALERT_STALE_CHECK_SECON
 # `retention` (a retention job stalled) fires once the oldest partition is past its
 # retention policy by this many days: a daily drop job running hours late sends nothing.
 PARTDASH_RETENTION_GRACE_DAYS = env.float("PARTDASH_RETENTION_GRACE_DAYS", default=1.0)
-# `pruning` fires where statements that read every partition of a table take this share of
-# its rows examined or statement time (the larger), and is critical from the second.
-PARTDASH_ALERT_PRUNING_SHARE = env.float("PARTDASH_ALERT_PRUNING_SHARE", default=0.1)
-PARTDASH_ALERT_PRUNING_CRITICAL_SHARE = env.float(
-    "PARTDASH_ALERT_PRUNING_CRITICAL_SHARE", default=0.5
-)
 
 LOGGING = {
     "version": 1,

@@ -72,6 +72,18 @@ Judge = Callable[[Mapping[str, Any], Mapping[str, Any] | None, Mapping[str, Any]
 
 
 @dataclass(frozen=True, slots=True)
+class Setting:
+    """A setting a kind declares itself, so adding the kind needs no line in
+    `partdash/settings.py`: read from the environment variable `name` (its value cast to
+    the default's type), `default` where it is unset. A value `partdash.settings` sets
+    (or a test overrides) under the same name wins. docs/settings.md lists it as any
+    other (tests/docs/test_settings_reference.py finds it here)."""
+
+    name: str
+    default: float | int | bool | str
+
+
+@dataclass(frozen=True, slots=True)
 class AlertSpec:
     """The kind's alert rule: what it judges, on what, and the defaults `Rule` takes
     (`worse`, `clear_ratio`...). `judge` is None for a server's kinds, whose condition the
@@ -82,7 +94,13 @@ class AlertSpec:
     unit: str = ""
     defaults: Mapping[str, Any] = field(default_factory=dict)
     judge: Judge | None = None
-    reads: tuple[str, ...] = ()  # settings the judge reads (`PARTDASH_...`)
+    # Settings the judge reads (`PARTDASH_...`): a name `partdash.settings` defines, or a
+    # `Setting` the kind declares with its default.
+    reads: tuple[str | Setting, ...] = ()
+
+    @property
+    def read_names(self) -> tuple[str, ...]:
+        return tuple(read.name if isinstance(read, Setting) else read for read in self.reads)
 
 
 @dataclass(frozen=True, slots=True)

@@ -26,7 +26,7 @@ from typing import Any
 from partdash.health.alerting import Condition
 from partdash.health.findings import Finding, Severity
 from partdash.health.fixes import Fix
-from partdash.health.kinds import AlertSpec, Figure, FindingKind, Observed, register
+from partdash.health.kinds import AlertSpec, Figure, FindingKind, Observed, Setting, register
 from partdash.health.pruning import StatementVerdict, columns_of
 
 FINDING_SHARE = 0.01
@@ -34,8 +34,9 @@ CRITICAL_SHARE = 0.5
 NAMED = 3  # statements quoted in the advice (the stored health keeps 10)
 KEPT = 10
 QUOTED_CHARACTERS = 160  # of a digest text in the message and the advice
-ALERT_SHARE = "PARTDASH_ALERT_PRUNING_SHARE"
-ALERT_CRITICAL_SHARE = "PARTDASH_ALERT_PRUNING_CRITICAL_SHARE"
+# The alert's thresholds: shares of the table's rows examined or statement time.
+ALERT_SHARE = Setting("PARTDASH_ALERT_PRUNING_SHARE", 0.1)
+ALERT_CRITICAL_SHARE = Setting("PARTDASH_ALERT_PRUNING_CRITICAL_SHARE", 0.5)
 
 
 def _share(part: float, whole: float) -> float:
@@ -175,10 +176,10 @@ def _condition(health: Health, finding: Health | None, settings: Health) -> Cond
     """The unpruned statements' share of the table's rows examined or time against
     PARTDASH_ALERT_PRUNING_SHARE; critical past PARTDASH_ALERT_PRUNING_CRITICAL_SHARE."""
     share = (health.get("pruning") or {}).get("share") if finding else 0.0
-    critical = share is not None and share >= settings[ALERT_CRITICAL_SHARE]
+    critical = share is not None and share >= settings[ALERT_CRITICAL_SHARE.name]
     return Condition(
         value=share,
-        limit=settings[ALERT_SHARE],
+        limit=settings[ALERT_SHARE.name],
         holds=finding is not None,
         severity="critical" if critical else "warning",
         message=(finding or {}).get("message") or "every statement prunes",

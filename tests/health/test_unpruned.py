@@ -141,7 +141,7 @@ def test_the_alert_judges_the_share_against_the_settings():
     assert critical.severity == "critical"
     clear = kind().alert.judge({"pruning": {"share": 0.0}}, None, SETTINGS)
     assert (clear.value, clear.holds) == (0.0, False)
-    assert kind().alert.reads == tuple(SETTINGS)
+    assert kind().alert.read_names == tuple(SETTINGS)
 
 
 def test_the_metrics_family_counts_the_unpruned_digests():
