@@ -1,6 +1,9 @@
 """The statement digests source on MySQL 5.7 and 8, against recorded result sets: read
 when due, with the sample text in memory only, EXPLAINed on MySQL 8 where asked."""
 
+import logging
+
+import pymysql
 import pytest
 
 from partdash.collector.collect import CollectRequest, collect
@@ -101,3 +104,19 @@ def test_an_update_is_explained_as_the_select_of_its_where():
 
     assert plan == [PlanRead(None, "orders", 1)]  # (None: the default schema)
     assert not any(sql.startswith("EXPLAIN FORMAT=JSON UPDATE") for sql, _ in session.queries)
+
+
+def test_a_refused_explain_is_logged_by_its_code_never_its_text(caplog):
+    flavor, version, results = mysql80()
+
+    def refuse(args):
+        raise pymysql.err.ProgrammingError(1064, "syntax error near 'secret-literal-42'")
+
+    results["EXPLAIN FORMAT=JSON SELECT * FROM orders WHERE customer"] = refuse
+    session = RecordedSession(flavor, version, results)
+    caplog.set_level(logging.DEBUG)
+
+    sample = "SELECT * FROM orders WHERE customer = 'secret-literal-42'"
+    assert explain(session, MYSQL8, sample, "shop", 1000) is None
+
+    assert "1064" in caplog.text and "secret-literal-42" not in caplog.text
