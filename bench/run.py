@@ -10,7 +10,9 @@ servers polled by partdash's real processes for --fleet-minutes, with readers on
 and pages (bench/fleet_load.py; figures in var/bench/fleet-load-*.json); last issue
 #24's: a table's history over 1 hour to 7 days (bench/history_bench.py, --history-only);
 then issue #37's: 8,192 partitions' history before and bounded per answer
-(bench/wide_history_bench.py, --wide-history-only).
+(bench/wide_history_bench.py, --wide-history-only); issue #40's: what reading 10,000
+statement digests costs a poll of the large server (bench/statements_bench.py,
+--statements-only).
 
 A quick run: `make bench ARGS="--fleet-only --fleet-minutes 2 --fleet-servers 4 --fleet-big 1"`.
 """
@@ -293,6 +295,13 @@ def fleet_load(options: argparse.Namespace) -> int:
     return status
 
 
+def statement_figures() -> int:
+    """Issue #40's figures: what reading the statement digests costs a poll of the large
+    server holding 10,000 digests (bench/statements_bench.py, which prints them)."""
+    argv = [sys.executable, str(HERE / "statements_bench.py")]
+    return run_to_end(argv + ["--json", str(FLEET_FIGURES / "statements.json")])
+
+
 def run_to_end(argv: list[str]) -> int:
     """Run a child that stops what it started on Ctrl-C (which reaches it too): wait for
     it to finish that, rather than kill it as subprocess.run would; then stop here too."""
@@ -356,6 +365,11 @@ def main() -> int:
         help="servers of 32,000 partitions polled through two workers (7f, issue 25); 0 skips them",
     )
     parser.add_argument(
+        "--statements-only",
+        action="store_true",
+        help="only the statement digests' cost (bench/statements_bench.py), about 4 minutes",
+    )
+    parser.add_argument(
         "--shared-only",
         action="store_true",
         help="only the fleet through two workers (7f): bench/shared_memory_bench.py",
@@ -367,7 +381,12 @@ def main() -> int:
         return wide_history_figures()
     if options.shared_only:
         return shared_memory_figures(options)
+    if options.statements_only:
+        return statement_figures()
     status = 0 if options.fleet_only else collector_cost(options)
+    if not options.fleet_only:
+        print(flush=True)
+        status = statement_figures() or status
     if not options.fleet_only:
         status = shared_memory_figures(options) or status
     if options.fleet_minutes > 0:

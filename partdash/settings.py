@@ -386,6 +386,14 @@ PARTDASH_RETENTION_EVERY_SECONDS = env.int("PARTDASH_RETENTION_EVERY_SECONDS", d
 # History buckets (5 minutes, hourly, daily) are stored this often, so a chart of a long
 # range reads them rather than every poll (partdash.metrics.rollups).
 PARTDASH_ROLLUP_EVERY_SECONDS = env.int("PARTDASH_ROLLUP_EVERY_SECONDS", default=300)
+# Statements per digest (performance_schema's digest summary, `mysql.sources.statements`):
+# read at most this often per server (and on its first poll), at most MAX_ROWS digests a
+# read (the costliest); EXPLAIN, where a server opts in, at most EXPLAINS statements a
+# read, each under EXPLAIN_MS milliseconds (max_statement_time / MAX_EXECUTION_TIME).
+PARTDASH_STATEMENTS_EVERY_SECONDS = env.int("PARTDASH_STATEMENTS_EVERY_SECONDS", default=300)
+PARTDASH_STATEMENTS_MAX_ROWS = env.int("PARTDASH_STATEMENTS_MAX_ROWS", default=1000)
+PARTDASH_STATEMENTS_EXPLAINS = env.int("PARTDASH_STATEMENTS_EXPLAINS", default=50)
+PARTDASH_STATEMENTS_EXPLAIN_MS = env.int("PARTDASH_STATEMENTS_EXPLAIN_MS", default=1000)
 # Timeouts when talking to a monitored server (seconds).
 PARTDASH_CONNECT_TIMEOUT = env.int("PARTDASH_CONNECT_TIMEOUT", default=5)
 PARTDASH_READ_TIMEOUT = env.int("PARTDASH_READ_TIMEOUT", default=30)

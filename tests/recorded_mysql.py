@@ -3,6 +3,8 @@ dialect tests. MySQL cannot be installed on the machines partdash is tested on, 
 stand in for a server: column order and spellings follow the MySQL reference manual's
 descriptions of each table (MySQL 8 spells partitions `#p#`, 5.7 `#P#`)."""
 
+import json
+
 from partdash.mysql.connection import Session
 
 
@@ -78,6 +80,62 @@ def _partitions(schema_table: tuple, sep: str) -> dict[str, list[tuple]]:
     }
 
 
+# Two statement digests on shop.orders as events_statements_summary_by_digest gives them:
+# DIGEST, DIGEST_TEXT, SCHEMA_NAME, COUNT_STAR, SUM_ROWS_EXAMINED, SUM_TIMER_WAIT DIV
+# 1000000, SUM_NO_INDEX_USED, UNIX_TIMESTAMP(FIRST_SEEN), UNIX_TIMESTAMP(LAST_SEEN) and
+# QUERY_SAMPLE_TEXT (MySQL 8; NULL as 5.7 selects it).
+BY_DAY = "3f1c9ab2" * 8
+BY_CUSTOMER = "9e07d5c1" * 8
+
+
+def digests(samples: bool) -> list[tuple]:
+    return [
+        (
+            BY_CUSTOMER,
+            "SELECT * FROM `orders` WHERE `customer` = ?",
+            "shop",
+            120,
+            150000,
+            4_200_000,
+            120,
+            UPDATED,
+            UPDATED + 3000,
+            "SELECT * FROM orders WHERE customer = 42" if samples else None,
+        ),
+        (
+            BY_DAY,
+            "SELECT * FROM `shop` . `orders` WHERE `created` = ?",
+            None,
+            900,
+            2700,
+            310_000,
+            0,
+            UPDATED,
+            UPDATED + 3500,
+            "SELECT * FROM shop.orders WHERE created = '2026-11-20'" if samples else None,
+        ),
+    ]
+
+
+# EXPLAIN FORMAT=JSON of the samples above, as MySQL 8.0 words it (abridged).
+def _plan(partitions: list[str]) -> str:
+    return (
+        '{"query_block": {"select_id": 1, "table": {"table_name": "orders", '
+        f'"partitions": {json.dumps(partitions)}, "access_type": "ALL"}}}}}}'
+    )
+
+
+def explains() -> dict[str, list[tuple]]:
+    return {
+        "SET SESSION MAX_EXECUTION_TIME": [],
+        "USE `shop`": [],
+        "EXPLAIN FORMAT=JSON SELECT * FROM orders WHERE customer = 42": [
+            (_plan(["p2026", "p2027", "pmax"]),)
+        ],
+        "EXPLAIN FORMAT=JSON SELECT * FROM shop.orders WHERE created": [(_plan(["p2026"]),)],
+    }
+
+
 def mysql80(version: str = "8.0.36") -> tuple[str, str, dict]:
     sep = "#p#"
     results = _partitions(("shop", "orders"), sep)
@@ -94,8 +152,10 @@ def mysql80(version: str = "8.0.36") -> tuple[str, str, dict]:
         "information_schema.INNODB_TABLESTATS": [("shop/orders#p#p2027", 17, 251)],
         "SELECT COUNT(*) FROM information_schema.INNODB_TABLESPACES": [(7,)],
         "information_schema.INNODB_CMP": [(1024, 0, 0, 0, 0, 0), (8192, 0, 0, 0, 0, 0)],
+        "events_statements_summary_by_digest": digests(samples=True),
+        "performance_schema.setup_consumers": [("YES",)],
     }
-    return "mysql", version, results
+    return "mysql", version, results | explains()
 
 
 def mysql57() -> tuple[str, str, dict]:
@@ -114,5 +174,7 @@ def mysql57() -> tuple[str, str, dict]:
         "information_schema.INNODB_SYS_TABLESTATS": [("shop/orders#P#p2027", 17, 251)],
         "SELECT COUNT(*) FROM information_schema.INNODB_SYS_TABLES": [(7,)],
         "information_schema.INNODB_CMP": [(1024, 0, 0, 0, 0, 0)],
+        "events_statements_summary_by_digest": digests(samples=False),
+        "performance_schema.setup_consumers": [("YES",)],
     }
     return "mysql", "5.7.44-log", results

@@ -10,7 +10,9 @@ Each function returns `Condition`s (`partdash.health.alerting`) by `Key`.
 from datetime import datetime, timedelta
 from typing import Any
 
+import environ
 from django.conf import settings
+from django.core.exceptions import ImproperlyConfigured
 from django.db.models import BigIntegerField, ExpressionWrapper, F, OuterRef, Q, Subquery, Value
 from django.db.models.functions import Coalesce
 
@@ -18,7 +20,7 @@ from partdash.alerts.emails import binary_size
 from partdash.alerts.models import RuleName
 from partdash.health.alerting import Condition, Key
 from partdash.health.finding_kinds import finding_condition
-from partdash.health.kinds import Judge, registered
+from partdash.health.kinds import Judge, Setting, registered
 from partdash.health.kinds import kind as registered_kind
 from partdash.health.pressure import WARN_RATIO
 from partdash.health.shapes import (
@@ -60,7 +62,29 @@ def judging_settings() -> tuple[str, ...]:
     """The settings the conditions read (beside the rules' defaults, `rules.catalogue`):
     each registered kind's `AlertSpec.reads`. Part of the rules version
     (`service.rules_version`), so a change re-evaluates every table."""
-    return tuple(sorted({name for kind in registered() if kind.alert for name in kind.alert.reads}))
+    return tuple(
+        sorted({name for kind in registered() if kind.alert for name in kind.alert.read_names})
+    )
+
+
+def _declared(name: str) -> Setting | None:
+    for kind in registered():
+        for read in kind.alert.reads if kind.alert else ():
+            if isinstance(read, Setting) and read.name == name:
+                return read
+    return None
+
+
+def setting_value(name: str) -> Any:
+    """A setting a judge reads: `partdash.settings`' (or a test's override), else the
+    environment's under the `Setting` a kind declares, cast to its default's type."""
+    if hasattr(settings, name):
+        return getattr(settings, name)
+    setting = _declared(name)
+    if setting is None:
+        raise ImproperlyConfigured(f"{name}: no such setting, and no finding kind declares it")
+    default = setting.default
+    return environ.Env().get_value(setting.name, cast=type(default), default=default)
 
 
 def finding_rules() -> dict[str, Judge]:
@@ -75,8 +99,8 @@ def finding_rules() -> dict[str, Judge]:
 def _settings_read(kind: str) -> dict[str, Any]:
     """The settings a kind's judge reads (`AlertSpec.reads`), by name."""
     declared = registered_kind(kind)
-    reads = declared.alert.reads if declared and declared.alert else ()
-    return {name: getattr(settings, name) for name in reads}
+    reads = declared.alert.read_names if declared and declared.alert else ()
+    return {name: setting_value(name) for name in reads}
 
 
 def _size(data_bytes: int | None, index_bytes: int | None) -> int | None:

@@ -148,7 +148,7 @@ def rules_version(server: Server, rules: dict[str, BuiltinRule], overrides: list
     first poll after it ends)."""
     inputs = (
         sorted((name, rule.defaults) for name, rule in rules.items()),
-        [(name, getattr(settings, name)) for name in judged.judging_settings()],
+        [(name, judged.setting_value(name)) for name in judged.judging_settings()],
         list(settings.ALERT_EMAILS),
         sorted(overrides, key=lambda override: override.id),
         sorted(server.tag_list),

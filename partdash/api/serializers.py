@@ -21,7 +21,12 @@ from partdash.health.sizes import estimated_data_free, row_share
 from partdash.lib.times import iso
 from partdash.metrics.analysis import coverage_of
 from partdash.metrics.history import METRICS
-from partdash.metrics.models import Partition, PartitionedTable, ServerSnapshot
+from partdash.metrics.models import (
+    Partition,
+    PartitionedTable,
+    ServerSnapshot,
+    StatementDigest,
+)
 from partdash.metrics.readings import (
     activity_shares,
     health_fields,
@@ -149,6 +154,7 @@ class ServerSerializer(serializers.ModelSerializer):
             "poll_interval",
             "enabled",
             "tags",
+            "explain_statements",
             *LATEST_POLL_FIELDS,
             "backoff",
             "findings",
@@ -700,3 +706,31 @@ class HistoryQuery(serializers.Serializer):
                 {"since": f"at most {longest.days} days before until (the retention)"}
             )
         return {**attrs, "since": since, "until": until}
+
+
+class StatementSerializer(serializers.ModelSerializer):
+    """One statement digest as it reads one table: its counters as last read (cumulative
+    on the server), its digest text (`?` for literals) and how many of the table's
+    partitions it reads, parsed from the text or counted by the server's EXPLAIN."""
+
+    class Meta:
+        model = StatementDigest
+        fields = [
+            "digest",
+            "text",
+            "calls",
+            "rows_examined",
+            "seconds",
+            "partitions_read",
+            "partitions_total",
+            "prunes",
+            "how",
+            "why",
+            "last_seen",
+        ]
+        extra_kwargs = {
+            "digest": {"help_text": "performance_schema's DIGEST"},
+            "text": {"help_text": "the digest text: placeholders, never literals"},
+            "partitions_read": {"help_text": "null where placeholders hide how many"},
+            "why": {"help_text": "what decided the verdict, in one line"},
+        }

@@ -22,6 +22,7 @@ from partdash.api.serializers import (
     HistoryQuery,
     PartitionSerializer,
     ServerSerializer,
+    StatementSerializer,
     TableDetailSerializer,
     TableExportSerializer,
     TableSerializer,
@@ -38,6 +39,7 @@ from partdash.health.fixes import stored_fix
 from partdash.health.pressure import as_number
 from partdash.health.shapes import stored_pressure
 from partdash.lib.times import iso
+from partdash.metrics import statements as statement_digests
 from partdash.metrics.analysis import coverage_of
 from partdash.metrics.drift import side_by_side
 from partdash.metrics.folded_history import (
@@ -66,6 +68,9 @@ SERVER_HEALTH = inline_serializer(
         "innodb_cmp": serializers.ListField(child=serializers.DictField()),
         "partitioned_tables": serializers.IntegerField(allow_null=True),
         "hidden_tables": serializers.IntegerField(),
+        "unpruned_tables": serializers.IntegerField(
+            help_text="live tables read by a statement digest that reads every partition"
+        ),
         "warnings": serializers.ListField(child=serializers.DictField()),
         "unmonitored": serializers.ListField(child=serializers.DictField()),
     },
@@ -280,6 +285,7 @@ class ServerViewSet(viewsets.ModelViewSet):
                 "innodb_cmp": cmp_rows,
                 "partitioned_tables": _partitioned_tables(server, snapshot),
                 "hidden_tables": sum(w.count for w in warnings if w.cause == HIDDEN),
+                "unpruned_tables": statement_digests.unpruned_tables(server),
                 "warnings": [warning.as_dict() for warning in warnings],
                 "unmonitored": list(server.unmonitored.values(*UNMONITORED_FIELDS)),
             }
@@ -345,6 +351,15 @@ class TableViewSet(mixins.RetrieveModelMixin, viewsets.GenericViewSet):
             return partition_rows(table, as_number(variables.get("innodb_page_size")) or 16384)
 
         return per_poll(request, table.server_id, f"partitions:{table.pk}", build, PARTITIONS)
+
+    @extend_schema(responses=StatementSerializer(many=True))
+    @action(detail=True, methods=["get"])
+    def statements(self, request, pk=None) -> Response:
+        """The statement digests that read this table, worst first: those reading every
+        partition, then those partdash cannot tell, some, one; the costliest first."""
+        table = self.get_object()
+        rows = statement_digests.worst_first(table.statements.all())
+        return Response(StatementSerializer(rows, many=True).data)
 
     @extend_schema(responses=DRIFT)
     @action(detail=True, methods=["get"])

@@ -7,7 +7,7 @@ import random
 from collections import defaultdict
 from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import cast
 
@@ -23,6 +23,8 @@ from partdash.mysql.catalogue import (
     INNODB_TABLE_STATS,
     OTHER_ENGINES,
     PRIVILEGE,
+    SETTING,
+    STATEMENTS,
     TABLESPACES,
     Shortfall,
     grouped,
@@ -49,10 +51,14 @@ from partdash.mysql.sources import (
     innodb_stats,
     other_engines,
     server_facts,
+    setting_off,
+    statements,
     tablespaces,
     tablestats,
 )
 from partdash.mysql.sources.definitions import TableDefinition, TableGone
+from partdash.mysql.sources.explain import PlanRead, explain, history_samples
+from partdash.mysql.sources.statements import Digest
 
 log = logging.getLogger(__name__)
 TableKey = tuple[str, str]
@@ -168,6 +174,13 @@ class Collection:
     # monitored; None when not read this poll (only after DDL: see `ddl`).
     other_tables: list[other_engines.OtherTable] | None = None
     unreadable: dict[str, list[TableKey]] = field(default_factory=dict)  # reason -> tables
+    # Statement digests seen since the last read (None: not read this poll), the server
+    # clock before the read (the next read's `since`), and per digest the tables its
+    # plan reads where EXPLAIN was run (`explain_statements`). No sample text is kept.
+    statements: list[Digest] | None = None
+    statements_due: bool = False
+    statements_watermark: int | None = None
+    plans: dict[str, list[PlanRead]] = field(default_factory=dict)
     warnings: list[Shortfall] = field(default_factory=list)
     # Partitions are only ever added during a poll, so their count tells whether the
     # grouping and signatures computed earlier in the poll still hold.
@@ -630,6 +643,9 @@ class CollectRequest:
     open_beside: Callable | None = None
     speculate: bool = False
     status_before: dict | None = None
+    statements_since: int | None = None
+    statements_consumer_off: bool = False
+    explain: bool = False
 
 
 def collect(session: Session, request: CollectRequest, kept: "Kept | None" = None) -> Collection:
@@ -683,6 +699,9 @@ def collect(session: Session, request: CollectRequest, kept: "Kept | None" = Non
         basis=basis,
         read_io=read_io,
         status_before=status_before,
+        statements_since=request.statements_since,
+        statements_consumer_off=request.statements_consumer_off,
+        explain=request.explain,
     )
     reads.kept, kept = kept, None  # `assemble` releases it: a build then needs the memory
     # Not after an ALTER: whether it moved files decides which definitions are read.
@@ -724,6 +743,12 @@ class _Reads:
     kept: "Kept | None" = None  # the previous poll's partitions, for the first assembly
     status_before: dict | None = None  # the previous poll's server status (see `ddl`)
     other_tables: list | None = None  # read once, for a collection assembled again
+    statements_since: int | None = None  # None: not due this poll
+    statements_consumer_off: bool = False  # the last read found the digest consumer OFF
+    explain: bool = False
+    # Read once (a collection assembled again does not read them again): the digests,
+    # or None where they could not be, and the plans.
+    statements_read: "tuple[list | None, dict] | None" = None
     # What this poll did about the tablestats counters (`tablestats.plan`) and what it
     # got, once decided: an assembly again (a refuted speculation) does not read again.
     tablestats_plan: str = ""
@@ -839,6 +864,7 @@ class _Reads:
         hidden_before = set(self.hidden_before)
         _read_definitions(session, collection, self.known, hidden_before, self.status_before)
         self._read_other_engines(collection)
+        self._read_statements(collection)
         if self.basis is not None:
             assert memory is not None  # the basis is the memory's
             collection.basis = self.basis
@@ -861,6 +887,66 @@ class _Reads:
         elif self.other_tables is not None:
             collection.sources[OTHER_ENGINES.key] = True
         collection.other_tables = self.other_tables
+
+    def _read_statements(self, collection: Collection) -> None:
+        """The statement digests, when due (once per poll), and their plans where the
+        server is opted in. A poll that does not read them says what the last read met
+        (`_statements_as_before`), so the warnings do not change from poll to poll."""
+        if getattr(self.session, "capped", False):
+            return
+        if self.statements_since is None:
+            _read(collection, STATEMENTS.key, self._statements_as_before(collection))
+            return
+        if self.statements_read is None:
+            since, cap = self.statements_since, settings.PARTDASH_STATEMENTS_MAX_ROWS
+            ps_on = self.facts.is_on("performance_schema")
+            read = lambda: statements.read(self.session, self.dialect, ps_on, since, cap)  # noqa: E731
+            digests = _read(collection, STATEMENTS.key, read)
+            plans = self._plans(collection, digests) if digests and self.explain else {}
+            if digests is not None:  # the sample texts go now
+                digests = [replace(digest, sample=None) for digest in digests]
+            self.statements_read = (digests, plans)
+        elif self.statements_read[0] is not None:
+            collection.sources[STATEMENTS.key] = True
+        collection.statements, collection.plans = self.statements_read
+        collection.statements_due = True
+        if collection.statements is not None:
+            collection.statements_watermark = self.facts.clock
+
+    def _statements_as_before(self, collection: Collection) -> Callable[[], None]:
+        """A read not made: what stops it now (performance_schema OFF, SELECT on it
+        refused to file I/O) or stopped the last read (the digest consumer OFF)."""
+        denied = any(
+            FILE_IO.key in s.sources and s.cause == PRIVILEGE for s in collection.shortfalls
+        )
+
+        def as_before() -> None:
+            if denied:  # (with performance_schema OFF, `_read` adds the setting)
+                raise SourceUnavailable(STATEMENTS, PRIVILEGE)
+            if not self.facts.is_on("performance_schema"):
+                raise setting_off(STATEMENTS)
+            if self.statements_consumer_off:
+                raise statements.ConsumerOff(STATEMENTS, SETTING)
+
+        return as_before
+
+    def _plans(self, collection: Collection, digests: list) -> dict[str, list[PlanRead]]:
+        """EXPLAIN the costliest digests that name a partitioned table, on a sample of
+        each: MySQL 8's, or a recent run's in MariaDB's statement history."""
+        names = {fold(table) for _, table in map(collection.spelt, collection.tables())}
+        wanted = [d for d in digests if not names.isdisjoint(statements.quoted_names(d.text))]
+        wanted = wanted[: settings.PARTDASH_STATEMENTS_EXPLAINS]
+        samples = {d.digest: d.sample for d in wanted if d.sample}
+        if not self.dialect.has_sample_text and wanted and statements.history_on(self.session):
+            samples = history_samples(self.session, (d.digest for d in wanted))
+        ms = settings.PARTDASH_STATEMENTS_EXPLAIN_MS
+        plans = {}
+        for digest in wanted:
+            sample = samples.pop(digest.digest, None)
+            plan = sample and explain(self.session, self.dialect, sample, digest.schema, ms)
+            if plan:
+                plans[digest.digest] = plan
+        return plans
 
 
 class Refuted(Exception):

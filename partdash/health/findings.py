@@ -312,9 +312,12 @@ def missing_finding(missing: list[str], named: int = 8) -> Finding:
 
 
 def with_fix(finding: Finding, table: TableFacts) -> Finding:
-    """The finding of a table with what to do about it."""
+    """The finding of a table with what to do about it: its kind's fix builder's, or,
+    for a kind without one, the fix its analysis wrote (advice that needs more than the
+    table's facts: pruning's names the statements)."""
     horizon = runway_horizon(table.runway)
-    return replace(finding, fix=fixes.table_fix(finding.kind, table, horizon))
+    fix = fixes.table_fix(finding.kind, table, horizon)
+    return replace(finding, fix=finding.fix if fix is None else fix)
 
 
 def table_score(findings: list[Finding]) -> float:

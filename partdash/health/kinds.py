@@ -27,6 +27,7 @@ if TYPE_CHECKING:
     from partdash.health.hotspots import Hotspots
     from partdash.health.partitions import PartitionState
     from partdash.health.pressure import Fragmentation, Staleness
+    from partdash.health.pruning import StatementVerdict
     from partdash.health.retention import Retention
     from partdash.health.runway import Runway
     from partdash.health.skew import SkewFinding
@@ -43,7 +44,7 @@ TableFacts = Any
 
 # The modules that declare the built-in kinds, imported on first use (each registers its
 # kinds as it is imported). A kind of its own module is added here.
-BUILTIN_MODULES = ("partdash.health.finding_kinds",)
+BUILTIN_MODULES = ("partdash.health.finding_kinds", "partdash.health.unpruned")
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,11 +62,25 @@ class Observed:
     stale: list[Staleness] = field(default_factory=list)
     retention: Retention | None = None
     now: datetime | None = None
+    # The table's statement digests with their verdicts (None: never read).
+    statements: list[StatementVerdict] | None = None
 
 
 # A finding rule's condition from a table's stored health and its stored finding of the
 # kind (None where it has none), with the settings named in `AlertSpec.reads`.
 Judge = Callable[[Mapping[str, Any], Mapping[str, Any] | None, Mapping[str, Any]], "Condition"]
+
+
+@dataclass(frozen=True, slots=True)
+class Setting:
+    """A setting a kind declares itself, so adding the kind needs no line in
+    `partdash/settings.py`: read from the environment variable `name` (its value cast to
+    the default's type), `default` where it is unset. A value `partdash.settings` sets
+    (or a test overrides) under the same name wins. docs/settings.md lists it as any
+    other (tests/docs/test_settings_reference.py finds it here)."""
+
+    name: str
+    default: float | int | bool | str
 
 
 @dataclass(frozen=True, slots=True)
@@ -79,7 +94,13 @@ class AlertSpec:
     unit: str = ""
     defaults: Mapping[str, Any] = field(default_factory=dict)
     judge: Judge | None = None
-    reads: tuple[str, ...] = ()  # settings the judge reads (`PARTDASH_...`)
+    # Settings the judge reads (`PARTDASH_...`): a name `partdash.settings` defines, or a
+    # `Setting` the kind declares with its default.
+    reads: tuple[str | Setting, ...] = ()
+
+    @property
+    def read_names(self) -> tuple[str, ...]:
+        return tuple(read.name if isinstance(read, Setting) else read for read in self.reads)
 
 
 @dataclass(frozen=True, slots=True)

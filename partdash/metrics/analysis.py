@@ -58,6 +58,7 @@ from partdash.health.pressure import (
     working_set,
     written_against_pool,
 )
+from partdash.health.pruning import StatementVerdict
 from partdash.health.retention import (
     Policy,
     Retention,
@@ -86,6 +87,7 @@ from partdash.metrics.models import (
     aware,
 )
 from partdash.metrics.policies import server_policies
+from partdash.metrics.statements import stored_verdicts
 from partdash.mysql.catalogue import CMP_PER_INDEX, INNODB_CMP, TABLESPACES, Shortfall
 
 if TYPE_CHECKING:
@@ -448,11 +450,13 @@ def table_health(
     recents: list[str | None],
     windows: dict[str, Window] | None = None,
     policy: Policy | None = None,
+    statements: list[StatementVerdict] | None = None,
 ) -> TableHealth:
     """Every health figure of one table, as stored in `PartitionedTable.health`.
     `states` in definition order, `recents` their stored recent activity; `windows`: a
     memo of their window sums (see `_windows`), updated in place when given; `policy`:
-    the retention policy matching the table (`health.retention.matching_policy`)."""
+    the retention policy matching the table (`health.retention.matching_policy`);
+    `statements`: its statement digests with their verdicts (None: never read)."""
     if len(recents) != len(states):
         raise ValueError(f"{len(states)} partitions but {len(recents)} recent activities")
     now, page_size = conditions.now, conditions.page_size
@@ -539,6 +543,7 @@ def table_health(
         stale=stale,
         retention=retention,
         now=now,
+        statements=statements,
     )
     found = sorted(
         (rules.with_fix(f, facts) for f in _candidates(observed) if f), key=lambda f: -f.score
@@ -692,6 +697,7 @@ def _analyse(
     seconds = window().total_seconds()
     table_ids = [t.pk for t in tables]
     by_table = stored and stored.partitions_of(table_ids) or _partitions_of(table_ids)
+    verdicts = stored_verdicts(tables[0].server_id, table_ids) if tables else None
     for table in tables:
         members = by_table[table.pk]
         states = [state for state, _ in members]
@@ -707,6 +713,7 @@ def _analyse(
             recents=[text for _, text in members],
             windows=stored.windows.setdefault(table.pk, {}) if stored else None,
             policy=policy,
+            statements=None if verdicts is None else verdicts[table.pk],
         )
         health = keep_drift(table.health, health)  # the group's comparison writes it
         table.health = health

@@ -401,3 +401,61 @@ def policy_problem(pattern: str | None, keep_days, keep_partitions) -> str | Non
 
 MAX_KEEP_DAYS = 36500  # past it, "now - keep_days" leaves the calendar's range
 MAX_KEEP_PARTITIONS = 8192  # MySQL's and MariaDB's most partitions in one table
+
+
+class StatementDigest(models.Model):
+    """One statement digest (performance_schema's normalised statement) as it reads one
+    partitioned table: its counters as last read (cumulative since the server began
+    counting it), its digest text (literals as `?`: never a statement's literal text) and
+    whether it prunes that table's partitions (`partdash.health.pruning`), found by
+    parsing the text or, on a server opted in, by the server's EXPLAIN."""
+
+    class Prunes(models.TextChoices):
+        ONE = "one", "One partition"
+        SOME = "some", "Some partitions"
+        ALL = "all", "Every partition"
+        UNKNOWN = "unknown", "Unknown"
+
+    class How(models.TextChoices):
+        PARSED = "parsed", "Parsed"
+        EXPLAINED = "explained", "Explained"
+
+    table = models.ForeignKey(PartitionedTable, on_delete=models.CASCADE, related_name="statements")
+    digest = models.CharField(max_length=64)
+    text = models.TextField()
+    calls = models.BigIntegerField(default=0)
+    rows_examined = models.BigIntegerField(default=0)
+    seconds = models.FloatField(default=0)
+    no_index_used = models.BigIntegerField(default=0)
+    first_seen = models.DateTimeField(null=True)
+    last_seen = models.DateTimeField()
+    prunes = models.CharField(max_length=8, choices=Prunes)
+    partitions_read = models.PositiveIntegerField(null=True)
+    partitions_total = models.PositiveIntegerField(default=0)
+    how = models.CharField(max_length=9, choices=How, default=How.PARSED)
+    why = models.TextField(blank=True)
+    filters_on = models.JSONField(default=list)  # the table's columns it filters on
+    # The table's layout (`PartitionedTable.layout`) the verdict was judged against: a
+    # digest is judged again only once the layout changed (or EXPLAIN counted it).
+    judged_layout = models.CharField(max_length=40, blank=True)
+
+    class Meta:
+        ordering = ["-seconds", "digest"]
+        constraints = [
+            models.UniqueConstraint(fields=["table", "digest"], name="statement_per_table")
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.digest[:12]} on {self.table}"
+
+
+class StatementRead(models.Model):
+    """When a server's statement digests were last read, and the server clock before that
+    read: the next read takes only the digests seen since."""
+
+    server = models.OneToOneField("servers.Server", on_delete=models.CASCADE, related_name="+")
+    read_at = models.DateTimeField()
+    watermark = models.BigIntegerField(null=True)  # server epoch seconds; None: never read
+
+    def __str__(self) -> str:
+        return f"statements of {self.server} read at {self.read_at:%Y-%m-%d %H:%M:%S}"

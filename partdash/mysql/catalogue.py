@@ -54,6 +54,7 @@ class Source:
             tablestats=dialect.tablestats_table,
             zip_page_size=dialect.zip_page_size_column or "0",
             autoinc="AUTOINC" if dialect.has_autoinc else "0",
+            sample_text="QUERY_SAMPLE_TEXT" if dialect.has_sample_text else "NULL",
         )
 
     def name(self, dialect: Dialect) -> str:
@@ -232,6 +233,60 @@ SERVER_FACTS = Source(
 # With the facts, in the same round trip: the server's clock and the account to GRANT to.
 CLOCK_AND_ACCOUNT_SQL = "SELECT UNIX_TIMESTAMP(), CURRENT_USER()"
 
+# Not per partition: one row per normalised statement (its digest), server-wide. The
+# sample text (MySQL 8) holds the literals of one run: it is used in memory only, to
+# EXPLAIN it where an operator opted the server in, never stored, logged or shown.
+STATEMENTS = Source(
+    key="statements",
+    label="performance_schema.events_statements_summary_by_digest",
+    gives="calls, rows examined and time per statement digest (which statements prune)",
+    loses="which statements read every partition",
+    sql=(
+        "SELECT DIGEST, DIGEST_TEXT, SCHEMA_NAME, COUNT_STAR, SUM_ROWS_EXAMINED, "
+        "SUM_TIMER_WAIT DIV 1000000, SUM_NO_INDEX_USED, UNIX_TIMESTAMP(FIRST_SEEN), "
+        "UNIX_TIMESTAMP(LAST_SEEN), {sample_text} "
+        "FROM performance_schema.events_statements_summary_by_digest "
+        "WHERE DIGEST IS NOT NULL AND LAST_SEEN >= FROM_UNIXTIME(%s) "
+        "ORDER BY SUM_TIMER_WAIT DESC LIMIT %s"
+    ),
+    probe="SELECT 1 FROM performance_schema.events_statements_summary_by_digest LIMIT 1",
+    privilege=FILE_IO.privilege,
+    grant=FILE_IO.grant,
+    setting=FILE_IO.setting,
+    setting_fix=FILE_IO.setting_fix,
+    setting_required=True,
+    read_when="at most every PARTDASH_STATEMENTS_EVERY_SECONDS (300 s) and on a server's "
+    "first poll, with performance_schema and its statements_digest consumer ON",
+)
+# The consumer that fills the digest summary: ON by default where performance_schema is.
+DIGEST_CONSUMER_SQL = (
+    "SELECT ENABLED FROM performance_schema.setup_consumers WHERE NAME = 'statements_digest'"
+)
+DIGEST_CONSUMER_FIX = (
+    "UPDATE performance_schema.setup_consumers SET ENABLED = 'YES' "
+    "WHERE NAME = 'statements_digest' (and performance-schema-consumer-statements-digest=ON "
+    "under [mysqld] in my.cnf)"
+)
+# MariaDB keeps no sample text with the digest: the history of recent statements does,
+# where its consumer is ON, and the current statements' it depends on (both OFF by
+# default). "YES" where both are.
+HISTORY_CONSUMER_SQL = (
+    "SELECT IF(COUNT(*) = 2, 'YES', 'NO') FROM performance_schema.setup_consumers "
+    "WHERE NAME IN ('events_statements_current', 'events_statements_history_long') "
+    "AND ENABLED = 'YES'"
+)
+
+
+def consumer_shortfall() -> "Shortfall":
+    """The statements_digest consumer is OFF: performance_schema keeps no digests."""
+    return Shortfall(
+        SETTING,
+        (STATEMENTS.key,),
+        f"the statements_digest consumer is OFF ({STATEMENTS.loses})",
+        (DIGEST_CONSUMER_FIX,),
+    )
+
+
 # In the order the capability panel and Test connection list them.
 SOURCES: tuple[Source, ...] = (
     TABLESPACES,
@@ -242,6 +297,7 @@ SOURCES: tuple[Source, ...] = (
     TABLESTATS,
     DEFINITIONS,
     SERVER_FACTS,
+    STATEMENTS,
 )
 
 
@@ -398,10 +454,14 @@ def grouped(shortfalls: list[Shortfall]) -> list[Shortfall]:
 
 
 def _joined(first: str, other: str) -> str:
-    """`cannot read A (x)` and `cannot read B (y)` -> `cannot read A (x), B (y)`."""
+    """`cannot read A (x)` and `cannot read B (y)` -> `cannot read A (x), B (y)`;
+    `S is OFF (x)` and `S is OFF (y)` -> `S is OFF (x; y)`."""
     prefix = "cannot read "
     if first.startswith(prefix) and other.startswith(prefix):
         return f"{first}, {other.removeprefix(prefix)}"
+    setting, _, lost = other.partition(" is OFF (")
+    if lost and first.startswith(f"{setting} is OFF (") and first.endswith(")"):
+        return f"{first[:-1]}; {lost}"
     return f"{first}; {other}"
 
 

@@ -23,6 +23,8 @@ class Dialect:
     # dictionary cache: what tells whether that cache can hold them all.
     dictionary_table: str = "information_schema.INNODB_SYS_TABLES"
     has_autoinc: bool = True
+    # events_statements_summary_by_digest has QUERY_SAMPLE_TEXT (MySQL 8.0.3 and later).
+    has_sample_text: bool = False
 
 
 MARIADB = Dialect(
@@ -51,6 +53,7 @@ MYSQL8 = Dialect(
     # The data dictionary's tablespaces (one per table or partition with a file of its
     # own): read by every poll already, so known not to load tables.
     dictionary_table="information_schema.INNODB_TABLESPACES",
+    has_sample_text=True,
 )
 
 _VERSION = re.compile(r"(\d+)\.(\d+)")

@@ -24,11 +24,13 @@ from partdash.mysql.catalogue import (
     INNODB_TABLE_STATS,
     PRIVILEGE,
     SETTING,
+    STATEMENTS,
     TABLESPACES,
     TABLESTATS,
     Shortfall,
     Source,
     SourceState,
+    consumer_shortfall,
     hidden_schemas_shortfall,
     privilege_shortfall,
     setting_shortfall,
@@ -38,7 +40,13 @@ from partdash.mysql.choices import Flavor
 from partdash.mysql.connection import ConnectionFailure, Session, Target, open_session
 from partdash.mysql.dialects import Dialect, dialect_for
 from partdash.mysql.names import split_partition, split_tablespace
-from partdash.mysql.sources import DENIED, SourceUnavailable, server_facts, tablestats
+from partdash.mysql.sources import (
+    DENIED,
+    SourceUnavailable,
+    server_facts,
+    statements,
+    tablestats,
+)
 
 # The settings Test connection shows, in this order.
 SETTINGS = (
@@ -162,6 +170,15 @@ class _Prober:
         self.read[source.key] = readable and not (setting_off and source.setting_required)
         return readable
 
+    def statements(self) -> None:
+        """The digest summary as the file I/O source (same privilege and setting), and its
+        consumer, which only performance_schema's own table tells."""
+        readable = self.check(STATEMENTS)
+        if readable and self.facts.is_on("performance_schema"):
+            if not statements.consumer_on(self.session):
+                self.shortfalls.append(consumer_shortfall())
+                self.read[STATEMENTS.key] = False
+
     def has_compressed_partitions(self) -> bool:
         sql = (
             f"SELECT 1 FROM {self.dialect.tablespaces_table} WHERE ROW_FORMAT = 'Compressed' "
@@ -267,6 +284,7 @@ class _Prober:
         self.compression(process)
         self.tablestats(process)
         self.hidden_schemas()
+        self.statements()
         return source_states(self.read, self.shortfalls, self.dialect)
 
 

@@ -34,10 +34,11 @@ from partdash.collector.collect import (
 )
 from partdash.lib.commands import store_unavailable
 from partdash.lib.secrets import SecretError
+from partdash.metrics import statements
 from partdash.metrics.analysis import analyse_server
 from partdash.metrics.models import PartitionedTable, ServerSnapshot, UnmonitoredTable
 from partdash.metrics.store import PollStore, StoreResult, UndoLog
-from partdash.mysql.catalogue import HIDDEN, Shortfall
+from partdash.mysql.catalogue import DIGEST_CONSUMER_FIX, HIDDEN, Shortfall
 from partdash.mysql.connection import ConnectionFailure, Target, open_session, target_for
 from partdash.polling import scheduling
 from partdash.polling.memory import PollMemories, PollMemory, StoredPoll
@@ -100,6 +101,8 @@ class PreviousPoll:
     hidden: set[tuple[str, str]] = field(default_factory=set)  # tables hidden from the account
     poll_id: str | None = None
     status: dict | None = None  # the server status it read (see `mysql.ddl`)
+    # Its statement digests' read found performance_schema's digest consumer OFF.
+    digest_consumer_off: bool = False
 
 
 def previous_poll(server: Server) -> PreviousPoll:
@@ -119,7 +122,9 @@ def previous_poll(server: Server) -> PreviousPoll:
         if shortfall.cause == HIDDEN
         for schema, table in shortfall.tables
     }
-    return PreviousPoll(watermark if covered else None, hidden, poll_id, status)
+    shortfalls = [Shortfall.from_dict(stored) for stored in warnings or []]
+    consumer_off = any(DIGEST_CONSUMER_FIX in shortfall.fixes for shortfall in shortfalls)
+    return PreviousPoll(watermark if covered else None, hidden, poll_id, status, consumer_off)
 
 
 LAST_ERROR_CHARS = 2000  # a bound, whatever a server's error message holds
@@ -301,8 +306,13 @@ def _store_analyse_evaluate(
             transaction.on_commit(partial(setattr, memory, "figures", result.remembered))
             if result.snapshot is not None:
                 confirm(wait=False)  # refuted already: no analysis to throw away
+                judged = _store_statements(server, collection)
+                changed = result.changed_tables
                 analyse_server(
-                    server, result.snapshot, result.changed_tables, result.stored_figures
+                    server,
+                    result.snapshot,
+                    None if changed is None else changed | judged,
+                    result.stored_figures,
                 )
                 confirm(wait=False)
                 evaluated, failed = evaluate_alerts(
@@ -319,6 +329,18 @@ def _store_analyse_evaluate(
         memory.figures = store.untaken()
         raise
     return Stored(result, failed, collection)
+
+
+def _store_statements(server: Server, collection: Collection) -> set[int]:
+    """The statement digests read this poll, judged against the tables just stored
+    (before the analysis, whose `pruning` finding reads them); returns the tables whose
+    statements changed, due for analysis."""
+    judged = set()
+    if collection.statements is not None:
+        judged = statements.store(server, collection.statements, collection.plans)
+    if collection.statements_due:  # read or tried
+        statements.record_read(server, collection.statements_watermark)
+    return judged
 
 
 def _store(
@@ -394,6 +416,9 @@ def _poll(server: Server, poll_id: str | None, deadline: PollDeadline | None) ->
                 ),
                 speculate=settings.PARTDASH_STORE_WHILE_READING,
                 status_before=previous.status,
+                statements_since=statements.since(server),
+                statements_consumer_off=previous.digest_consumer_off,
+                explain=server.explain_statements,
             )
             collection = collect(session, request, memory.take_kept())
             stored = None

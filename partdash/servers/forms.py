@@ -34,6 +34,7 @@ class ServerForm(forms.ModelForm):
             "poll_interval",
             "enabled",
             "tags",
+            "explain_statements",
         ]
 
     def clean(self) -> dict:

@@ -108,6 +108,13 @@ class Server(models.Model):
         help_text="Seconds between polls.",
     )
     enabled = models.BooleanField(default=True)
+    # Statements' plans from the server's own EXPLAIN (`mysql.sources.explain`): needs
+    # SELECT on the tables, which the least-privilege account lacks, so an operator opts in.
+    explain_statements = models.BooleanField(
+        default=False,
+        help_text="EXPLAIN sampled statements to count the partitions they read exactly "
+        "(needs SELECT on the tables; never executes them).",
+    )
     tags = models.CharField(max_length=500, blank=True, help_text="Comma-separated labels.")
 
     flavor = models.CharField(max_length=10, choices=Flavor, default=Flavor.UNKNOWN, editable=False)

@@ -89,6 +89,8 @@ API = [
     ("patch", "/api/v1/tables/{table}/", {"export_partitions": True}, api_expect(WRITERS)),
     ("delete", "/api/v1/tables/{table}/", None, nobody()),
     ("get", "/api/v1/tables/{table}/partitions/", None, api_expect(None)),
+    ("get", "/api/v1/tables/{table}/statements/", None, api_expect(None)),
+    ("post", "/api/v1/tables/{table}/statements/", {}, nobody()),
     ("get", "/api/v1/tables/{table}/history/?metric=rows", None, api_expect(None)),
     ("get", "/api/v1/findings/", None, api_expect(None)),
     ("post", "/api/v1/findings/", {}, nobody()),

@@ -24,6 +24,8 @@ CODE_READS = [
     re.compile(READ_OPENING.pattern + rf"\s*{QUOTED}"),
     re.compile(rf"{QUOTED}\s+(?:not\s+)?in\s+os\.environ\b"),
     re.compile(rf"\bprocess\.env(?:\.{NAME}|\[\s*{QUOTED}\s*\])"),
+    # A finding kind's own setting (`health.kinds.Setting`), read by its name.
+    re.compile(rf"\bSetting\(\s*{QUOTED}"),
 ]
 # ${X:-default}, ${X-default}, ${X:?message}, ${X:+alternative}, ${X:=default}: read from
 # the environment whatever the script does with X afterwards.
@@ -35,7 +37,10 @@ SHELL_ASSIGNED = re.compile(
 # The shell's and the system's own variables, which are no setting of partdash.
 SHELL_OWN = {"HOME", "PATH", "PWD", "UID", "EUID", "IFS", "USER", "SHELL", "TERM", "TMPDIR"}
 # Reads whose variable's name comes from the user, not from the code.
-ALLOWED_COMPUTED = {'options["password_env"]'}  # addserver --password-env VAR
+ALLOWED_COMPUTED = {
+    'options["password_env"]',  # addserver --password-env VAR
+    "setting.name",  # a finding kind's `Setting`, found by CODE_READS where it is declared
+}
 
 
 def product_files() -> list[Path]:

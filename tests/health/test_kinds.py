@@ -16,6 +16,7 @@ def test_the_built_in_kinds_rank_in_the_order_a_dba_fixes_them():
         "pressure",
         "compression",
         "skew",
+        "pruning",
         "hotspot",
     )
     assert [k.name for k in registered() if k.analyse is None] == ["pressure", "drift"]

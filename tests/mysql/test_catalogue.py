@@ -145,7 +145,11 @@ def test_the_poll_test_connection_and_the_panel_give_the_same_fixes(
         "statistics": {
             ("innodb_table_stats", f"GRANT SELECT ON mysql.innodb_table_stats TO {account}")
         },
-        "performance_schema": {("file_io", f"GRANT SELECT ON performance_schema.* TO {account}")},
+        # The statement digests need the same grant as file I/O.
+        "performance_schema": {
+            (source, f"GRANT SELECT ON performance_schema.* TO {account}")
+            for source in ("file_io", "statements")
+        },
         "SHOW VIEW": {("definitions", f"GRANT SHOW VIEW ON `{schema}`.* TO {account}")},
     }[withheld]
     assert report.ok, report.error
@@ -177,7 +181,9 @@ def test_performance_schema_off_is_one_setting_in_all_three(mariadb, make_server
     assert poll_pairs(server) == pairs(tested.sources) == pairs(panel)
     (file_io,) = [c for c in panel if c["source"] == "file_io"]
     assert (file_io["state"], file_io["causes"]) == ("missing", ["setting"])
-    lost = "per-partition I/O; hotspots fall back to row growth"
+    lost = (
+        "per-partition I/O; hotspots fall back to row growth; which statements read every partition"
+    )
     assert f"performance_schema is OFF ({lost}): {fix}" in report.warnings
     assert tested.missing_privileges == []
 

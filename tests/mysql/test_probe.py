@@ -227,7 +227,9 @@ def test_a_poll_without_privileges_succeeds_degraded(mariadb_ps, monitor, make_s
         "cannot read mysql.innodb_table_stats (rows and sizes): "
         "GRANT SELECT ON mysql.innodb_table_stats TO 'probe_mon'@'%'",
         "cannot read performance_schema.file_summary_by_instance (per-partition I/O; hotspots "
-        "fall back to row growth): GRANT SELECT ON performance_schema.* TO 'probe_mon'@'%'",
+        "fall back to row growth), performance_schema.events_statements_summary_by_digest "
+        "(which statements read every partition): "
+        "GRANT SELECT ON performance_schema.* TO 'probe_mon'@'%'",
     ]
     server.refresh_from_db()
     assert server.status == "degraded"

@@ -108,7 +108,7 @@ const COLUMNS = [
   },
 ];
 
-function renderHeader(server) {
+function renderHeader(server, health) {
   const status = document.getElementById("server-status");
   status.textContent = server.status;
   status.className = `status status-${server.status}`;
@@ -123,6 +123,14 @@ function renderHeader(server) {
     ...fact(
       "Poll interval",
       `${count(server.poll_interval)} s${server.enabled ? "" : " (disabled)"}`,
+    ),
+    ...fact(
+      "Unpruned statements",
+      health?.unpruned_tables == null
+        ? "—"
+        : `${count(health.unpruned_tables)} table(s) read by a statement that reads every partition`,
+      "Statement digests with no predicate that prunes the table's partitions (each table " +
+        "page's Statements section lists them)",
     ),
   );
 }
@@ -330,7 +338,7 @@ async function loadFigures() {
     getJSON(`servers/${serverId}/health/`),
     getJSON(`servers/${serverId}/tables/`),
   ]);
-  renderHeader(server);
+  renderHeader(server, health);
   notices(server, health);
   show("capabilities", capabilityPanel(health.capabilities));
   show("warnings", warningsPanel(health));

@@ -11,6 +11,7 @@ import { hasRates, heatLegend, heatmap } from "../heatmaps.js";
 import { clampPage, pageChoices, pageLabels, partitionsQuery } from "../partition-pages.js";
 import { bytesChart, historyChart, rowsChart } from "../partition-charts.js";
 import { showRunway } from "../runway.js";
+import { showStatements } from "../statements.js";
 import { readView, writeView } from "../view-state.js";
 
 const root = document.getElementById("table-page");
@@ -396,8 +397,13 @@ function readControls() {
 let partitions = [];
 
 async function loadFigures() {
-  const [table, latest] = await Promise.all([getJSON(tableUrl), getJSON(`${tableUrl}partitions/`)]);
+  const [table, latest, statements] = await Promise.all([
+    getJSON(tableUrl),
+    getJSON(`${tableUrl}partitions/`),
+    getJSON(`${tableUrl}statements/`),
+  ]);
   partitions = latest;
+  showStatements(statements);
   coverage = table.coverage ?? [];
   showFacts(table, partitions);
   showSkew(table.skew);

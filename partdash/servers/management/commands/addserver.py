@@ -66,6 +66,13 @@ class Command(PartdashCommand):
         parser.add_argument("--tags", help="comma-separated labels")
         parser.add_argument("--disabled", action="store_true", help="register without polling")
         parser.add_argument(
+            "--explain-statements",
+            action=argparse.BooleanOptionalAction,
+            default=None,
+            help="EXPLAIN sampled statements for exact partition counts (needs SELECT on "
+            "the tables); --no-explain-statements turns it off",
+        )
+        parser.add_argument(
             "--no-check", action="store_true", help="do not try the connection after saving"
         )
 
@@ -94,6 +101,8 @@ class Command(PartdashCommand):
         if options["tags"] is not None:
             server.tags = options["tags"]
         server.enabled = not options["disabled"]
+        if options["explain_statements"] is not None:
+            server.explain_statements = options["explain_statements"]
         password = self._password(options)
         if password is not None:
             server.set_password(password)
