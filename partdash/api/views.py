@@ -15,6 +15,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from partdash.api.export import WITH_CSV
+from partdash.api.fleet import FleetQuery
 from partdash.api.listing import PARTITIONS, TABLES, Listing
 from partdash.api.pagination import OptionalLimitOffset
 from partdash.api.schema import PartdashSchema
@@ -203,15 +204,20 @@ def per_poll(request, server_id: int, name: str, build, listing: Listing):
 
 
 class ServerViewSet(viewsets.ModelViewSet):
-    """Servers; the list is whole unless `?limit=`/`?offset=` ask for a page."""
+    """Servers; the list is whole unless `?limit=`/`?offset=` ask for a page;
+    `?status=`, `?group=`, `?tag=` narrow it, `?ordering=worst` puts the servers with
+    firing critical alerts first (partdash/api/fleet.py)."""
 
     queryset = Server.objects.all()
     serializer_class = ServerSerializer
     schema = PartdashSchema()
     pagination_class = OptionalLimitOffset
 
+    @extend_schema(parameters=[FleetQuery])
     def list(self, request, *args, **kwargs) -> Response:
-        servers = self.filter_queryset(self.get_queryset())
+        query = FleetQuery(data=request.query_params)
+        query.is_valid(raise_exception=True)
+        servers = query.narrow(self.filter_queryset(self.get_queryset()))
         page = self.paginate_queryset(servers)
         rows = list(page if page is not None else servers)
         context = {
@@ -400,6 +406,12 @@ class FindingsQuery(serializers.Serializer):
     table = serializers.CharField(required=False, max_length=64, help_text="a substring")
     kind = serializers.CharField(required=False, max_length=64, help_text="e.g. runway, skew")
     severity = serializers.CharField(required=False, max_length=16)
+    offset = serializers.IntegerField(
+        required=False,
+        min_value=0,
+        max_value=2**31 - 1,
+        help_text="asks for a page: `{count, next, previous, results}` of `limit` findings",
+    )
 
     def matches(self, finding: dict) -> bool:
         wanted = self.validated_data
@@ -418,7 +430,8 @@ class FindingsQuery(serializers.Serializer):
 class FindingsView(APIView):
     """The worst findings across the fleet, worst first (`?limit=`, default 50): the
     tables', and the servers' own (`table_id` null); `server`, `schema`, `table`
-    (a substring), `kind` and `severity` narrow them."""
+    (a substring), `kind` and `severity` narrow them. `?offset=` asks for a page, in
+    the envelope of the other paged lists; `limit` alone keeps its plain list."""
 
     @extend_schema(parameters=[FindingsQuery], responses=FINDINGS)
     def get(self, request) -> Response:
@@ -429,7 +442,17 @@ class FindingsView(APIView):
         if "server" in query.validated_data:
             tables = tables.filter(server_id=query.validated_data["server"])
             servers = servers.filter(pk=query.validated_data["server"])
-        narrowed = set(query.validated_data) - {"limit", "server"}
+        narrowed = set(query.validated_data) - {"limit", "server", "offset"}
+        offset = query.validated_data.get("offset")
+        if offset is not None:  # a page: every finding ranked, to count them
+            return self._page(request, tables, servers, query)
         # Narrowed by what only the findings say: rank them all, then keep `limit`.
         found = worst_findings(tables, None if narrowed else limit) + server_findings(servers)
         return Response(ranked([f for f in found if query.matches(f)], limit))
+
+    def _page(self, request, tables, servers, query: FindingsQuery) -> Response:
+        found = worst_findings(tables, None) + server_findings(servers)
+        matching = [f for f in found if query.matches(f)]
+        pages = OptionalLimitOffset()
+        page = pages.paginate_queryset(ranked(matching, len(matching)), request, view=self)
+        return pages.get_paginated_response(page)
