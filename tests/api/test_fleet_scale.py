@@ -6,69 +6,14 @@ the database (no MariaDB)."""
 import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
-from django.utils import timezone
 
 from partdash.alerts.models import Alert
-from partdash.metrics.models import PartitionedTable
 from partdash.servers.models import Server, ServerGroup
 from tests import builders
 
 pytestmark = pytest.mark.django_db
 
 QUERIES = 12  # token and user, the page's count and rows, the findings, the working sets
-STATUSES = ["ok", "degraded", "unreachable", "never"]
-
-
-def finding(score: float) -> dict:
-    return {"kind": "skew", "severity": "warning", "score": score, "message": "", "fix": None}
-
-
-def build_fleet(size: int) -> list[Server]:
-    """`size` servers, in bulk: every fourth status in turn, tags `even`/`odd` (and
-    `all`), two tables each with a finding; every tenth server a firing critical alert,
-    every tenth after it a firing warning; the first half in group `half`."""
-    servers = Server.objects.bulk_create(
-        Server(
-            name=f"db{n:04}",
-            host=f"10.0.{n // 250}.{n % 250}",
-            user="monitor",
-            status=STATUSES[n % 4],
-            tags=f"{'even' if n % 2 == 0 else 'odd'}, all",
-        )
-        for n in range(size)
-    )
-    now = timezone.now()
-    tables = PartitionedTable.objects.bulk_create(
-        PartitionedTable(
-            server=server,
-            schema="shop",
-            name=f"t{k}",
-            method="RANGE",
-            partition_count=4,
-            first_seen_at=now,
-            score=n + k + 1,
-            health={"findings": [finding(n + k + 1)]},
-        )
-        for n, server in enumerate(servers)
-        for k in range(2)
-    )
-    alerts = [
-        Alert(
-            server=servers[n],
-            partitioned_table=tables[2 * n],
-            rule="skew",
-            severity="critical" if n % 10 == 0 else "warning",
-            state=Alert.State.FIRING,
-            started_at=now,
-            fired_at=now,
-        )
-        for n in range(size)
-        if n % 10 in (0, 1)
-    ]
-    Alert.objects.bulk_create(alerts)
-    half = ServerGroup.objects.create(name="half", kind="replicas")
-    half.servers.set(servers[: size // 2])
-    return servers
 
 
 @pytest.mark.parametrize(
@@ -86,7 +31,7 @@ def test_a_page_of_the_fleet_costs_as_many_queries_at_1000_servers_as_at_10(
     def queries(size: int) -> list[str]:
         Server.objects.all().delete()
         ServerGroup.objects.all().delete()
-        build_fleet(size)
+        builders.fleet_of(size)
         viewer_api.get(url)  # the token and user, cached after the first request
         with CaptureQueriesContext(connection) as done:
             response = viewer_api.get(url)
@@ -100,7 +45,7 @@ def test_a_page_of_the_fleet_costs_as_many_queries_at_1000_servers_as_at_10(
 
 
 def test_the_server_list_pages_in_the_envelope_of_the_other_lists(viewer_api):
-    build_fleet(1000)
+    builders.fleet_of(1000)
     first = viewer_api.get("/api/v1/servers/", {"limit": 50}).json()
     assert first["count"] == 1000
     assert [s["name"] for s in first["results"]] == [f"db{n:04}" for n in range(50)]
@@ -112,7 +57,7 @@ def test_the_server_list_pages_in_the_envelope_of_the_other_lists(viewer_api):
 
 
 def test_the_server_list_narrows_by_status_group_and_tag(viewer_api):
-    build_fleet(1000)
+    builders.fleet_of(1000)
 
     def names(**params) -> list[str]:
         return [s["name"] for s in viewer_api.get("/api/v1/servers/", params).json()]
@@ -136,7 +81,7 @@ def test_the_server_list_narrows_by_status_group_and_tag(viewer_api):
 
 
 def test_worst_first_puts_critical_alerts_then_warnings_then_the_healthy(viewer_api):
-    build_fleet(1000)
+    builders.fleet_of(1000)
     listed = viewer_api.get("/api/v1/servers/", {"ordering": "worst", "limit": 1000}).json()
     names = [s["name"] for s in listed["results"]]
     critical = [f"db{n:04}" for n in range(1000) if n % 10 == 0]
@@ -156,7 +101,7 @@ def test_worst_first_counts_only_alerts_that_fire_unsilenced(viewer_api):
 
 
 def test_the_findings_list_pages_worst_first_and_keeps_its_plain_limit(viewer_api):
-    build_fleet(1000)
+    builders.fleet_of(1000)
     everything = viewer_api.get("/api/v1/findings/", {"limit": 500}).json()
     assert isinstance(everything, list) and len(everything) == 500
     scores = [f["score"] for f in everything]
