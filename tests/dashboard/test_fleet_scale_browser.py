@@ -56,4 +56,10 @@ def test_the_fleet_page_pages_and_filters_a_thousand_servers(page, live_server, 
     assert pager.locator(".count").inner_text() == "servers 1-50 of 125, page 1 of 3"
     assert shown(page)[:3] == ["db0001", "db0005", "db0009"]
     assert page.url.endswith("?status=degraded&tag=odd&group=half&ordering=name")
+
+    # Past the last page (an old link): the last page instead.
+    page.goto(f"{live_server.url}/?ordering=name&page=99")
+    wait_for(page, "db0950")
+    assert pager.locator(".count").inner_text() == "servers 951-1000 of 1000, page 20 of 20"
+    assert pager.locator("button", has_text="Next").is_disabled()
     assert page.console_errors == []

@@ -261,6 +261,13 @@ async function refreshFleet({ body, list, pager, reload }) {
   ]);
   if (load !== loads) return;
   const servers = page.results;
+  const lastPage = Math.ceil(page.count / SERVERS_PER_PAGE);
+  if (!servers.length && lastPage && Number(view.page) > lastPage) {
+    // Past the end (servers removed, or an old link): the last page instead.
+    view.page = String(lastPage);
+    writeView(view, DEFAULT_VIEW);
+    return reload();
+  }
   const byServer = new Map(alertCounts.map((counts) => [counts.server_id, counts]));
   const others = sameAddress(servers);
   const empty = el("tr", {}, el("td", { colSpan: 6, className: "empty" }, "No server matches."));
