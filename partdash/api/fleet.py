@@ -11,6 +11,7 @@ from rest_framework import serializers
 
 from partdash.alerts.models import Alert, Severity
 from partdash.alerts.silences import silenced_now
+from partdash.servers.choices import ServerStatus
 from partdash.servers.models import Server
 
 ORDERINGS = ("worst", "name")
@@ -19,9 +20,7 @@ ORDERINGS = ("worst", "name")
 class FleetQuery(serializers.Serializer):
     """What `/api/v1/servers/` narrows and orders on; every field optional."""
 
-    status = serializers.ChoiceField(
-        choices=Server._meta.get_field("status").choices, required=False
-    )
+    status = serializers.ChoiceField(choices=ServerStatus.choices, required=False)
     group = serializers.CharField(required=False, max_length=100, help_text="id or name")
     tag = serializers.CharField(required=False, max_length=100, help_text="one tag, any case")
     ordering = serializers.ChoiceField(
@@ -77,7 +76,8 @@ def firing(severity: str) -> Coalesce:
 
 
 def worst_first(servers: QuerySet[Server]) -> QuerySet[Server]:
-    """Critical alerts firing first, then warnings, then the healthy; by name within."""
+    """Critical alerts firing first, then warnings, then the healthy; more alerts first
+    within each, then by name."""
     return servers.annotate(
         firing_critical=firing(Severity.CRITICAL), firing_warning=firing(Severity.WARNING)
     ).order_by("-firing_critical", "-firing_warning", "name", "pk")

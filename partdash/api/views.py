@@ -443,8 +443,7 @@ class FindingsView(APIView):
             tables = tables.filter(server_id=query.validated_data["server"])
             servers = servers.filter(pk=query.validated_data["server"])
         narrowed = set(query.validated_data) - {"limit", "server", "offset"}
-        offset = query.validated_data.get("offset")
-        if offset is not None:  # a page: every finding ranked, to count them
+        if "offset" in query.validated_data:  # a page: every finding ranked, to count them
             return self._page(request, tables, servers, query)
         # Narrowed by what only the findings say: rank them all, then keep `limit`.
         found = worst_findings(tables, None if narrowed else limit) + server_findings(servers)

@@ -90,14 +90,17 @@ def test_worst_first_puts_critical_alerts_then_warnings_then_the_healthy(viewer_
     assert names == critical + warning + healthy
 
 
-def test_worst_first_counts_only_alerts_that_fire_unsilenced(viewer_api):
+def test_worst_first_counts_only_alerts_that_fire_unsilenced_more_of_them_first(viewer_api):
     quiet, loud, pending = builders.server("a"), builders.server("b"), builders.server("c")
+    louder = builders.server("d")
     builders.alert(quiet, severity="critical")
     builders.silence(server=quiet)
     builders.alert(loud, severity="warning")
+    builders.alert(louder, rule="skew", severity="warning")
+    builders.alert(louder, rule="hotspot", severity="warning")
     builders.alert(pending, severity="critical", state=Alert.State.PENDING)
     listed = viewer_api.get("/api/v1/servers/", {"ordering": "worst"}).json()
-    assert [s["name"] for s in listed] == ["b", "a", "c"]
+    assert [s["name"] for s in listed] == ["d", "b", "a", "c"]
 
 
 def test_the_findings_list_pages_worst_first_and_keeps_its_plain_limit(viewer_api):
