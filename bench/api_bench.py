@@ -50,6 +50,21 @@ def production_env(var_dir: Path) -> dict:
     }
 
 
+def fresh_store(var_dir: Path) -> None:
+    """A migrated metadata store under `var_dir` with the static files a DEBUG=0 page
+    needs; this process's environment set to serve it, and Django set up."""
+    env = production_env(var_dir)
+    manage = [sys.executable, str(ROOT / "manage.py")]
+    subprocess.run([*manage, "migrate", "--noinput", "-v", "0"], env=env, check=True, cwd=ROOT)
+    subprocess.run(
+        [*manage, "collectstatic", "--noinput", "-v", "0"], env=env, check=True, cwd=ROOT
+    )
+    os.environ.update(env)
+    import django
+
+    django.setup()
+
+
 def uncached(token: str, server_id: int, table_id: int) -> dict:
     """The per-poll lists as the first request after a poll sees them: the cache
     emptied before each request, one client, in this process (Django's test client)."""

@@ -11,7 +11,6 @@ Usage: history_bench.py [VAR_DIR]   (a fresh temporary one by default)
 import json
 import os
 import sqlite3
-import subprocess
 import sys
 import tempfile
 import threading
@@ -29,8 +28,8 @@ sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(ROOT))
 
 from api_bench import (  # noqa: E402
+    fresh_store,
     issue_credentials,
-    production_env,
     start_web,
     summary,
     timed_get,
@@ -139,16 +138,8 @@ def rss_mb(pid: int) -> float:
 
 def main() -> int:
     var_dir = Path(sys.argv[1]) if len(sys.argv) > 1 else Path(tempfile.mkdtemp(prefix="history-"))
-    env = production_env(var_dir)
-    manage = [sys.executable, str(ROOT / "manage.py")]
-    subprocess.run([*manage, "migrate", "--noinput", "-v", "0"], env=env, check=True, cwd=ROOT)
-    subprocess.run(
-        [*manage, "collectstatic", "--noinput", "-v", "0"], env=env, check=True, cwd=ROOT
-    )
-    os.environ.update(env)
-    import django
-
-    django.setup()
+    fresh_store(var_dir)
+    env = dict(os.environ)
     from django.conf import settings
 
     started = time.monotonic()

@@ -12,7 +12,8 @@ and pages (bench/fleet_load.py; figures in var/bench/fleet-load-*.json); last is
 then issue #37's: 8,192 partitions' history before and bounded per answer
 (bench/wide_history_bench.py, --wide-history-only); issue #40's: what reading 10,000
 statement digests costs a poll of the large server (bench/statements_bench.py,
---statements-only).
+--statements-only); last issue #41's: the fleet page, the server and findings lists and
+/metrics at 1,000 servers (bench/fleet_pages_bench.py, --fleet-pages-only).
 
 A quick run: `make bench ARGS="--fleet-only --fleet-minutes 2 --fleet-servers 4 --fleet-big 1"`.
 """
@@ -370,6 +371,12 @@ def main() -> int:
         help="only the statement digests' cost (bench/statements_bench.py), about 4 minutes",
     )
     parser.add_argument(
+        "--fleet-pages-only",
+        action="store_true",
+        help="only the fleet page and lists at 1,000 servers (bench/fleet_pages_bench.py), "
+        "about a minute",
+    )
+    parser.add_argument(
         "--shared-only",
         action="store_true",
         help="only the fleet through two workers (7f): bench/shared_memory_bench.py",
@@ -383,6 +390,8 @@ def main() -> int:
         return shared_memory_figures(options)
     if options.statements_only:
         return statement_figures()
+    if options.fleet_pages_only:
+        return fleet_pages_figures()
     status = 0 if options.fleet_only else collector_cost(options)
     if not options.fleet_only:
         print(flush=True)
@@ -395,7 +404,9 @@ def main() -> int:
     print(flush=True)
     status = history_figures() or status
     print(flush=True)
-    return wide_history_figures() or status
+    status = wide_history_figures() or status
+    print(flush=True)
+    return fleet_pages_figures() or status
 
 
 def shared_memory_figures(options: argparse.Namespace) -> int:
@@ -417,6 +428,14 @@ def history_figures() -> int:
     """A table's history over 1 hour, 24 hours and 7 days (issue 24): its own store."""
     with tempfile.TemporaryDirectory(prefix="partdash-history-") as var_dir:
         return subprocess.run([sys.executable, str(HERE / "history_bench.py"), var_dir]).returncode
+
+
+def fleet_pages_figures() -> int:
+    """The fleet page, the server and findings lists and /metrics at 1,000 servers
+    (issue 41, point 2): its own store, built in bulk."""
+    with tempfile.TemporaryDirectory(prefix="partdash-fleet-pages-") as var_dir:
+        argv = [sys.executable, str(HERE / "fleet_pages_bench.py"), var_dir]
+        return subprocess.run(argv).returncode
 
 
 def wide_history_figures() -> int:

@@ -47,7 +47,7 @@ from partdash.mysql.names import PartitionName, identity
 from partdash.mysql.sources.definitions import PartitionDefinition, TableDefinition
 from partdash.mysql.sources.server_facts import ServerFacts
 from partdash.polling import service
-from partdash.servers.models import Server
+from partdash.servers.models import Server, ServerGroup
 from tests.health.builders import to_days
 
 _serial = count(1)
@@ -478,3 +478,60 @@ def _definition(of: Table) -> TableDefinition:
         of.create_options,
         partitions,
     )
+
+
+# --- a fleet in bulk ------------------------------------------------------------------
+
+FLEET_STATUSES = ["ok", "degraded", "unreachable", "never"]
+
+
+def _skew_finding(score: float) -> dict:
+    return {"kind": "skew", "severity": "warning", "score": score, "message": "", "fix": None}
+
+
+def fleet_of(size: int) -> list[Server]:
+    """`size` servers, in bulk: every fourth status in turn, tags `even`/`odd` (and
+    `all`), two tables each with a finding; every tenth server a firing critical alert,
+    every tenth after it a firing warning; the first half in group `half`."""
+    servers = Server.objects.bulk_create(
+        Server(
+            name=f"db{n:04}",
+            host=f"10.0.{n // 250}.{n % 250}",
+            user="monitor",
+            status=FLEET_STATUSES[n % 4],
+            tags=f"{'even' if n % 2 == 0 else 'odd'}, all",
+        )
+        for n in range(size)
+    )
+    now = timezone.now()
+    tables = PartitionedTable.objects.bulk_create(
+        PartitionedTable(
+            server=server,
+            schema="shop",
+            name=f"t{k}",
+            method="RANGE",
+            partition_count=4,
+            first_seen_at=now,
+            score=n + k + 1,
+            health={"findings": [_skew_finding(n + k + 1)]},
+        )
+        for n, server in enumerate(servers)
+        for k in range(2)
+    )
+    alerts = [
+        Alert(
+            server=servers[n],
+            partitioned_table=tables[2 * n],
+            rule="skew",
+            severity="critical" if n % 10 == 0 else "warning",
+            state=Alert.State.FIRING,
+            started_at=now,
+            fired_at=now,
+        )
+        for n in range(size)
+        if n % 10 in (0, 1)
+    ]
+    Alert.objects.bulk_create(alerts)
+    half = ServerGroup.objects.create(name="half", kind="replicas")
+    half.servers.set(servers[: size // 2])
+    return servers

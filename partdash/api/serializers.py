@@ -8,7 +8,6 @@ from types import SimpleNamespace
 
 from django.conf import settings
 from django.core.exceptions import ValidationError as DjangoValidationError
-from django.db.models import OuterRef, Subquery
 from django.utils import timezone
 from drf_spectacular.utils import extend_schema_field, inline_serializer
 from rest_framework import serializers
@@ -24,12 +23,12 @@ from partdash.metrics.history import METRICS
 from partdash.metrics.models import (
     Partition,
     PartitionedTable,
-    ServerSnapshot,
     StatementDigest,
 )
 from partdash.metrics.readings import (
     activity_shares,
     health_fields,
+    latest_pressures,
     latest_snapshot,
     partition_figures,
     stored_signals,
@@ -105,11 +104,8 @@ def working_set_of(pressure) -> dict | None:
 
 def fleet_working_sets(servers: list[Server]) -> dict[int, dict | None]:
     """`working_set_of` for each server's latest poll, in one query."""
-    latest = ServerSnapshot.objects.latest_for(OuterRef("server"))
-    snapshots = ServerSnapshot.objects.filter(server_id__in=[s.pk for s in servers]).filter(
-        pk=Subquery(latest.values("pk")[:1])
-    )
-    return {sid: working_set_of(p) for sid, p in snapshots.values_list("server_id", "pressure")}
+    pressures = latest_pressures([s.pk for s in servers])
+    return {server_id: working_set_of(pressure) for server_id, pressure in pressures.items()}
 
 
 class ServerSerializer(serializers.ModelSerializer):
@@ -233,6 +229,8 @@ def worst_findings(tables, limit: int) -> list[dict]:
         tables.live()
         .filter(score__gt=0)
         .select_related("server")
+        # What a finding names, no more: a page of the findings reads every table.
+        .only("server__name", "schema", "name", "health", "score")
         .order_by("-score", "schema", "name")
     )
     found: list[dict] = []
@@ -270,26 +268,8 @@ def fleet_findings(servers: list[Server], limit: int = 3) -> dict[int, list[dict
     found: dict[int, list[dict]] = {}
     for finding in worst_findings(PartitionedTable.objects.filter(pk__in=chosen), len(chosen) * 50):
         found.setdefault(finding["server_id"], []).append(finding)
-    latest = ServerSnapshot.objects.latest_for(OuterRef("pk"))
-    snapshot_ids = (
-        Server.objects.filter(pk__in=ids)
-        .annotate(latest=Subquery(latest.values("pk")[:1]))
-        .values_list("latest", flat=True)
-    )
-    latest_polls = ServerSnapshot.objects.filter(pk__in=[i for i in snapshot_ids if i])
-    by_server = {server.pk: server for server in servers}
-    for server_id, pressure in latest_polls.values_list("server_id", "pressure"):
-        for finding in stored_pressure(pressure).get("findings", []):
-            found.setdefault(server_id, []).append(
-                {
-                    **with_fix(finding),
-                    "server_id": server_id,
-                    "server": by_server[server_id].name,
-                    "table_id": None,
-                    "schema": None,
-                    "table": None,
-                }
-            )
+    for finding in server_findings(servers):
+        found.setdefault(finding["server_id"], []).append(finding)
     return {server_id: ranked(findings, limit) for server_id, findings in found.items()}
 
 
@@ -302,9 +282,10 @@ def server_findings(servers) -> list[dict]:
     """Server-wide findings (partitions against the server's limits, the written working
     set against the buffer pool) as of each server's latest poll; no table."""
     found = []
+    servers = list(servers)
+    pressures = latest_pressures([server.pk for server in servers])
     for server in servers:
-        snapshot = latest_snapshot(server.pk)
-        pressure = stored_pressure(snapshot.pressure if snapshot else None)
+        pressure = stored_pressure(pressures.get(server.pk))
         for finding in pressure.get("findings", []):
             found.append(
                 {

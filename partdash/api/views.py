@@ -7,14 +7,14 @@ from django.http import HttpResponse
 from django.utils.cache import get_conditional_response
 from django.utils.http import http_date
 from drf_spectacular.utils import OpenApiParameter, extend_schema, inline_serializer
-from rest_framework import mixins, serializers, status, viewsets
+from rest_framework import generics, mixins, serializers, status, viewsets
 from rest_framework.decorators import action
 from rest_framework.exceptions import NotFound
 from rest_framework.renderers import JSONRenderer
 from rest_framework.response import Response
-from rest_framework.views import APIView
 
 from partdash.api.export import WITH_CSV
+from partdash.api.fleet import FleetQuery
 from partdash.api.listing import PARTITIONS, TABLES, Listing
 from partdash.api.pagination import OptionalLimitOffset
 from partdash.api.schema import PartdashSchema
@@ -208,15 +208,20 @@ def per_poll(request, server_id: int, name: str, build, listing: Listing):
 
 
 class ServerViewSet(viewsets.ModelViewSet):
-    """Servers; the list is whole unless `?limit=`/`?offset=` ask for a page."""
+    """Servers; the list is whole unless `?limit=`/`?offset=` ask for a page;
+    `?status=`, `?group=`, `?tag=` narrow it, `?ordering=worst` puts the servers with
+    firing critical alerts first (partdash/api/fleet.py)."""
 
     queryset = Server.objects.all()
     serializer_class = ServerSerializer
     schema = PartdashSchema()
     pagination_class = OptionalLimitOffset
 
+    @extend_schema(parameters=[FleetQuery])
     def list(self, request, *args, **kwargs) -> Response:
-        servers = self.filter_queryset(self.get_queryset())
+        query = FleetQuery(data=request.query_params)
+        query.is_valid(raise_exception=True)
+        servers = query.narrow(self.filter_queryset(self.get_queryset()))
         page = self.paginate_queryset(servers)
         rows = list(page if page is not None else servers)
         context = {
@@ -415,6 +420,12 @@ class FindingsQuery(serializers.Serializer):
     table = serializers.CharField(required=False, max_length=64, help_text="a substring")
     kind = serializers.CharField(required=False, max_length=64, help_text="e.g. runway, skew")
     severity = serializers.CharField(required=False, max_length=16)
+    offset = serializers.IntegerField(
+        required=False,
+        min_value=0,
+        max_value=2**31 - 1,
+        help_text="asks for a page: `{count, next, previous, results}` of `limit` findings",
+    )
 
     def matches(self, finding: dict) -> bool:
         wanted = self.validated_data
@@ -430,10 +441,13 @@ class FindingsQuery(serializers.Serializer):
         )
 
 
-class FindingsView(APIView):
+class FindingsView(generics.GenericAPIView):
     """The worst findings across the fleet, worst first (`?limit=`, default 50): the
     tables', and the servers' own (`table_id` null); `server`, `schema`, `table`
-    (a substring), `kind` and `severity` narrow them."""
+    (a substring), `kind` and `severity` narrow them. `?offset=` asks for a page, in
+    the envelope of the other paged lists; `limit` alone keeps its plain list."""
+
+    pagination_class = OptionalLimitOffset  # the answer's two shapes in the OpenAPI document
 
     @extend_schema(parameters=[FindingsQuery], responses=FINDINGS)
     def get(self, request) -> Response:
@@ -444,7 +458,15 @@ class FindingsView(APIView):
         if "server" in query.validated_data:
             tables = tables.filter(server_id=query.validated_data["server"])
             servers = servers.filter(pk=query.validated_data["server"])
-        narrowed = set(query.validated_data) - {"limit", "server"}
+        narrowed = set(query.validated_data) - {"limit", "server", "offset"}
+        if "offset" in query.validated_data:  # a page: every finding ranked, to count them
+            return self._page(request, tables, servers, query)
         # Narrowed by what only the findings say: rank them all, then keep `limit`.
         found = worst_findings(tables, None if narrowed else limit) + server_findings(servers)
         return Response(ranked([f for f in found if query.matches(f)], limit))
+
+    def _page(self, request, tables, servers, query: FindingsQuery) -> Response:
+        found = worst_findings(tables, None) + server_findings(servers)
+        matching = [f for f in found if query.matches(f)]
+        page = self.paginate_queryset(ranked(matching, len(matching)))
+        return self.get_paginated_response(page)

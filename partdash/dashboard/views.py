@@ -9,7 +9,8 @@ from partdash.health.fixes import safety_words
 from partdash.metrics.drift import side_by_side
 from partdash.metrics.models import PartitionedTable
 from partdash.metrics.plan import table_statements
-from partdash.servers.models import Server
+from partdash.servers.choices import ServerStatus
+from partdash.servers.models import Server, ServerGroup, split_tags
 
 TABLES_PER_PAGE = 50
 
@@ -25,8 +26,18 @@ def page_size(request: HttpRequest) -> int:
 
 @login_required
 def fleet(request: HttpRequest) -> HttpResponse:
-    """Every monitored server at a glance, then the worst tables across the fleet."""
-    return render(request, "dashboard/fleet.html", {"server_count": Server.objects.count()})
+    """Every monitored server at a glance, a page at a time and worst first (fleet.js
+    reads the server list's filters and pages), then the worst tables across the fleet."""
+    tags = {
+        tag for tags in Server.objects.values_list("tags", flat=True) for tag in split_tags(tags)
+    }
+    context = {
+        "server_count": Server.objects.count(),
+        "statuses": ServerStatus.choices,
+        "groups": ServerGroup.objects.values_list("name", flat=True),
+        "tags": sorted(tags, key=str.casefold),
+    }
+    return render(request, "dashboard/fleet.html", context)
 
 
 @login_required

@@ -69,6 +69,11 @@ def validate_fingerprint(text: str) -> None:
         raise ValidationError(str(exc)) from None
 
 
+def split_tags(tags: str) -> list[str]:
+    """Stored comma-separated tags as a list."""
+    return [tag.strip() for tag in tags.split(",") if tag.strip()]
+
+
 class Server(models.Model):
     """A MySQL/MariaDB server partdash polls. Its password is stored encrypted (Fernet)
     and is never shown back; `status` and the counts reflect the latest poll."""
@@ -202,7 +207,7 @@ class Server(models.Model):
 
     @property
     def tag_list(self) -> list[str]:
-        return [tag.strip() for tag in self.tags.split(",") if tag.strip()]
+        return split_tags(self.tags)
 
     def set_password(self, password: str) -> None:
         self.password_token = secrets.encrypt(password) if password else ""

@@ -1,10 +1,12 @@
-// Fleet page: one row per server from /api/v1/servers/, then the worst tables fleet-wide
+// Fleet page: one row per server from /api/v1/servers/, a page at a time, filtered by
+// status, group and tag and worst first (docs/pages.md), then the worst tables fleet-wide
 // (one line per table however many times its server is registered).
 import { alertBadge, alertsPage } from "../alert-badges.js";
 import { getJSON, urls } from "../api.js";
 import { cell, code, el, link } from "../dom.js";
 import { findingList, severityBadge } from "../findings.js";
 import { age, count, localTime, number } from "../format.js";
+import { readView, writeView } from "../view-state.js";
 
 const REFRESH_MS = 15000;
 
@@ -198,35 +200,122 @@ function distinctFindings(findings, servers) {
 }
 
 const WORST = 50;
+const SERVERS_PER_PAGE = 50;
 
-async function refreshFleet({ body, list }) {
+// The page's view, in its URL: filters (status, group, tag), the order and the page.
+const DEFAULT_VIEW = { status: "", group: "", tag: "", ordering: "worst", page: "1" };
+const view = readView(DEFAULT_VIEW);
+
+// One page of the server list, narrowed and ordered by the API (a thousand servers are
+// never read at once): `{count, results}`.
+function serversPage() {
+  const query = new URLSearchParams({
+    limit: SERVERS_PER_PAGE,
+    offset: (Math.max(Number(view.page) || 1, 1) - 1) * SERVERS_PER_PAGE,
+    ordering: view.ordering,
+  });
+  for (const key of ["status", "group", "tag"]) if (view[key]) query.set(key, view[key]);
+  return getJSON(`servers/?${query}`);
+}
+
+// Previous / Next and where this page is: "servers 51-100 of 1000".
+function renderPager(pager, total, onPage) {
+  const pages = Math.max(Math.ceil(total / SERVERS_PER_PAGE), 1);
+  const page = Math.min(Math.max(Number(view.page) || 1, 1), pages);
+  const first = total ? (page - 1) * SERVERS_PER_PAGE + 1 : 0;
+  const last = Math.min(page * SERVERS_PER_PAGE, total);
+  const button = (label, target, disabled) =>
+    el(
+      "button",
+      { type: "button", disabled, onclick: () => onPage(target), dataset: { page: target } },
+      label,
+    );
+  pager.replaceChildren(
+    el(
+      "nav",
+      { className: "pages", ariaLabel: "pages" },
+      button("‹ Previous", page - 1, page <= 1),
+      button("Next ›", page + 1, page >= pages),
+      el(
+        "span",
+        { className: "count" },
+        total
+          ? `servers ${first}-${last} of ${total}, page ${page} of ${pages}`
+          : "no server matches",
+      ),
+    ),
+  );
+}
+
+let loads = 0; // a load answered after a later one began (filters changed) is dropped
+
+async function refreshFleet({ body, list, pager, reload }) {
+  const load = ++loads;
   // Badges are extra: the servers are listed even when the alert counts cannot be read.
   const counts = getJSON("alerts/counts/").catch(() => []);
   // Three times the list's length, so duplicates folded away still leave WORST findings.
-  const [servers, alertCounts, findings] = await Promise.all([
-    getJSON("servers/"),
+  const [page, alertCounts, findings] = await Promise.all([
+    serversPage(),
     counts,
     getJSON(`findings/?limit=${3 * WORST}`),
   ]);
+  if (load !== loads) return;
+  const servers = page.results;
+  const lastPage = Math.ceil(page.count / SERVERS_PER_PAGE);
+  if (!servers.length && lastPage && Number(view.page) > lastPage) {
+    // Past the end (servers removed, or an old link): the last page instead.
+    view.page = String(lastPage);
+    writeView(view, DEFAULT_VIEW);
+    return reload();
+  }
   const byServer = new Map(alertCounts.map((counts) => [counts.server_id, counts]));
   const others = sameAddress(servers);
+  const empty = el("tr", {}, el("td", { colSpan: 6, className: "empty" }, "No server matches."));
   body.replaceChildren(
-    ...servers.map((server) => serverRow(server, byServer.get(server.id), others.get(server.id))),
+    ...(servers.length
+      ? servers.map((server) => serverRow(server, byServer.get(server.id), others.get(server.id)))
+      : [empty]),
   );
+  renderPager(pager, page.count, (target) => {
+    view.page = String(target);
+    writeView(view, DEFAULT_VIEW);
+    reload();
+  });
   const worst = distinctFindings(findings, servers).slice(0, WORST);
-  const empty = el("li", { className: "empty" }, "No findings: every polled table looks healthy.");
-  list.replaceChildren(...(worst.length ? worst.map(worstTable) : [empty]));
+  const none = el("li", { className: "empty" }, "No findings: every polled table looks healthy.");
+  list.replaceChildren(...(worst.length ? worst.map(worstTable) : [none]));
+}
+
+// A filter or the order changed: back to the first page.
+function watchFilters(reload) {
+  const controls = {
+    status: "status-filter",
+    group: "group-filter",
+    tag: "tag-filter",
+    ordering: "fleet-ordering",
+  };
+  for (const [key, id] of Object.entries(controls)) {
+    const control = document.getElementById(id);
+    if (!control) continue;
+    control.value = view[key];
+    control.addEventListener("change", () => {
+      Object.assign(view, { [key]: control.value, page: "1" });
+      writeView(view, DEFAULT_VIEW);
+      reload();
+    });
+  }
 }
 
 // Load now and every REFRESH_MS; the promise settles after the first load.
 function keepFresh(nodes) {
   const load = () =>
-    refreshFleet(nodes).catch((error) => {
+    refreshFleet({ ...nodes, reload: load }).catch((error) => {
       const message = (what) =>
         el("span", { className: "error" }, `Cannot load ${what}: ${error.message}`);
       nodes.body.replaceChildren(el("tr", {}, el("td", { colSpan: 6 }, message("servers"))));
       nodes.list.replaceChildren(el("li", {}, message("findings")));
     });
+  watchFilters(load);
   setInterval(load, REFRESH_MS);
   return load();
 }
@@ -236,6 +325,7 @@ if (servers) {
   keepFresh({
     body: servers.querySelector("tbody"),
     list: document.getElementById("worst-tables"),
+    pager: document.getElementById("fleet-pager"),
   }).then(() => {
     servers.dataset.ready = "true";
   });

@@ -1,0 +1,105 @@
+"""`make bench`'s fleet pages at a thousand servers (issue 41, point 2): a store of 1,000
+servers with two tables each, every table with a finding and one server in five with a
+firing alert (tests/builders.py `fleet_of`, in bulk), served by gunicorn as `make up`
+serves it, asked by 8 clients at a time for:
+
+- the fleet page as a browser loads it: the HTML, then the three API reads its script
+  makes (a page of 50 servers worst first, the worst findings, the alert counts), timed
+  one after the other (the browser makes the three at once: this is an upper bound);
+- the server list's first page (`?limit=50&ordering=worst`), the whole server list as
+  unpaged clients read it, `/api/v1/findings/` (its default and its first page), and
+  `/metrics`.
+
+Prints one JSON object and a line per figure with its target (the fleet page's p95 at
+most 1 s); exits 1 when it is missed.
+
+Usage: fleet_pages_bench.py [VAR_DIR] [--servers N]   (a fresh temporary one by default)
+"""
+
+import argparse
+import json
+import os
+import sys
+import tempfile
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent
+sys.path.insert(0, str(HERE))
+sys.path.insert(0, str(ROOT))
+
+from api_bench import fresh_store, issue_credentials, start_web, summary, timed_get  # noqa: E402
+
+CLIENTS = 8
+REQUESTS = 80  # per figure
+TARGET_FLEET_PAGE_MS = 1000
+FLEET_PAGE_READS = (
+    "/api/v1/servers/?limit=50&offset=0&ordering=worst",
+    "/api/v1/findings/?limit=150",
+    "/api/v1/alerts/counts/",
+)
+
+
+def fleet_page(base: str, page: dict) -> float:
+    """The fleet page's HTML, then the reads its script makes, one after the other: ms."""
+    started = time.monotonic()
+    timed_get(f"{base}/", page)
+    for path in FLEET_PAGE_READS:
+        timed_get(base + path, page)
+    return (time.monotonic() - started) * 1000
+
+
+def p95_of(read, requests: int = REQUESTS) -> dict:
+    read()  # warm: the first request loads code and fills caches
+    with ThreadPoolExecutor(CLIENTS) as pool:
+        return summary(list(pool.map(lambda _: read(), range(requests))))
+
+
+def prepare(var_dir: Path, servers: int) -> tuple[str, str]:
+    """A fresh store of `servers` servers: a staff user's token and session cookie."""
+    fresh_store(var_dir)
+    from tests import builders
+
+    builders.fleet_of(servers)
+    return issue_credentials()
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("var_dir", nargs="?", type=Path)
+    parser.add_argument("--servers", type=int, default=1000)
+    options = parser.parse_args()
+    var_dir = options.var_dir or Path(tempfile.mkdtemp(prefix="fleet-pages-"))
+    token, session = prepare(var_dir, options.servers)
+    api = {"Authorization": f"Token {token}"}
+    page = {"Cookie": f"sessionid={session}"}
+    web, base = start_web(os.environ.copy(), api)
+    try:
+        figures = {
+            "page: GET / (fleet) and its three API reads": p95_of(lambda: fleet_page(base, page)),
+        }
+        for label, path in {
+            "list: GET /api/v1/servers/?limit=50&ordering=worst": FLEET_PAGE_READS[0],
+            "list: GET /api/v1/servers/ (unpaged, every server)": "/api/v1/servers/",
+            "list: GET /api/v1/findings/": "/api/v1/findings/",
+            "list: GET /api/v1/findings/?limit=50&offset=0": "/api/v1/findings/?limit=50&offset=0",
+            "metrics: GET /metrics": "/metrics",
+        }.items():
+            figures[label] = p95_of(lambda path=path: timed_get(base + path, api))
+    finally:
+        web.terminate()
+        web.wait(timeout=30)
+    print(json.dumps({"servers": options.servers, **figures}))
+    print(f"fleet pages at {options.servers:,} servers, {CLIENTS} clients at a time:")
+    for label, figure in figures.items():
+        print(f"  {label}: p95 {figure['p95_ms']:.0f} ms (median {figure['median_ms']:.0f} ms)")
+    worst = figures["page: GET / (fleet) and its three API reads"]["p95_ms"]
+    passed = "met" if worst <= TARGET_FLEET_PAGE_MS else "MISSED"
+    print(f"  fleet page p95 {worst:.0f} ms [target <= {TARGET_FLEET_PAGE_MS} ms: {passed}]")
+    return 0 if worst <= TARGET_FLEET_PAGE_MS else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
