@@ -105,7 +105,12 @@ def test_an_smtp_outage_is_recorded_then_the_email_delivered_once_it_is_back(
     db1 = builders.server("db1")
     transition(firing(db1, builders.table(db1)))
     mailbox.stop()
-    processes = delivery_processes()
+    # A lease that outlasts an attempt stalled on a loaded machine: one claimed while SMTP
+    # was down and stalled past a 4 s lease connected once SMTP was back, beside the
+    # sweeper's attempt that took it over (two emails, seen beside a full make test).
+    # Sending twice only after a lease ran out is the design (at least once); what this
+    # test holds is once when attempts end within it.
+    processes = delivery_processes(PARTDASH_ALERT_CLAIM_LEASE_SECONDS=str(CRASH_LEASE))
 
     queue(db1, "eval-1")
 
@@ -120,8 +125,10 @@ def test_an_smtp_outage_is_recorded_then_the_email_delivered_once_it_is_back(
     assert failed.sent_at is None and "ConnectionRefusedError" in failed.last_error
     mailbox.start()
     wait_until(lambda: mailbox.count(), 60, "the email once SMTP is back", processes.logs)
-    settle(mailbox, LEASE + 2)
-    (sent,) = mailbox.emails()
+    settle(mailbox, CRASH_LEASE + 2)
+    emails = mailbox.emails()
+    assert len(emails) == 1, processes.logs()
+    (sent,) = emails
     delivered = Notification.objects.get()
     assert sent.message_id == delivered.message_id
     assert delivered.sent_at is not None and delivered.attempts >= 3
