@@ -12,7 +12,7 @@ from partdash.mysql.catalogue import DIGEST_CONSUMER_FIX
 from partdash.mysql.connection import open_session, target_for
 from partdash.mysql.probe import probe
 from partdash.polling.service import poll_server
-from tests.collector.test_catalogue import pairs, poll_pairs
+from tests.mysql.test_catalogue import pairs, poll_pairs
 from tests.services import MariaDB
 from tests.sql import new_schema_on, run
 
