@@ -1,14 +1,18 @@
 #!/usr/bin/env bash
-# `make test`: install what the tests need, lint, build the docs, validate docker/, then
-# run every test on SQLite and, at the same time, the store-facing tests (those using the
-# Django test database, see tests/pgstore.py) on PostgreSQL: $PARTDASH_TEST_POSTGRES, else
-# the one at 127.0.0.1:5432, else a private one started here and stopped at the end. Each
-# pass runs on pytest-xdist workers (6 for SQLite, 3 for PostgreSQL; PARTDASH_TEST_WORKERS
-# sets both, 0 runs each pass in one process). Extra arguments go to both pytest runs (scripts/test.sh -k api);
-# PARTDASH_TEST_STORES=sqlite (or postgres) runs one pass only. Ends by printing the 25
+# `make test`: install what the tests need, then run at the same time the checks (lint,
+# types, import layers, the docs, docker/), every test on SQLite, and the store-facing tests
+# (those using the Django test database, see tests/pgstore.py) on PostgreSQL:
+# $PARTDASH_TEST_POSTGRES, else the one at 127.0.0.1:5432, else a private one started here
+# and stopped at the end. Each pass runs on pytest-xdist workers (6 for SQLite, 3 for
+# PostgreSQL; PARTDASH_TEST_WORKERS sets both, 0 runs each pass in one process). Extra
+# arguments go to both pytest runs (scripts/test.sh -k api); PARTDASH_TEST_STORES=sqlite (or
+# postgres) runs one pass only. Ends by printing the checks' output if they failed, the 25
 # slowest tests, then the tests that failed (test-artifacts/output-STORE.log holds each
-# pass's output); exits with the first failing pass's pytest status, 0 when both pass.
+# pass's output); exits with the first failing pass's status (the checks' included), 0 when
+# all pass.
 source "$(dirname "$0")/lib.sh"
+# Each step says when it started, in seconds since `make test` did.
+say() { printf '\033[1m==> [%4ss] %s\033[0m\n' "$SECONDS" "$*"; }
 
 ensure_packages /usr/sbin/mariadbd mariadb-server /usr/bin/mariadb-install-db mariadb-server \
   /usr/bin/redis-server redis-server /usr/bin/chromium chromium docker-compose docker-compose \
@@ -17,21 +21,31 @@ ensure_postgres_packages  # the PostgreSQL pass, and the tests that start a Post
 ensure_venv requirements-dev.txt
 ensure_frontend
 
-say "ruff lint and format check; mypy; import layers (lint-imports); front-end lint (ESLint, Prettier); bash -n scripts/*.sh"
-"$VENV/bin/ruff" check .
-"$VENV/bin/ruff" format --check .
-"$VENV/bin/mypy"  # the packages and the cache (var/) are in pyproject.toml
-"$VENV/bin/lint-imports" --no-cache --no-logo
-(cd frontend && npm run --silent lint)
-for script in scripts/*.sh; do bash -n "$script"; done
-
-# Not -q: it hides the warnings that --strict turns into a failure (a broken link or
-# anchor, a page missing from the nav).
-say "building the docs (mkdocs build --strict)"
-NO_MKDOCS_2_WARNING=1 "$VENV/bin/mkdocs" build --strict
-
-say "validating docker/compose.yml (docker-compose config; no engine runs here)"
-SECRET_KEY=ci PARTDASH_ENCRYPTION_KEYS=ci POSTGRES_PASSWORD=ci docker-compose -f docker/compose.yml config -q
+# The checks (lint, types, import layers, front-end lint, the docs, docker/) run beside
+# the two test passes rather than before them: they cost about 60 s of one core and would
+# otherwise add their whole time to the run's. Their output goes to test-artifacts/checks.log,
+# printed at the end; a failing check fails `make test` as a failing test does.
+run_checks() {
+  set -e
+  say "ruff lint and format check"
+  "$VENV/bin/ruff" check .
+  "$VENV/bin/ruff" format --check .
+  say "mypy"
+  "$VENV/bin/mypy" # the packages and the cache (var/) are in pyproject.toml
+  say "import layers (lint-imports)"
+  "$VENV/bin/lint-imports" --no-cache --no-logo
+  say "front-end lint (ESLint, Prettier); bash -n scripts/*.sh"
+  (cd frontend && npm run --silent lint)
+  for script in scripts/*.sh; do bash -n "$script"; done
+  # Not -q: it hides the warnings that --strict turns into a failure (a broken link or
+  # anchor, a page missing from the nav).
+  say "building the docs (mkdocs build --strict)"
+  NO_MKDOCS_2_WARNING=1 "$VENV/bin/mkdocs" build --strict
+  say "validating docker/compose.yml (docker-compose config; no engine runs here)"
+  SECRET_KEY=ci PARTDASH_ENCRYPTION_KEYS=ci POSTGRES_PASSWORD=ci \
+    docker-compose -f docker/compose.yml config -q
+  say "checks passed"
+}
 
 # Compiled bytecode, kept: a PYTHONDONTWRITEBYTECODE=1 environment (Docker images set it)
 # has each of the 9 pytest workers rewrite and compile every test module again (9 s of CPU
@@ -74,6 +88,10 @@ run_pass() {
   return "$pytest_status"
 }
 
+say "starting the checks (lint, types, docs, docker/) beside the tests: test-artifacts/checks.log"
+(run_checks >"$artifacts/checks.log" 2>&1) &
+checks_pid=$!
+
 declare -A pids
 for store in $stores; do
   case $store in
@@ -94,6 +112,17 @@ for store in $stores; do
   say "the $store pass ended with status $pass_status"
   [ "$status" = 0 ] && status=$pass_status
 done
+set +e
+wait "$checks_pid"
+checks_status=$?
+set -e
+if [ "$checks_status" = 0 ]; then
+  say "the checks passed (test-artifacts/checks.log)"
+else
+  cat "$artifacts/checks.log"
+  say "the checks failed with status $checks_status (above; test-artifacts/checks.log)"
+  [ "$status" = 0 ] && status=$checks_status
+fi
 "$PY" scripts/slowest.py "$artifacts"/times-*.json || true
 # Last, where a CI log's tail shows it: each pass's status and the tests that failed or
 # erred (pytest's short summary), so a red run says why without the whole log.

@@ -27,11 +27,8 @@ chmod -R go-rwx "$VAR" || say "warning: some files in $VAR could not be made pri
 # moved there, with a message saying where).
 "$PY" scripts/keys.py "$VAR"
 
-manage() { "$PY" manage.py "$@"; }
 say "migrating the metadata store"
-manage migrate --no-input -v0
-manage collectstatic --no-input -v0
-manage ensureadmin
+"$PY" scripts/prepare.py # migrate, collectstatic and ensureadmin, in one process
 
 redis_answers || ensure_packages redis-server redis-server
 exec "$PY" scripts/supervise.py --var "$VAR" --port "$PORT" --workers "${PARTDASH_WORKERS:-4}"

@@ -375,7 +375,10 @@ def test_make_up_names_the_process_that_died_and_why(clone, tmp_path):
     env = up_environment(var, "mysql://root@127.0.0.1:1/")  # no demo
     setup = "source scripts/lib.sh && ensure_venv requirements.txt"
     subprocess.run(["bash", "-c", setup], cwd=clone, env=env, check=True, capture_output=True)
-    pip = [str(clone / ".venv/bin/python"), "-m", "pip", "-q"]
+    python = str(clone / ".venv/bin/python")
+    pip = [python, "-m", "pip", "-q"]
+    version = "import importlib.metadata as m; print(m.version('packaging'))"
+    packaging = subprocess.run([python, "-c", version], capture_output=True, text=True, check=True)
     subprocess.run([*pip, "uninstall", "-y", "packaging"], check=True, capture_output=True)
     up = MakeUp(clone, env, terminal=False)
     try:
@@ -384,7 +387,9 @@ def test_make_up_names_the_process_that_died_and_why(clone, tmp_path):
         left = started_for(var)
     finally:
         up.close()
-        subprocess.run([*pip, "install", "-r", clone / "requirements.txt"], check=True)
+        # The same version back, from pip's cache (a whole `-r requirements.txt` is 5 s of CPU).
+        reinstall = f"packaging=={packaging.stdout.strip()}"
+        subprocess.run([*pip, "install", "--no-deps", reinstall], check=True)
 
     died = re.search(
         r"^error: (worker|beat) exited \(status 1\): "

@@ -100,7 +100,7 @@ def black_holes():
         listener.close()
 
 
-@pytest.mark.xdist_group("faults")  # it times the healthy server's polls: see test_faults
+@pytest.mark.xdist_group("black-holes")  # it times the healthy server's polls: see test_faults
 def test_eight_black_holes_do_not_delay_a_healthy_server(
     transactional_db, redis_server, tmp_path, black_holes, mariadb
 ):
