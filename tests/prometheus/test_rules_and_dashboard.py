@@ -101,7 +101,9 @@ def test_promtool_checks_the_rules_and_each_fires_and_resolves_in_its_unit_tests
             if fired["exp_alerts"]
         )
     }
-    assert firing == resolved == {rule["alert"] for rule in alerting_rules()}
+    # (Other groups' tests may share the files.)
+    own = {rule["alert"] for rule in alerting_rules()}
+    assert firing & own == resolved & own == own
 
 
 def test_each_partdash_rule_has_one_alert_with_its_defaults():
