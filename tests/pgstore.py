@@ -53,6 +53,11 @@ SQLITE_ONLY = (
     # email variant (test_a_worker_killed_at_each_step_loses_nothing) proves on
     # PostgreSQL, on other rows; 160 s of a PostgreSQL pass's worker time.
     "tests/alerts/test_delivery_worker.py::test_a_channel_message_survives_a_worker_killed",
+    # The Prometheus rules and Grafana dashboard partdash ships, against a scrape of
+    # /metrics: the exposition's rows are the same on either store (its own tests,
+    # tests/prometheus/test_metrics_endpoint.py, run on PostgreSQL). 14 s of a worker.
+    "tests/prometheus/test_a_real_prometheus.py",
+    "tests/prometheus/test_rules_and_dashboard.py",
     # Permissions, 294 cases of Django's test client (25 s of CPU on PostgreSQL): the same
     # rows on either store. The migration that gives the roles their permissions stays.
     "tests/accounts/test_access_matrix.py::test_the_api_answers_each_role_as_its_permissions_say",

@@ -175,6 +175,17 @@ def wait_for(
         time.sleep(interval)
 
 
+def answers_ready(url: str) -> bool:
+    """Whether ``url``/-/ready answers 200: a Prometheus or an Alertmanager is up."""
+    import urllib.request
+
+    try:
+        with urllib.request.urlopen(f"{url}/-/ready", timeout=1) as answer:
+            return answer.status == 200
+    except OSError:
+        return False
+
+
 def _pdeathsig_preexec() -> Callable[[], None] | None:
     """Return a ``preexec_fn`` making the child die with this thread, or ``None``.
 

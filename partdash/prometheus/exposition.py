@@ -29,6 +29,7 @@ SERVER = ["server"]
 TABLE = ["server", "schema", "table"]
 PARTITION = [*TABLE, "partition", "subpartition"]
 ALERT = ["server", "rule", "severity"]
+FINDING = ["kind", "severity"]
 # A poll that ended with warnings (a source it could not read) still succeeded.
 POLLED = {ServerStatus.OK, ServerStatus.DEGRADED}
 
@@ -45,6 +46,23 @@ def add(family: GaugeMetricFamily, labels: list[str], value) -> None:
     """A sample, left out where the figure is unknown (null): absent, not zero."""
     if value is not None:
         family.add_metric(labels, float(value))
+
+
+def worst_findings(findings: list | None) -> dict[str, str]:
+    """Each kind's worst severity among stored findings: the one its alert fires with
+    (`partdash.alerts.conditions`)."""
+    worst: dict[str, str] = {}
+    for finding in findings or []:
+        kind, severity = finding.get("kind"), finding.get("severity") or Severity.WARNING
+        if worst.get(kind) != Severity.CRITICAL:
+            worst[kind] = severity
+    return worst
+
+
+def add_findings(family: GaugeMetricFamily, labels: list[str], findings: list | None) -> None:
+    """One sample of 1 per kind of finding held, labelled with its severity."""
+    for kind, severity in worst_findings(findings).items():
+        add(family, [*labels, kind, severity], 1)
 
 
 # -- servers ---------------------------------------------------------------------------
@@ -69,6 +87,7 @@ def server_families(servers: list[Server]) -> Iterator[GaugeMetricFamily]:
     )
     duration = gauge("poll_duration_seconds", "How long the latest stored poll took.", SERVER)
     age = gauge("last_poll_age_seconds", "Seconds since a poll was last tried.", SERVER)
+    interval = gauge("server_poll_interval_seconds", "How often the server is polled.", SERVER)
     success = gauge(
         "last_success_timestamp_seconds", "When a poll last succeeded (Unix time).", SERVER
     )
@@ -104,6 +123,12 @@ def server_families(servers: list[Server]) -> Iterator[GaugeMetricFamily]:
         "Tables of the server's groups it lacks (absent: in no group).",
         SERVER,
     )
+    findings = gauge(
+        "server_finding",
+        "1 for each kind of finding the server's latest poll holds (pressure; drift: "
+        "tables of its groups it lacks), labelled with its severity; absent: none.",
+        [*SERVER, *FINDING],
+    )
     snapshots = latest_snapshots([server.pk for server in servers])
     for server in servers:
         name = [server.name]
@@ -115,11 +140,13 @@ def server_families(servers: list[Server]) -> Iterator[GaugeMetricFamily]:
             add(success, name, server.last_success_at.timestamp())
         add(tables, name, server.partitioned_tables)
         add(partitions, name, server.partitions)
+        add(interval, name, server.poll_interval)
         snapshot = snapshots.get(server.pk)
         if snapshot is None:
             continue
         add(duration, name, snapshot.seconds)
         pressure = stored_pressure(snapshot.pressure)
+        add_findings(findings, name, list(pressure.get("findings") or []))
         for setting in pressure.get("limits") or []:
             add(limit, [server.name, setting["setting"]], setting.get("limit"))
             add(ratio, [server.name, setting["setting"]], setting.get("ratio"))
@@ -131,8 +158,8 @@ def server_families(servers: list[Server]) -> Iterator[GaugeMetricFamily]:
         if drift and drift.get("groups"):
             add(drifting, name, len(drift.get("tables") or []))
             add(missing, name, len(drift.get("missing") or []))
-    yield from (up, info, duration, age, success, tables, partitions, limit, ratio, working_set)
-    yield from (forecast, growth, drifting, missing)
+    yield from (up, info, duration, age, success, interval, tables, partitions, limit, ratio)
+    yield from (working_set, forecast, growth, drifting, missing, findings)
 
 
 # -- tables ----------------------------------------------------------------------------
@@ -193,17 +220,26 @@ def table_figures(values: dict) -> dict:
         **{figure.name: figure.value(stored) for figure in kind_figures()},
         "score": values["score"],
         "hotspots": health_fields(values["health"])["hotspots"],
+        "findings": list(stored.get("findings") or []),
     }
 
 
 def table_families(tables: list[dict]) -> Iterator[GaugeMetricFamily]:
     families = [(gauge(name, text, TABLE), key) for name, text, key in table_figure_names()]
+    findings = gauge(
+        "table_finding",
+        "1 for each kind of finding the table's latest analysis holds, labelled with its "
+        "severity (the worst of the kind's); absent: none.",
+        [*TABLE, *FINDING],
+    )
     for values in tables:
         labels = [values["server__name"], values["schema"], values["name"]]
         figures = values["figures"]
         for family, key in families:
             add(family, labels, figures[key])
+        add_findings(findings, labels, figures["findings"])
     yield from (family for family, _ in families)
+    yield findings
 
 
 # -- partitions of the tables opted in -------------------------------------------------

@@ -16,7 +16,7 @@ from partdash.alerts import alertmanager
 from partdash.alerts.models import Alert
 from tests import builders
 from tests.alerts.receiver import Receiver
-from tests.services import free_port, log_tail, wait_for
+from tests.services import answers_ready, free_port, log_tail, wait_for
 
 pytestmark = [pytest.mark.django_db, pytest.mark.timeout(120)]
 
@@ -58,7 +58,9 @@ def manager(tmp_path, receiver, settings):
     )
     url = f"http://127.0.0.1:{port}"
     try:
-        assert wait_for(lambda: _ready(url), timeout=30), log_tail(tmp_path / "alertmanager.log")
+        assert wait_for(lambda: answers_ready(url), timeout=30), log_tail(
+            tmp_path / "alertmanager.log"
+        )
         settings.PARTDASH_ALERTMANAGER_URL = url
         settings.PARTDASH_BASE_URL = "https://partdash.example.com"
         yield url
@@ -68,16 +70,6 @@ def manager(tmp_path, receiver, settings):
         log.close()
         if process.returncode not in (0, -15):
             print(log_tail(tmp_path / "alertmanager.log"))
-
-
-def _ready(url: str) -> bool:
-    import urllib.request
-
-    try:
-        with urllib.request.urlopen(f"{url}/-/ready", timeout=1) as answer:
-            return answer.status == 200
-    except OSError:
-        return False
 
 
 def notifications(receiver: Receiver) -> list[dict]:

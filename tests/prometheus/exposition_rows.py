@@ -55,14 +55,17 @@ def polled_server(name: str, partitions: int = 512, seconds: float = 1.25, **fie
     return server
 
 
-def range_table(on: Server, name: str = "orders", **fields) -> PartitionedTable:
-    """A RANGE table with a hot partition, rows in its catch-all and compression."""
+def range_table(
+    on: Server, name: str = "orders", findings: list | None = None, **fields
+) -> PartitionedTable:
+    """A RANGE table with a hot partition, rows in its catch-all and compression (and
+    the `findings` given)."""
     health = {
         "skew": {"max_mean_ratio": 2.5, "cv": 0.8, "gini": 0.4},
         "hotspots": ["p3"],
         "runway": {"days_left": 0, "catchall_rows": 1200, "empty_future_partitions": 0},
         "compression": {"ratio": 2.0, "failure_rate": 0.125, "nominal": True},
-        "findings": [],
+        "findings": findings or [],
     }
     fields = {
         "partition_count": 4,

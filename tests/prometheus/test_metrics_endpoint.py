@@ -196,3 +196,36 @@ def test_promtool_finds_nothing_to_lint(fleet, viewer_api):
         check=False,
     )
     assert (lint.returncode, lint.stdout + lint.stderr) == (0, b"")
+
+
+def test_findings_are_shown_per_kind_with_the_worst_severity(db, viewer_api):
+    """What the finding rules judge, for Prometheus's rules (docker/prometheus): one
+    sample per kind a table or a server holds, at its worst severity; none where none."""
+    db1 = polled_server("db1", poll_interval=20)
+    findings = [
+        {"kind": "runway", "severity": "critical", "score": 90.0, "message": "", "fix": None},
+        {"kind": "skew", "severity": "warning", "score": 20.0, "message": "", "fix": None},
+        {"kind": "skew", "severity": "critical", "score": 10.0, "message": "", "fix": None},
+    ]
+    range_table(db1, health={"findings": findings, "hotspots": []})
+    hash_table(db1)
+    snapshot = db1.snapshots.latest("taken_at")
+    snapshot.pressure = {
+        **snapshot.pressure,
+        "findings": [{"kind": "pressure", "severity": "warning", "score": 5.0, "message": ""}],
+    }
+    snapshot.save(update_fields=["pressure"])
+    builders.server("db2")  # never polled: no finding, its interval all the same
+    series = scrape(viewer_api)
+    table = {"server": "db1", "schema": "shop", "table": "orders"}
+    assert series["partdash_table_finding"] == {
+        labels(**table, kind="runway", severity="critical"): 1.0,
+        labels(**table, kind="skew", severity="critical"): 1.0,
+    }
+    assert series["partdash_server_finding"] == {
+        labels(server="db1", kind="pressure", severity="warning"): 1.0
+    }
+    assert series["partdash_server_poll_interval_seconds"] == {
+        labels(server="db1"): 20.0,
+        labels(server="db2"): 60.0,
+    }
