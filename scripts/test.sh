@@ -95,6 +95,14 @@ say "starting the checks (lint, types, docs, docker/) beside the tests: test-art
 (run_checks >"$artifacts/checks.log" 2>&1) &
 checks_pid=$!
 
+# Every pytest process (two controllers, twelve workers) collects every test module, and
+# pytest rewrites each module's asserts before compiling it. Started together on a fresh
+# clone, each did that work itself: 9.6 s of CPU each, against 2.2 s with the rewritten
+# modules (and partdash's bytecode) already in var/pycache. One collection first fills it.
+say "compiling the tests and partdash once (pytest --collect-only), for every worker to reuse"
+PARTDASH_TEST_STORE=sqlite "$VENV/bin/python" -m pytest -p tests.pgstore --collect-only -q \
+  >"$artifacts/collect.log" 2>&1 || true # a collection error is the passes' to report
+
 declare -A pids
 for store in $stores; do
   case $store in
