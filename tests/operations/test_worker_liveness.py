@@ -15,14 +15,12 @@ second): the processes cost about 10 s of CPU to start, so they are started once
 """
 
 import contextlib
-import http.server
 import os
 import signal
 import socket
 import sqlite3
 import subprocess
 import sys
-import threading
 import time
 from datetime import datetime
 from pathlib import Path
@@ -36,6 +34,7 @@ from partdash.servers.models import Server
 from tests.alerts.mailbox import Mailbox
 from tests.conftest import ROOT, wait_until
 from tests.pgstore import database_url
+from tests.polling.heartbeat import HeartbeatReceiver
 from tests.services import RedisServer, free_port, log_tail
 
 pytestmark = [pytest.mark.e2e, pytest.mark.django_db(transaction=True), pytest.mark.timeout(240)]
@@ -44,28 +43,6 @@ INTERVAL = 6  # the watched server's poll interval, seconds
 STALL = 12  # PARTDASH_WORKER_STALL_SECONDS
 STALE_INTERVALS = 1.5  # `stale_polls` fires 9 s after the last success: before the restart
 RESUME_WITHIN = STALL + 2 * INTERVAL
-
-
-class Heartbeats(http.server.ThreadingHTTPServer):
-    """Counts the GETs of PARTDASH_HEARTBEAT_URL, with their times."""
-
-    def __init__(self) -> None:
-        self.times: list[float] = []
-        super().__init__(("127.0.0.1", free_port()), self.Handler)
-
-    class Handler(http.server.BaseHTTPRequestHandler):
-        def do_GET(self) -> None:
-            self.server.times.append(time.monotonic())
-            self.send_response(200)
-            self.end_headers()
-            self.wfile.write(b"OK")
-
-        def log_message(self, *args) -> None:
-            pass
-
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self.server_address[1]}/ping/watch-1"
 
 
 class Supervised:
@@ -114,11 +91,9 @@ class Supervised:
 
 @pytest.fixture
 def heartbeats():
-    server = Heartbeats()
-    threading.Thread(target=server.serve_forever, daemon=True).start()
+    server = HeartbeatReceiver().start()
     yield server
-    server.shutdown()
-    server.server_close()
+    server.stop()
 
 
 @pytest.fixture
@@ -128,7 +103,7 @@ def own_redis():
         yield server
 
 
-def environment(redis_url: str, mailbox: Mailbox, heartbeats: Heartbeats) -> dict[str, str]:
+def environment(redis_url: str, mailbox: Mailbox, heartbeats: HeartbeatReceiver) -> dict[str, str]:
     return {
         **os.environ,
         "DJANGO_SETTINGS_MODULE": "tests.settings",
@@ -143,7 +118,7 @@ def environment(redis_url: str, mailbox: Mailbox, heartbeats: Heartbeats) -> dic
         "PARTDASH_WORKER_STALL_SECONDS": str(STALL),
         "PARTDASH_ALERT_STALE_POLL_INTERVALS": str(STALE_INTERVALS),
         "PARTDASH_ALERT_STALE_CHECK_SECONDS": "1",
-        "PARTDASH_HEARTBEAT_URL": heartbeats.url,
+        "PARTDASH_HEARTBEAT_URL": heartbeats.url("/ping/watch-1"),
         "PARTDASH_HEARTBEAT_TIMEOUT": "2",
         "ALERT_EMAILS": "ops@example.com",
         "DEFAULT_FROM_EMAIL": "partdash@example.com",
