@@ -287,6 +287,15 @@ def stall_seconds() -> float:
         return DEFAULT_STALL
 
 
+def longest_task() -> float:
+    """How long a running task may be at work: a poll's hard time limit (at most
+    PARTDASH_POLL_TIME_LIMIT), and a margin."""
+    try:
+        return float(os.environ.get("PARTDASH_POLL_TIME_LIMIT") or 300) + 30
+    except ValueError:
+        return 330.0
+
+
 class WorkerLiveness:
     """Checks a running worker every few seconds through the broker (a ping, the queue,
     its record of tasks; `partdash.lib.liveness`) and restarts it once it has failed for
@@ -317,7 +326,7 @@ class WorkerLiveness:
             self.run_started = self.process.started_at
             self.watch = module.WorkerWatch(self.stall, since=wall)
         if self.probe is None:
-            self.probe = module.BrokerProbe(self.broker)
+            self.probe = module.BrokerProbe(self.broker, longest_task())
         try:
             seen = self.probe.observe(self.node, self.watch, wall)
         except module.redis.exceptions.RedisError:

@@ -143,11 +143,16 @@ class WorkerWatch:
 class BrokerProbe:
     """A worker as seen through the broker: a ping, the queue, its record, and (only when
     it matters) whether its pool is full. A broker that does not answer raises
-    `redis.exceptions.RedisError` from `observe`: then nothing can be judged."""
+    `redis.exceptions.RedisError` from `observe`: then nothing can be judged.
 
-    def __init__(self, broker_url: str, timeout: float = 1.0) -> None:
+    `longest_task`: seconds past which a running task no longer counts as work in
+    progress (a poll's hard time limit ends it before; a task without one that runs
+    longer is stuck)."""
+
+    def __init__(self, broker_url: str, longest_task: float, timeout: float = 1.0) -> None:
         from celery import Celery  # (here: the supervisor's import costs nothing otherwise)
 
+        self.longest_task = longest_task
         self.timeout = timeout
         self.client = redis.Redis.from_url(
             broker_url, socket_timeout=3, socket_connect_timeout=3, health_check_interval=10
@@ -166,9 +171,10 @@ class BrokerProbe:
             return False
         return any(node in reply for reply in replies or [])
 
-    def busy(self, node: str) -> bool:
-        """Whether every slot of the worker's pool runs a task (then its polls' time limits
-        bound how long nothing finishes). Unknown counts as not busy."""
+    def busy(self, node: str, now: float) -> bool:
+        """Whether every slot of the worker's pool runs a task started within
+        `longest_task` (then their time limits bound how long nothing finishes). Unknown
+        counts as not busy."""
         with contextlib.suppress(Exception):
             with self.app.connection_for_write() as connection:
                 inspect = self.app.control.inspect(
@@ -177,14 +183,19 @@ class BrokerProbe:
                 active = (inspect.active() or {}).get(node)
                 stats = (inspect.stats() or {}).get(node) or {}
             slots = (stats.get("pool") or {}).get("max-concurrency")
-            return bool(active is not None and slots and len(active) >= slots)
+            running = [
+                task
+                for task in active or []
+                if now - (task.get("time_start") or now) < self.longest_task
+            ]
+            return bool(slots and len(running) >= slots)
         return False
 
     def observe(self, node: str, watch: WorkerWatch, now: float) -> Observation:
         waiting = int(self.client.llen(QUEUE))  # raises when the broker is down
         activity = activity_of(self.client, node)
         answered = self.answered(node)
-        busy = answered and watch.suspects(waiting, activity, now) and self.busy(node)
+        busy = answered and watch.suspects(waiting, activity, now) and self.busy(node, now)
         return Observation(answered, waiting, activity, busy)
 
     def close(self) -> None:

@@ -45,7 +45,9 @@ class Command(PartdashCommand):
         state = state_file(node)
         now = time.time()
         watch = load(state, now)
-        probe = liveness.BrokerProbe(settings.CELERY_BROKER_URL)
+        probe = liveness.BrokerProbe(
+            settings.CELERY_BROKER_URL, longest_task=settings.PARTDASH_POLL_TIME_LIMIT + 30
+        )
         try:
             seen = probe.observe(node, watch, now)
         except redis.exceptions.RedisError as exc:
