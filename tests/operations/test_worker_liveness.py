@@ -11,7 +11,8 @@ MariaDB polled every 6 s, a real SMTP server (aiosmtpd) and a heartbeat receiver
 - The heartbeat URL is requested while polls run.
 
 One test, settings shortened (stall 12 s, `stale_polls` at 1.5 intervals, checked every
-second): the processes cost about 10 s of CPU to start, so they are started once.
+second): the processes (supervisor, worker, beat, web, demo step) cost about 15 s of
+CPU in all, so they are started once.
 """
 
 import contextlib
