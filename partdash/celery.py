@@ -1,10 +1,14 @@
 """The Celery application: Redis broker; beat dispatches due polls, rolls up history,
-downsamples old polls, sweeps the alert outbox, sends reminders and looks for servers no
-poll reaches."""
+downsamples old polls, sweeps the alert outbox, sends reminders and, on a thread of its
+own, looks for servers no poll reaches; each worker records when it starts and finishes
+a task (`partdash.lib.liveness`)."""
 
+import contextlib
 import os
 
-from celery import Celery
+import redis
+from celery import Celery, Task
+from celery.signals import beat_init, task_postrun, task_prerun
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "partdash.settings")
 # Celery's Django fixup runs Django's system checks when a worker starts, and discards
@@ -25,7 +29,9 @@ app.autodiscover_tasks(["partdash.polling", "partdash.metrics", "partdash.alerts
 @app.on_after_finalize.connect
 def schedule_dispatcher(sender: Celery, **kwargs) -> None:
     """Beat's static entries: due polls (each server's own interval is read from the
-    database), downsampling, the alert outbox's sweep and reminders, and `stale_polls`."""
+    database), downsampling, the alert outbox's sweep and reminders. `stale_polls` is
+    not among them: beat's own thread evaluates it (`start_the_watch`), as a task
+    would wait for the very worker whose silence it is about."""
     from django.conf import settings
 
     sender.add_periodic_task(
@@ -64,8 +70,35 @@ def schedule_dispatcher(sender: Celery, **kwargs) -> None:
             sender.signature("partdash.alerts.tasks.push_to_alertmanager"),
             name="alerts to Alertmanager",
         )
-    sender.add_periodic_task(
-        settings.PARTDASH_ALERT_STALE_CHECK_SECONDS,
-        sender.signature("partdash.alerts.tasks.evaluate_stale_polls"),
-        name="alerts: servers with no successful poll",
-    )
+
+
+@beat_init.connect
+def start_the_watch(sender=None, **kwargs) -> None:
+    """`stale_polls` and the heartbeat, in beat's process (`partdash.polling.watchdog`)."""
+    from partdash.polling import watchdog
+
+    watchdog.start()
+
+
+@task_prerun.connect
+def record_task_started(sender: Task | None = None, **kwargs) -> None:
+    _record_task(sender, "started")
+
+
+@task_postrun.connect
+def record_task_finished(sender: Task | None = None, **kwargs) -> None:
+    _record_task(sender, "finished")
+
+
+def _record_task(task: Task | None, event: str) -> None:
+    """The worker's liveness record (a Redis write of a millisecond); a Redis that does
+    not answer costs the task at most a second, and nothing else."""
+    from partdash.lib import liveness
+    from partdash.lib.shared_redis import redis_client
+
+    request = getattr(task, "request", None)
+    node = getattr(request, "hostname", None)
+    if not node or getattr(request, "is_eager", False):  # run in this process (`apply`)
+        return
+    with contextlib.suppress(redis.exceptions.RedisError):
+        liveness.record_task(redis_client(timeout=1), node, event)

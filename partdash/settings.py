@@ -309,6 +309,14 @@ CELERY_WORKER_MAX_MEMORY_PER_CHILD = PARTDASH_WORKER_MAX_MEMORY_MB * 1024 or Non
 # Redis for the per-server poll lock (defaults to the broker's Redis).
 PARTDASH_REDIS_URL = env.str("PARTDASH_REDIS_URL", default=CELERY_BROKER_URL)
 PARTDASH_DISPATCH_SECONDS = env.float("PARTDASH_DISPATCH_SECONDS", default=5.0)
+# A worker that answers no ping, or consumes nothing while tasks wait (a free slot in its
+# pool), for this long is restarted by its watcher: `make up`'s supervisor, or
+# `manage.py checkworker` (systemd, Docker). See docs/production.md, "What watches what".
+PARTDASH_WORKER_STALL_SECONDS = env.float("PARTDASH_WORKER_STALL_SECONDS", default=120.0)
+# Requested (GET) after each of beat's watch cycles in which every server's polls ran
+# (a dead man's switch outside partdash); its timeout. Unset: nothing is requested.
+PARTDASH_HEARTBEAT_URL = env.str("PARTDASH_HEARTBEAT_URL", default="")
+PARTDASH_HEARTBEAT_TIMEOUT = env.float("PARTDASH_HEARTBEAT_TIMEOUT", default=5.0)
 PARTDASH_DEFAULT_POLL_INTERVAL = env.int("PARTDASH_DEFAULT_POLL_INTERVAL", default=60)
 # Upper bound for one poll, whatever the interval (seconds).
 PARTDASH_POLL_TIME_LIMIT = env.int("PARTDASH_POLL_TIME_LIMIT", default=300)

@@ -1,7 +1,9 @@
 """`make up`'s foreground part: run Redis (when none answers), the demo step, a Celery
 worker, Celery beat and gunicorn; restart a worker or beat that dies, with backoff, saying
-why; stop everything when the web server or Redis dies, or when a worker or beat keeps
-dying at start-up; on Ctrl-C stop them all, in order, within 10 s, and exit 0.
+why, and a worker that is alive but stalled (no answer to a ping, or nothing consumed
+while tasks wait, for PARTDASH_WORKER_STALL_SECONDS), hard if it must; stop everything
+when the web server or Redis dies, or when a worker or beat keeps dying at start-up; on
+Ctrl-C stop them all, in order, within 10 s, and exit 0.
 
 scripts/up.sh sets everything up, then runs this with the virtualenv's Python.
 
@@ -15,6 +17,7 @@ seeing its child die of a signal, failed. Here each process gets one TERM and a 
 import argparse
 import contextlib
 import ctypes
+import importlib.util
 import os
 import signal
 import socket
@@ -46,6 +49,11 @@ BACKOFF_FIRST = 1.0
 BACKOFF_CAP = 60.0
 STABLE = 60.0
 GIVE_UP = 5
+
+# A stalled worker gets this long to end after its TERM (and CONT) before it is killed
+# with its pool: its warm shutdown would wait for tasks that may never end.
+STALLED_GRACE = 3.0
+DEFAULT_STALL = 120.0
 
 
 def say(message: str) -> None:
@@ -223,6 +231,16 @@ class Process:
         why = f": {exception}" if exception else ""
         return f"{self.exited()}{why}; restarting in {delay:g} s; see {shown(self.log)}"
 
+    def restart_stalled(self, why: str) -> str:
+        """Stop a worker that is alive but stalled (hard if a warm stop does not end it)
+        and start it again at once; the message says why."""
+        killed = liveness().stop_hard(self.pid, STALLED_GRACE, lambda: self.status() is not None)
+        self.kill_group()  # what is left of its pool
+        how = f"killed: it did not stop within {STALLED_GRACE:g} s of its TERM" if killed else ""
+        self.restart_at = time.monotonic()
+        stopped = f" ({how})" if how else ""
+        return f"{self.name} stalled: {why}; restarting it{stopped}; see {shown(self.log)}"
+
     def tend(self, now: float) -> str | None:
         """Start it again when its backoff has passed; when it has just died, schedule
         that and say so (the message), or raise Died when it is not to be restarted or
@@ -246,6 +264,80 @@ class Process:
         self.kill_group()  # a killed worker's pool children
         self.restart_at = now + delay
         return message
+
+
+def liveness():
+    """`partdash/lib/liveness.py`, loaded by its path: the Django project stays out of
+    this process (importing `partdash` would load Celery's app and Django's settings)."""
+    module = sys.modules.get("partdash_liveness")
+    if module is None:
+        path = ROOT / "partdash" / "lib" / "liveness.py"
+        spec = importlib.util.spec_from_file_location("partdash_liveness", path)
+        assert spec is not None and spec.loader is not None
+        module = importlib.util.module_from_spec(spec)
+        sys.modules["partdash_liveness"] = module
+        spec.loader.exec_module(module)
+    return module
+
+
+def stall_seconds() -> float:
+    try:
+        return float(os.environ.get("PARTDASH_WORKER_STALL_SECONDS") or DEFAULT_STALL)
+    except ValueError:
+        return DEFAULT_STALL
+
+
+def longest_task() -> float:
+    """How long a running task may be at work: a poll's hard time limit (at most
+    PARTDASH_POLL_TIME_LIMIT), and a margin."""
+    try:
+        return float(os.environ.get("PARTDASH_POLL_TIME_LIMIT") or 300) + 30
+    except ValueError:
+        return 330.0
+
+
+class WorkerLiveness:
+    """Checks a running worker every few seconds through the broker (a ping, the queue,
+    its record of tasks; `partdash.lib.liveness`) and restarts it once it has failed for
+    the stall limit. While the broker itself does not answer, nothing is judged: the
+    broker's own death is fatal, and its restart is waited for."""
+
+    def __init__(self, process: Process, node: str, broker: str, stall: float) -> None:
+        self.process = process
+        self.node = node
+        self.broker = broker
+        self.stall = stall
+        self.every = max(1.0, min(stall / 6, 15.0))
+        self.probe = None
+        self.watch = None
+        self.run_started = None  # the run of the process being watched
+        self.next_check = 0.0
+
+    def check(self, now: float) -> str | None:
+        """The restart message when the worker was found stalled and restarted."""
+        if self.process.status() is not None or self.process.restart_at is not None:
+            return None
+        if now < self.next_check:
+            return None
+        self.next_check = now + self.every
+        module = liveness()
+        wall = time.time()
+        if self.run_started != self.process.started_at:  # a new run: a new watch
+            self.run_started = self.process.started_at
+            self.watch = module.WorkerWatch(self.stall, since=wall)
+        if self.probe is None:
+            self.probe = module.BrokerProbe(self.broker, longest_task())
+        try:
+            seen = self.probe.observe(self.node, self.watch, wall)
+        except module.redis.exceptions.RedisError:
+            self.watch.broker_down(wall)
+            return None
+        why = self.watch.verdict(seen, wall)
+        return self.process.restart_stalled(why) if why else None
+
+    def close(self) -> None:
+        if self.probe is not None:
+            self.probe.close()
 
 
 def traceback_exception(output: str) -> str | None:
@@ -384,6 +476,7 @@ class MakeUp:
         self.log_dir = self.var / "log"
         self.redis: Process | None = None
         self.services: list[Process] = []  # worker, beat, web
+        self.liveness: WorkerLiveness | None = None
 
     def process(self, name: str, argv: list[str], grace: float, restart: bool = False) -> Process:
         return Process(name, argv, self.log_dir, grace, restart)
@@ -455,7 +548,9 @@ class MakeUp:
         logs = shown(self.log_dir)
         say(f"starting the Celery worker, Celery beat and the web server (logs in {logs}/)")
         celery = [str(BIN / "celery"), "-A", "partdash"]
+        node = f"worker@{socket.gethostname()}"  # the name its liveness check pings
         worker = ["worker", "--loglevel=INFO", f"--concurrency={self.options.workers}"]
+        worker += ["--hostname", node]
         beat = ["beat", "--loglevel=INFO", f"--schedule={self.var / 'celerybeat-schedule'}"]
         bind = f"127.0.0.1:{self.options.port}"
         web = [str(BIN / "gunicorn"), "partdash.wsgi", "--bind", bind, "--workers", "2"]
@@ -468,6 +563,7 @@ class MakeUp:
             self.process("beat", [*celery, *beat], BEAT_GRACE, restart=True),
             self.process("web", web, WEB_GRACE),
         ]
+        self.liveness = WorkerLiveness(self.services[0], node, broker_url(), stall_seconds())
         for service in self.services:
             service.start()
         port = int(self.options.port)
@@ -488,6 +584,9 @@ class MakeUp:
             message = process.tend(now)
             if message:
                 say(message)
+        stalled = self.liveness.check(now) if self.liveness else None
+        if stalled:
+            say(stalled)
 
     def wait_for(self, condition, what: str, timeout: float = 60) -> None:
         deadline = time.monotonic() + timeout
@@ -504,6 +603,8 @@ class MakeUp:
             self.supervisor.sleep(TICK)
 
     def stop(self) -> None:
+        if self.liveness is not None:
+            self.liveness.close()
         stop(self.services)
         if self.redis is not None:
             stop([self.redis])  # last: the worker hands unfinished tasks back to it

@@ -39,6 +39,8 @@ SQLITE_ONLY = (
     "tests/polling/test_hostile_worker_memory.py",  # a worker child's memory, 40 s
     "tests/operations/test_make_up.py",  # `make up` runs on SQLite, as a laptop does
     "tests/operations/test_supervise.py",
+    # `make up`'s supervisor and its processes on SQLite, as `make up` runs: 60 s.
+    "tests/operations/test_worker_liveness.py",
     # What MariaDB does with the statements partdash gives (fixes, grants) and what its
     # reads cost the monitored server: the polls between store what the ground-truth
     # tests (tests/collector/test_ground_truth.py, tests/api/test_health_ground_truth.py)

@@ -102,6 +102,14 @@ export function age(iso, now = Date.now()) {
   return relative.format(Math.round(value), "year");
 }
 
+// "not polled for 7 min" (a server whose polls stopped: its `not_polled_seconds`).
+export function notPolledFor(seconds) {
+  const minutes = Math.floor(seconds / 60);
+  return minutes < 120
+    ? `not polled for ${minutes} min`
+    : `not polled for ${Math.floor(minutes / 60)} h`;
+}
+
 // What a reader calls a subpartition ("p2024 / p2024sp0"), as the history API labels it.
 export function partitionLabel(partition) {
   const name = shown(partition.name);

@@ -135,6 +135,12 @@ class ServerSerializer(serializers.ModelSerializer):
         "failing), or null.",
     )
 
+    not_polled_seconds = serializers.SerializerMethodField(
+        help_text="Seconds since the server was last polled, once that is past "
+        "PARTDASH_ALERT_STALE_POLL_INTERVALS of its intervals (its polls stopped: a worker "
+        "or beat down); null while it is polled on time, or switched off."
+    )
+
     class Meta:
         model = Server
         fields = [
@@ -153,6 +159,7 @@ class ServerSerializer(serializers.ModelSerializer):
             "explain_statements",
             *LATEST_POLL_FIELDS,
             "backoff",
+            "not_polled_seconds",
             "findings",
             "working_set",
             "warnings",
@@ -165,6 +172,11 @@ class ServerSerializer(serializers.ModelSerializer):
         help_text="As of the latest poll: the partitions written in the window against the "
         "buffer pool, the trend and the date it outgrows it (null where unknown)"
     )
+
+    @extend_schema_field(serializers.FloatField(allow_null=True))
+    def get_not_polled_seconds(self, server: Server) -> float | None:
+        seconds = server.not_polled_seconds() if server.pk else None
+        return None if seconds is None else round(seconds)
 
     @extend_schema_field(WORKING_SET)
     def get_working_set(self, server: Server) -> dict | None:

@@ -11,6 +11,7 @@ stays at one series per table per figure.
 from collections import Counter
 from collections.abc import Iterator
 
+import redis
 from django.db.models import OuterRef, Subquery
 from django.utils import timezone
 from prometheus_client import CollectorRegistry, generate_latest
@@ -20,6 +21,8 @@ from partdash.alerts.listing import alerts_as_shown
 from partdash.alerts.models import Alert, Severity, rule_names
 from partdash.health.kinds import Figure, registered
 from partdash.health.shapes import stored_health, stored_pressure
+from partdash.lib import liveness
+from partdash.lib.shared_redis import redis_client
 from partdash.metrics.models import Partition, PartitionedTable, ServerSnapshot
 from partdash.metrics.readings import health_fields
 from partdash.servers.choices import ServerStatus
@@ -91,6 +94,12 @@ def server_families(servers: list[Server]) -> Iterator[GaugeMetricFamily]:
     success = gauge(
         "last_success_timestamp_seconds", "When a poll last succeeded (Unix time).", SERVER
     )
+    # The dead man's switch's name for the same time (docker/prometheus/partdash-rules.yml).
+    poll_success = gauge(
+        "last_poll_success_timestamp_seconds",
+        "When a poll of the server last succeeded (Unix time); absent: never.",
+        SERVER,
+    )
     tables = gauge("server_partitioned_tables", "Partitioned tables the server lists.", SERVER)
     partitions = gauge("server_partitions", "Partitions on the server.", SERVER)
     limit = gauge("server_limit", "A setting that partitions count against.", [*SERVER, "limit"])
@@ -138,6 +147,7 @@ def server_families(servers: list[Server]) -> Iterator[GaugeMetricFamily]:
             add(age, name, (now - server.last_poll_at).total_seconds())
         if server.last_success_at:
             add(success, name, server.last_success_at.timestamp())
+            add(poll_success, name, server.last_success_at.timestamp())
         add(tables, name, server.partitioned_tables)
         add(partitions, name, server.partitions)
         add(interval, name, server.poll_interval)
@@ -158,8 +168,8 @@ def server_families(servers: list[Server]) -> Iterator[GaugeMetricFamily]:
         if drift and drift.get("groups"):
             add(drifting, name, len(drift.get("tables") or []))
             add(missing, name, len(drift.get("missing") or []))
-    yield from (up, info, duration, age, success, interval, tables, partitions, limit, ratio)
-    yield from (working_set, forecast, growth, drifting, missing, findings)
+    yield from (up, info, duration, age, success, poll_success, interval, tables, partitions)
+    yield from (limit, ratio, working_set, forecast, growth, drifting, missing, findings)
 
 
 # -- tables ----------------------------------------------------------------------------
@@ -324,6 +334,27 @@ def alert_families(servers: list[Server]) -> Iterator[GaugeMetricFamily]:
     yield from (firing, silenced)
 
 
+# -- workers ---------------------------------------------------------------------------
+
+
+def worker_families() -> Iterator[GaugeMetricFamily]:
+    """When each Celery worker last finished a task, from the records workers keep in
+    Redis (`partdash.lib.liveness`); none while Redis does not answer, so the rule on it
+    (`absent` too) tells."""
+    last_task = gauge(
+        "worker_last_task_timestamp_seconds",
+        "When the worker last finished a task (Unix time).",
+        ["worker"],
+    )
+    try:
+        activity = liveness.every_activity(redis_client(timeout=2))
+    except redis.exceptions.RedisError:
+        activity = {}
+    for node, seen in sorted(activity.items()):
+        add(last_task, [node], seen.finished)
+    yield last_task
+
+
 class PartdashCollector:
     """Reads the store afresh on each scrape (a fixed number of queries)."""
 
@@ -340,6 +371,7 @@ class PartdashCollector:
         yield from table_families(tables)
         yield from partition_families(tables)
         yield from alert_families(servers)
+        yield from worker_families()
 
 
 def exposition() -> bytes:

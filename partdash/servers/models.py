@@ -201,6 +201,19 @@ class Server(models.Model):
             f"instead of every {self.poll_interval} s until a poll succeeds"
         )
 
+    def not_polled_seconds(self, now=None) -> float | None:
+        """Seconds since the server was last polled (tried, success or not; since its
+        registration if never) when that is past PARTDASH_ALERT_STALE_POLL_INTERVALS of
+        its gaps between polls (its interval, or its back-off): its polls stopped (a
+        worker or beat down), and the pages say "not polled for N min". None otherwise,
+        and for a server switched off."""
+        if not self.enabled or self.created_at is None:
+            return None
+        now = now or timezone.now()
+        since = (now - (self.last_poll_at or self.created_at)).total_seconds()
+        gap = backoff_delay(self.poll_interval, self.consecutive_failures)
+        return since if since > settings.PARTDASH_ALERT_STALE_POLL_INTERVALS * gap else None
+
     @property
     def has_password(self) -> bool:
         return bool(self.password_token)

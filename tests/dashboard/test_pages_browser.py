@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from datetime import date, timedelta
 
 import pytest
+from django.utils import timezone
 
 from partdash.metrics.models import PartitionedTable
 from partdash.polling.service import poll_server
@@ -233,6 +234,39 @@ def test_a_server_never_polled_successfully_says_when_it_was_tried_and_why(
         assert "until a poll succeeds" in page.locator(panel).inner_text()
     screenshot(page, "server-never-succeeded")
     assert page.console_errors == []
+
+
+def test_a_server_whose_polls_stopped_says_not_polled_for_in_red(page, live_server, admin_user):
+    """Its worker hung: the last poll (fine then) is 10 minutes old for a 60 s interval."""
+    server = builders.server("stuck-db", enabled=True, poll_interval=60)
+    ten_minutes_ago = timezone.now() - timedelta(minutes=10, seconds=5)
+    Server.objects.filter(pk=server.pk).update(
+        status="ok", last_poll_at=ten_minutes_ago, last_success_at=ten_minutes_ago
+    )
+    fresh = builders.server("fresh-db", enabled=True)
+    Server.objects.filter(pk=fresh.pk).update(
+        status="ok", last_poll_at=timezone.now(), last_success_at=timezone.now()
+    )
+    log_in(page, live_server)
+    open_page(page, live_server, "/", "#servers")
+    stuck = page.locator("#servers tbody tr[data-server='stuck-db'] .not-polled")
+    assert stuck.inner_text() == "not polled for 10 min"
+    red = page.evaluate("getComputedStyle(document.documentElement).getPropertyValue('--bad')")
+    assert stuck.evaluate("e => getComputedStyle(e).color") == css_rgb(red)
+    assert page.locator("#servers tbody tr[data-server='fresh-db'] .not-polled").count() == 0
+
+    open_page(page, live_server, f"/servers/{server.pk}/", "#server-page")
+    notice = page.locator("#notices .not-polled")
+    assert notice.inner_text().startswith("not polled for 10 min: no poll ran since ")
+    assert notice.evaluate("e => getComputedStyle(e).color") == css_rgb(red)
+    screenshot(page, "server-not-polled")
+    assert page.console_errors == []
+
+
+def css_rgb(hex_color: str) -> str:
+    """`#b3261e` as a computed style gives it: `rgb(179, 38, 30)`."""
+    digits = hex_color.strip().lstrip("#")
+    return "rgb({}, {}, {})".format(*(int(digits[i : i + 2], 16) for i in (0, 2, 4)))
 
 
 @pytest.fixture

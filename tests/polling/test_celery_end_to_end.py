@@ -1,6 +1,7 @@
 """End to end: a server registered through the admin is polled by a real Celery worker
 and beat over a real Redis, and its snapshot is stored."""
 
+import time
 from datetime import timedelta
 
 import pytest
@@ -210,3 +211,35 @@ def test_a_fleet_of_three_servers_is_polled_on_schedule_with_true_figures(
         partitions = admin_client.get(f"/api/v1/tables/{events['id']}/partitions/").json()
         assert {p["name"]: p["rows"] for p in partitions} == truth[server["name"]]
         assert events["rows"] == sum(truth[server["name"]].values())
+
+
+def test_a_working_worker_records_its_tasks_and_passes_checkworker(
+    celery_processes, settings, tmp_path, capsys
+):
+    """The liveness record a real worker keeps (each task's start and finish, in Redis),
+    its answer to the ping, and `manage.py checkworker` finding it alive."""
+    import socket
+
+    from django.core.management import call_command
+
+    from partdash.lib import liveness
+    from partdash.lib.shared_redis import redis_client
+
+    node = f"test@{socket.gethostname()}"  # as CeleryProcesses names it
+    client = redis_client()
+    before = time.time()
+    # Beat queues a dispatch every second: the worker starts and finishes tasks.
+    record = wait_until(
+        lambda: (
+            (seen := liveness.activity_of(client, node)).finished
+            and seen.finished > before
+            and seen
+        ),
+        30,
+        "a task the worker finished",
+        celery_processes.logs,
+    )
+    assert record.started is not None and record.started <= record.finished + 1
+    settings.VAR_DIR = tmp_path
+    call_command("checkworker", "--node", node)
+    assert capsys.readouterr().out.startswith(f"{node}: alive (")

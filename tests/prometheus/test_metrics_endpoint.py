@@ -229,3 +229,26 @@ def test_findings_are_shown_per_kind_with_the_worst_severity(db, viewer_api):
         labels(server="db1"): 20.0,
         labels(server="db2"): 60.0,
     }
+
+
+def test_the_dead_mans_switch_figures_are_exported(fleet, viewer_api, redis_server):
+    """When each server was last polled successfully, and when each worker last finished
+    a task (its record in Redis, `partdash.lib.liveness`): the shipped rules'
+    (docker/prometheus/partdash-rules.yml) inputs."""
+    from partdash.lib import liveness
+    from partdash.lib.shared_redis import redis_client
+
+    db1, _ = fleet
+    client = redis_client()
+    for key in client.scan_iter(f"{liveness.KEY_PREFIX}*"):
+        client.delete(key)
+    liveness.record_task(client, "w1@host", "started", now=1_800_000_000.0)
+    liveness.record_task(client, "w1@host", "finished", now=1_800_000_002.5)
+    liveness.record_task(client, "w2@host", "started", now=1_800_000_003.0)  # none finished
+    series = scrape(viewer_api)
+    assert series["partdash_last_poll_success_timestamp_seconds"] == {
+        labels(server="db1"): db1.last_success_at.timestamp()
+    }
+    assert series["partdash_worker_last_task_timestamp_seconds"] == {
+        labels(worker="w1@host"): 1_800_000_002.5
+    }

@@ -5,7 +5,7 @@ import { alertBadge, alertsPage } from "../alert-badges.js";
 import { getJSON, urls } from "../api.js";
 import { cell, code, el, link } from "../dom.js";
 import { findingList, severityBadge } from "../findings.js";
-import { age, count, localTime, number } from "../format.js";
+import { age, count, localTime, notPolledFor, number } from "../format.js";
 import { readView, writeView } from "../view-state.js";
 
 const REFRESH_MS = 15000;
@@ -18,7 +18,26 @@ function reasonLine(className, prefix, text) {
   return el("div", { className: `reason ${className}`, title: text }, prefix, lines[0], more);
 }
 
+// Polls stopped (a worker or beat down): said in red above whatever else is shown.
+function notPolled(server) {
+  if (server.not_polled_seconds == null) return null;
+  return el(
+    "div",
+    {
+      className: "reason not-polled",
+      title: "No poll ran for longer than its interval allows: is partdash's worker running?",
+    },
+    notPolledFor(server.not_polled_seconds),
+  );
+}
+
 function problems(server) {
+  const stopped = notPolled(server);
+  const rest = serverProblems(server);
+  return stopped ? [stopped, rest] : rest;
+}
+
+function serverProblems(server) {
   if (!server.enabled && !server.last_poll_at)
     return el("span", { className: "empty" }, "Disabled: never polled.");
   if (!server.last_poll_at) {

@@ -2,7 +2,7 @@
 import { getJSON, urls } from "../api.js";
 import { code, el, estimate, link, show } from "../dom.js";
 import { severityBadge } from "../findings.js";
-import { age, bytes, count, folded, localTime, number } from "../format.js";
+import { age, bytes, count, folded, localTime, notPolledFor, number } from "../format.js";
 import { Grid } from "../grid.js";
 import { coverageNotes } from "../coverage.js";
 import { capabilityPanel, FILE_IO, pressurePanel, warningsPanel } from "../health.js";
@@ -139,6 +139,21 @@ const when = (iso) => `${localTime(iso)} (${age(iso)})`;
 
 // Why there is nothing (or nothing new) to show: never tried, never succeeded, failing now.
 function pollNotice(server) {
+  const notice = lastPollNotice(server);
+  if (server.not_polled_seconds == null) return notice;
+  const stopped = el(
+    "p",
+    { className: "notice not-polled" },
+    `${notPolledFor(server.not_polled_seconds)}: `,
+    server.last_poll_at
+      ? `no poll ran since ${when(server.last_poll_at)}. `
+      : "no poll ran since it was registered. ",
+    "Is partdash's Celery worker running? (The stale_polls alert says so too.)",
+  );
+  return notice ? [stopped, notice] : stopped;
+}
+
+function lastPollNotice(server) {
   if (!server.last_poll_at) {
     return el(
       "p",
