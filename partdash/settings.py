@@ -77,6 +77,8 @@ INSTALLED_APPS = [
     "axes",
     "drf_spectacular",
     "drf_spectacular_sidecar",
+    # The audit trail's changes (partdash.accounts.audit), into accounts.AuditEntry.
+    "auditlog",
     "partdash.servers",
     "partdash.metrics",
     "partdash.dashboard",
@@ -96,6 +98,8 @@ MIDDLEWARE = [
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
+    # Who acts and from where, for the audit trail (the user is read when a change is).
+    "partdash.accounts.audit.AuditMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "partdash.headers.ContentSecurityPolicyMiddleware",
@@ -202,6 +206,19 @@ AXES_VERBOSE = False
 # X-Forwarded-For entry the proxy appended; otherwise the connection's own address.
 PARTDASH_TRUSTED_PROXY = env.bool("PARTDASH_TRUSTED_PROXY", default=False)
 AXES_CLIENT_IP_CALLABLE = "partdash.accounts.backends.client_address"
+
+# The audit trail (partdash.accounts.audit, docs/access.md): django-auditlog writes
+# accounts.AuditEntry, JSON before/after per field, secrets as "(changed)"; entries older
+# than PARTDASH_AUDIT_KEEP_DAYS are deleted by the store's downsampling job.
+AUDITLOG_LOGENTRY_MODEL = "accounts.AuditEntry"
+# django-auditlog's own migrations make its LogEntry's table whether or not it is swapped
+# (their CreateModel does not say `swappable`): an unused table whose key on the content
+# types stops PostgreSQL's TRUNCATE of them. Its model is swapped out, so nothing to make.
+MIGRATION_MODULES = {"auditlog": None}
+AUDITLOG_STORE_JSON_CHANGES = True
+AUDITLOG_MASK_CALLABLE = "partdash.accounts.audit.changed"
+AUDITLOG_DISABLE_ON_RAW_SAVE = True  # loaddata
+PARTDASH_AUDIT_KEEP_DAYS = env.int("PARTDASH_AUDIT_KEEP_DAYS", default=365)
 
 # HTTPS hardening: on by default when DEBUG is off; PARTDASH_HTTPS=0 for plain-HTTP
 # local use such as `make up`.
