@@ -207,6 +207,20 @@ AXES_VERBOSE = False
 PARTDASH_TRUSTED_PROXY = env.bool("PARTDASH_TRUSTED_PROXY", default=False)
 AXES_CLIENT_IP_CALLABLE = "partdash.accounts.backends.client_address"
 
+# Sign-on from a directory (docs/access.md, "Single sign-on"): with PARTDASH_LDAP_URI set,
+# /login/ also takes directory users (django-auth-ldap, partdash.accounts.directory); the
+# groups PARTDASH_LDAP_{VIEWER,OPERATOR,ADMIN}_GROUP (DNs of groupOfNames entries) give the
+# role at each login, and a user in none of them cannot log in. Local accounts still work.
+PARTDASH_LDAP_URI = env.str("PARTDASH_LDAP_URI", default="")
+if PARTDASH_LDAP_URI:
+    from partdash.accounts.directory_settings import ldap_settings
+
+    try:
+        globals().update(ldap_settings(env))
+    except ValueError as _bad:
+        raise ImproperlyConfigured(str(_bad)) from None
+    AUTHENTICATION_BACKENDS.insert(1, "partdash.accounts.directory.DirectoryBackend")
+
 # The audit trail (partdash.accounts.audit, docs/access.md): django-auditlog writes
 # accounts.AuditEntry, JSON before/after per field, secrets as "(changed)"; entries older
 # than PARTDASH_AUDIT_KEEP_DAYS are deleted by the store's downsampling job.

@@ -35,12 +35,21 @@ ensure_python() {
   python3 -c 'import ensurepip, venv' 2>/dev/null || ensure_packages /nonexistent/python3-venv python3-venv
 }
 
+# ensure_ldap_build: what pip needs to build python-ldap (LDAP sign-on), which the package
+# registry carries as source only: a C compiler, Python's headers, OpenLDAP's and SASL's.
+ensure_ldap_build() {
+  "$PY" -c 'import ldap' 2>/dev/null && return 0
+  ensure_packages gcc gcc /usr/include/ldap.h libldap-dev /usr/include/sasl/sasl.h libsasl2-dev \
+    "$(python3 -c 'import sysconfig; print(sysconfig.get_paths()["include"])')/Python.h" python3-dev
+}
+
 # ensure_venv REQUIREMENTS: create .venv and install pinned requirements when they changed.
 ensure_venv() {
   local requirements=$1 stamp="$VENV/.installed-$(basename "$1")"
   ensure_python
   [ -x "$PY" ] || { say "creating virtualenv .venv"; python3 -m venv "$VENV"; }
   if [ ! -f "$stamp" ] || [ -n "$(find requirements*.txt -newer "$stamp")" ]; then
+    ensure_ldap_build
     say "installing $requirements"
     "$PY" -m pip install -q --disable-pip-version-check -r "$requirements"
     touch "$stamp"

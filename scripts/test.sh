@@ -12,7 +12,8 @@ source "$(dirname "$0")/lib.sh"
 
 ensure_packages /usr/sbin/mariadbd mariadb-server /usr/bin/mariadb-install-db mariadb-server \
   /usr/bin/redis-server redis-server /usr/bin/chromium chromium docker-compose docker-compose \
-  /usr/bin/promtool prometheus /usr/bin/prometheus-alertmanager prometheus-alertmanager
+  /usr/bin/promtool prometheus /usr/bin/prometheus-alertmanager prometheus-alertmanager \
+  /usr/sbin/slapd slapd /usr/bin/ldapsearch ldap-utils
 ensure_postgres_packages  # the PostgreSQL pass, and the tests that start a PostgreSQL of their own
 ensure_venv requirements-dev.txt
 ensure_frontend
