@@ -79,6 +79,7 @@ INSTALLED_APPS = [
     "drf_spectacular_sidecar",
     # The audit trail's changes (partdash.accounts.audit), into accounts.AuditEntry.
     "auditlog",
+    "mozilla_django_oidc",  # OpenID Connect sign-on (partdash.accounts.oidc)
     "partdash.servers",
     "partdash.metrics",
     "partdash.dashboard",
@@ -220,6 +221,42 @@ if PARTDASH_LDAP_URI:
     except ValueError as _bad:
         raise ImproperlyConfigured(str(_bad)) from None
     AUTHENTICATION_BACKENDS.insert(1, "partdash.accounts.directory.DirectoryBackend")
+
+# Sign-on through an OpenID Connect provider (docs/access.md, "OpenID Connect"): with
+# PARTDASH_OIDC_ISSUER set, the login page offers "Sign in with PARTDASH_OIDC_NAME"
+# (mozilla-django-oidc; endpoints from the issuer's discovery document); the groups claim
+# gives the role at each sign-in, and someone in none of the three groups cannot sign in.
+PARTDASH_OIDC_ISSUER = env.str("PARTDASH_OIDC_ISSUER", default="")
+PARTDASH_OIDC_NAME = env.str("PARTDASH_OIDC_NAME", default="single sign-on")
+PARTDASH_OIDC_USERNAME_CLAIM = env.str("PARTDASH_OIDC_USERNAME_CLAIM", default="preferred_username")
+PARTDASH_OIDC_GROUPS_CLAIM = env.str("PARTDASH_OIDC_GROUPS_CLAIM", default="groups")
+PARTDASH_OIDC_ROLE_GROUPS = {
+    "viewers": env.str("PARTDASH_OIDC_VIEWER_GROUP", default=""),
+    "operators": env.str("PARTDASH_OIDC_OPERATOR_GROUP", default=""),
+    "admins": env.str("PARTDASH_OIDC_ADMIN_GROUP", default=""),
+}
+OIDC_RP_CLIENT_ID = env.str("PARTDASH_OIDC_CLIENT_ID", default="")
+_oidc_secret_file = env.str("PARTDASH_OIDC_CLIENT_SECRET_FILE", default="")
+OIDC_RP_CLIENT_SECRET = (
+    Path(_oidc_secret_file).read_text().strip()
+    if _oidc_secret_file
+    else env.str("PARTDASH_OIDC_CLIENT_SECRET", default="")
+)
+OIDC_RP_SCOPES = env.str("PARTDASH_OIDC_SCOPES", default="openid email profile")
+OIDC_RP_SIGN_ALGO = env.str("PARTDASH_OIDC_SIGN_ALGO", default="RS256")
+OIDC_USE_PKCE = True
+OIDC_TIMEOUT = env.float("PARTDASH_OIDC_TIMEOUT", default=10.0)
+# The provider's TLS certificate is verified against this CA file, or the system's CAs.
+OIDC_VERIFY_SSL = env.str("PARTDASH_OIDC_CA_FILE", default="") or True
+OIDC_AUTHENTICATE_CLASS = "partdash.accounts.oidc.ProviderSignIn"
+LOGIN_REDIRECT_URL_FAILURE = "/login/?sign_on=failed"
+if PARTDASH_OIDC_ISSUER and not any(PARTDASH_OIDC_ROLE_GROUPS.values()):
+    raise ImproperlyConfigured(
+        "PARTDASH_OIDC_ISSUER is set but none of PARTDASH_OIDC_VIEWER_GROUP, "
+        "PARTDASH_OIDC_OPERATOR_GROUP, PARTDASH_OIDC_ADMIN_GROUP: nobody could sign in."
+    )
+# Asked at every login, it answers only a provider's callback (and only when configured).
+AUTHENTICATION_BACKENDS.insert(-1, "partdash.accounts.oidc.ProviderBackend")
 
 # The audit trail (partdash.accounts.audit, docs/access.md): django-auditlog writes
 # accounts.AuditEntry, JSON before/after per field, secrets as "(changed)"; entries older

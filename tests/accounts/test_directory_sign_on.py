@@ -5,8 +5,6 @@ log in; moving a user to another group changes their role at the next login; the
 lockout counts directory failures; local accounts keep working. The browser part (the
 login page in Chromium) is one test."""
 
-import signal
-
 import environ
 import ldap
 import pytest
@@ -18,16 +16,15 @@ from partdash.accounts.models import AuditEntry
 from tests import builders
 from tests.accounts.directory_server import start_directory
 from tests.conftest import log_in_through_the_page, recreate_roles, user_in
-from tests.services import stop_processes
+from tests.services import stopped_after
 
 pytestmark = pytest.mark.django_db
 
 
 @pytest.fixture(scope="module")
 def directory(tmp_path_factory):
-    served = start_directory(tmp_path_factory.mktemp("slapd"))
-    yield served
-    stop_processes([served.process], signal.SIGTERM, grace=10)
+    with stopped_after(start_directory(tmp_path_factory.mktemp("slapd"))) as served:
+        yield served
 
 
 @pytest.fixture
