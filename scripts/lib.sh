@@ -11,11 +11,12 @@ say() { printf '\033[1m==> %s\033[0m\n' "$*"; }
 die() { printf 'error: %s\n' "$*" >&2; exit 1; }
 
 # ensure_packages CMD PACKAGE [CMD PACKAGE ...]: apt-get install the packages whose
-# command is missing (as root on Debian), or say what to install.
+# command (or file, given by its path: a header) is missing (as root on Debian), or say
+# what to install.
 ensure_packages() {
   local missing=()
   while [ $# -gt 0 ]; do
-    command -v "$1" >/dev/null 2>&1 || [ -x "$1" ] || missing+=("$2")
+    command -v "$1" >/dev/null 2>&1 || [ -e "$1" ] || missing+=("$2")
     shift 2
   done
   [ ${#missing[@]} -eq 0 ] && return 0

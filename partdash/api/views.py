@@ -331,9 +331,13 @@ class TableViewSet(mixins.RetrieveModelMixin, viewsets.GenericViewSet):
     def partial_update(self, request, pk=None) -> Response:
         """Opt a table in to per-partition series in /metrics, or out (operators)."""
         table = self.get_object()
+        before = table.export_partitions
         change = TableExportSerializer(table, data=request.data, partial=True)
         change.is_valid(raise_exception=True)
         change.save()
+        if table.export_partitions != before:  # tables are the polls' rows: not registered
+            changes = {"export_partitions": [before, table.export_partitions]}
+            audit.record("update", table, changes=changes)
         return Response(self.get_serializer(table).data)
 
     def get_queryset(self):

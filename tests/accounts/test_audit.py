@@ -204,3 +204,24 @@ def test_a_command_s_changes_are_recorded_as_the_account_that_ran_it(viewer):
     created, revoked = entries
     assert created.changes["key_hash"] == ["(changed)", "(changed)"]
     assert list(revoked.changes) == ["revoked_at"] and revoked.changes["revoked_at"][0] is None
+
+
+def test_a_table_s_export_and_silences_ended_in_the_admin_are_recorded(staff, operator):
+    table = builders.table(builders.server("db4"))
+    silence = builders.silence(comment="night")
+    answer = token_client(operator).patch(
+        f"/api/v1/tables/{table.pk}/", {"export_partitions": True}, format="json"
+    )
+    assert answer.status_code == 200
+    session_of("staff").post(
+        "/admin/alerts/silence/", {"action": "end_now", "_selected_action": [silence.pk]}
+    )
+    silence.refresh_from_db()
+    recorded = {(e.username, e.content_type.model): e for e in AuditEntry.objects.all()}
+    export = recorded["operator", "partitionedtable"]
+    assert (export.object_repr, export.changes) == (
+        "shop.orders",
+        {"export_partitions": [False, True]},
+    )
+    ended = recorded["staff", "silence"].changes["ends_at"]
+    assert ended[1] == silence.ends_at.replace(tzinfo=None).isoformat(sep=" ")
