@@ -35,7 +35,7 @@ from partdash.accounts.backends import client_address
 from partdash.accounts.models import AuditEntry
 
 SECRET = "(changed)"
-# Never worth a line in the trail: when a row was touched, and a user's last login.
+# Never worth a line in the trail: when a row was last touched.
 ALWAYS_IGNORED = ("created_at", "updated_at")
 EVENTS = {
     AuditEntry.Action.CREATE: "create",
