@@ -77,6 +77,9 @@ INSTALLED_APPS = [
     "axes",
     "drf_spectacular",
     "drf_spectacular_sidecar",
+    # The audit trail's changes (partdash.accounts.audit), into accounts.AuditEntry.
+    "auditlog",
+    "mozilla_django_oidc",  # OpenID Connect sign-on (partdash.accounts.oidc)
     "partdash.servers",
     "partdash.metrics",
     "partdash.dashboard",
@@ -96,6 +99,8 @@ MIDDLEWARE = [
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
+    # Who acts and from where, for the audit trail (the user is read when a change is).
+    "partdash.accounts.audit.AuditMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "partdash.headers.ContentSecurityPolicyMiddleware",
@@ -202,6 +207,69 @@ AXES_VERBOSE = False
 # X-Forwarded-For entry the proxy appended; otherwise the connection's own address.
 PARTDASH_TRUSTED_PROXY = env.bool("PARTDASH_TRUSTED_PROXY", default=False)
 AXES_CLIENT_IP_CALLABLE = "partdash.accounts.backends.client_address"
+
+# Sign-on from a directory (docs/access.md, "Single sign-on"): with PARTDASH_LDAP_URI set,
+# /login/ also takes directory users (django-auth-ldap, partdash.accounts.directory); the
+# groups PARTDASH_LDAP_{VIEWER,OPERATOR,ADMIN}_GROUP (DNs of groupOfNames entries) give the
+# role at each login, and a user in none of them cannot log in. Local accounts still work.
+PARTDASH_LDAP_URI = env.str("PARTDASH_LDAP_URI", default="")
+if PARTDASH_LDAP_URI:
+    from partdash.accounts.directory_settings import ldap_settings
+
+    try:
+        globals().update(ldap_settings(env))
+    except ValueError as _bad:
+        raise ImproperlyConfigured(str(_bad)) from None
+    AUTHENTICATION_BACKENDS.insert(1, "partdash.accounts.directory.DirectoryBackend")
+
+# Sign-on through an OpenID Connect provider (docs/access.md, "OpenID Connect"): with
+# PARTDASH_OIDC_ISSUER set, the login page offers "Sign in with PARTDASH_OIDC_NAME"
+# (mozilla-django-oidc; endpoints from the issuer's discovery document); the groups claim
+# gives the role at each sign-in, and someone in none of the three groups cannot sign in.
+PARTDASH_OIDC_ISSUER = env.str("PARTDASH_OIDC_ISSUER", default="")
+PARTDASH_OIDC_NAME = env.str("PARTDASH_OIDC_NAME", default="single sign-on")
+PARTDASH_OIDC_USERNAME_CLAIM = env.str("PARTDASH_OIDC_USERNAME_CLAIM", default="preferred_username")
+PARTDASH_OIDC_GROUPS_CLAIM = env.str("PARTDASH_OIDC_GROUPS_CLAIM", default="groups")
+PARTDASH_OIDC_ROLE_GROUPS = {
+    "viewers": env.str("PARTDASH_OIDC_VIEWER_GROUP", default=""),
+    "operators": env.str("PARTDASH_OIDC_OPERATOR_GROUP", default=""),
+    "admins": env.str("PARTDASH_OIDC_ADMIN_GROUP", default=""),
+}
+OIDC_RP_CLIENT_ID = env.str("PARTDASH_OIDC_CLIENT_ID", default="")
+_oidc_secret_file = env.str("PARTDASH_OIDC_CLIENT_SECRET_FILE", default="")
+OIDC_RP_CLIENT_SECRET = (
+    Path(_oidc_secret_file).read_text().strip()
+    if _oidc_secret_file
+    else env.str("PARTDASH_OIDC_CLIENT_SECRET", default="")
+)
+OIDC_RP_SCOPES = env.str("PARTDASH_OIDC_SCOPES", default="openid email profile")
+OIDC_RP_SIGN_ALGO = env.str("PARTDASH_OIDC_SIGN_ALGO", default="RS256")
+OIDC_USE_PKCE = True
+OIDC_TIMEOUT = env.float("PARTDASH_OIDC_TIMEOUT", default=10.0)
+# The provider's TLS certificate is verified against this CA file, or the system's CAs.
+OIDC_VERIFY_SSL = env.str("PARTDASH_OIDC_CA_FILE", default="") or True
+OIDC_AUTHENTICATE_CLASS = "partdash.accounts.oidc.ProviderSignIn"
+LOGIN_REDIRECT_URL_FAILURE = "/login/?sign_on=failed"
+if PARTDASH_OIDC_ISSUER and not any(PARTDASH_OIDC_ROLE_GROUPS.values()):
+    raise ImproperlyConfigured(
+        "PARTDASH_OIDC_ISSUER is set but none of PARTDASH_OIDC_VIEWER_GROUP, "
+        "PARTDASH_OIDC_OPERATOR_GROUP, PARTDASH_OIDC_ADMIN_GROUP: nobody could sign in."
+    )
+# Asked at every login, it answers only a provider's callback (and only when configured).
+AUTHENTICATION_BACKENDS.insert(-1, "partdash.accounts.oidc.ProviderBackend")
+
+# The audit trail (partdash.accounts.audit, docs/access.md): django-auditlog writes
+# accounts.AuditEntry, JSON before/after per field, secrets as "(changed)"; entries older
+# than PARTDASH_AUDIT_KEEP_DAYS are deleted by the store's downsampling job.
+AUDITLOG_LOGENTRY_MODEL = "accounts.AuditEntry"
+# django-auditlog's own migrations make its LogEntry's table whether or not it is swapped
+# (their CreateModel does not say `swappable`): an unused table whose key on the content
+# types stops PostgreSQL's TRUNCATE of them. Its model is swapped out, so nothing to make.
+MIGRATION_MODULES = {"auditlog": None}
+AUDITLOG_STORE_JSON_CHANGES = True
+AUDITLOG_MASK_CALLABLE = "partdash.accounts.audit.changed"
+AUDITLOG_DISABLE_ON_RAW_SAVE = True  # loaddata
+PARTDASH_AUDIT_KEEP_DAYS = env.int("PARTDASH_AUDIT_KEEP_DAYS", default=365)
 
 # HTTPS hardening: on by default when DEBUG is off; PARTDASH_HTTPS=0 for plain-HTTP
 # local use such as `make up`.

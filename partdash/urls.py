@@ -12,6 +12,8 @@ from partdash.prometheus.views import MetricsView
 urlpatterns = [
     path("favicon.ico", favicon),
     path("admin/", admin.site.urls),
+    # OpenID Connect sign-on (partdash.accounts.oidc): 404 unless PARTDASH_OIDC_ISSUER is set.
+    path("oidc/", include("mozilla_django_oidc.urls")),
     path("api/v1/", include("partdash.api.urls")),
     path("metrics", MetricsView.as_view(), name="metrics"),
     path("api/schema/", SpectacularAPIView.as_view(), name="schema"),

@@ -11,11 +11,12 @@ say() { printf '\033[1m==> %s\033[0m\n' "$*"; }
 die() { printf 'error: %s\n' "$*" >&2; exit 1; }
 
 # ensure_packages CMD PACKAGE [CMD PACKAGE ...]: apt-get install the packages whose
-# command is missing (as root on Debian), or say what to install.
+# command (or file, given by its path: a header) is missing (as root on Debian), or say
+# what to install.
 ensure_packages() {
   local missing=()
   while [ $# -gt 0 ]; do
-    command -v "$1" >/dev/null 2>&1 || [ -x "$1" ] || missing+=("$2")
+    command -v "$1" >/dev/null 2>&1 || [ -e "$1" ] || missing+=("$2")
     shift 2
   done
   [ ${#missing[@]} -eq 0 ] && return 0
@@ -35,12 +36,21 @@ ensure_python() {
   python3 -c 'import ensurepip, venv' 2>/dev/null || ensure_packages /nonexistent/python3-venv python3-venv
 }
 
+# ensure_ldap_build: what pip needs to build python-ldap (LDAP sign-on), which the package
+# registry carries as source only: a C compiler, Python's headers, OpenLDAP's and SASL's.
+ensure_ldap_build() {
+  "$PY" -c 'import ldap' 2>/dev/null && return 0
+  ensure_packages gcc gcc /usr/include/ldap.h libldap-dev /usr/include/sasl/sasl.h libsasl2-dev \
+    "$(python3 -c 'import sysconfig; print(sysconfig.get_paths()["include"])')/Python.h" python3-dev
+}
+
 # ensure_venv REQUIREMENTS: create .venv and install pinned requirements when they changed.
 ensure_venv() {
   local requirements=$1 stamp="$VENV/.installed-$(basename "$1")"
   ensure_python
   [ -x "$PY" ] || { say "creating virtualenv .venv"; python3 -m venv "$VENV"; }
   if [ ! -f "$stamp" ] || [ -n "$(find requirements*.txt -newer "$stamp")" ]; then
+    ensure_ldap_build
     say "installing $requirements"
     # --no-compile: Python compiles what is imported, when it is; compiling all of
     # site-packages up front was a third of the install's CPU (8 of 22 s for

@@ -394,6 +394,18 @@ def recreate_roles() -> None:
     importlib.import_module("partdash.accounts.migrations.0006_group_and_retention_roles").grant(
         apps, None
     )
+    importlib.import_module("partdash.accounts.migrations.0007_audit_entry").grant(apps, None)
+
+
+def migrate_to_latest() -> None:
+    """After a test that migrated an app back: every migration applied again, so the
+    tables a later migration makes (the audit trail's) are there for the next test."""
+    from django.db import connection
+    from django.db.migrations.executor import MigrationExecutor
+
+    executor = MigrationExecutor(connection)
+    executor.loader.build_graph()
+    executor.migrate(executor.loader.graph.leaf_nodes())
 
 
 def token_client(user) -> APIClient:

@@ -64,6 +64,11 @@ SQLITE_ONLY = (
     # rows on either store. The migration that gives the roles their permissions stays.
     "tests/accounts/test_access_matrix.py::test_the_api_answers_each_role_as_its_permissions_say",
     "tests/accounts/test_access_matrix.py::test_pages_and_the_admin_answer_each_role_as_its_permissions_say",
+    # Single sign-on: what a directory and an OpenID provider say, and the roles they give,
+    # in the same few rows on either store (the audit trail's rows and queries are
+    # tests/accounts/test_audit.py's, on both); a slapd and a provider fewer.
+    "tests/accounts/test_directory_sign_on.py",
+    "tests/accounts/test_oidc_sign_on.py",
 )
 """Modules (or tests) whose subject is not the store, and whose run time would double on
 it. tests/api/test_fuzz.py stays: PostgreSQL raises on an integer overflow SQLite stores."""

@@ -32,7 +32,7 @@ import tempfile
 import threading
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from contextlib import closing
+from contextlib import closing, contextmanager
 from pathlib import Path
 from types import TracebackType
 from typing import Any, Self
@@ -116,6 +116,16 @@ def stop_processes(
         except subprocess.TimeoutExpired:
             process.kill()
             process.wait()
+
+
+@contextmanager
+def stopped_after(service):
+    """`service` (anything with a `process`) for a `with` block, stopped (SIGTERM, then
+    SIGKILL after 10 s) when the block ends."""
+    try:
+        yield service
+    finally:
+        stop_processes([service.process], signal.SIGTERM, grace=10)
 
 
 def normalize_options(options: Options | None) -> dict[str, str | None]:

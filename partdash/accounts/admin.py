@@ -1,14 +1,15 @@
 """API tokens in the admin: admins see and revoke everyone's; a new token's key is shown
-once, in the message after saving. Users: Django's list, with no filter on the password."""
+once, in the message after saving. Users: Django's list, with no filter on the password.
+The audit trail: read, never added to, changed or deleted."""
 
+from auditlog.admin import LogEntryAdmin
 from axes.admin import AccessAttemptAdmin
 from axes.models import AccessAttempt
 from django.contrib import admin, messages
 from django.contrib.auth import admin as auth_admin
 from django.contrib.auth import get_user_model
-from django.utils import timezone
 
-from partdash.accounts.models import ApiToken
+from partdash.accounts.models import ApiToken, AuditEntry
 from partdash.lib.admin_lookups import SecretLookupsRefused
 
 
@@ -39,8 +40,10 @@ class ApiTokenAdmin(SecretLookupsRefused):
 
     @admin.action(description="Revoke", permissions=["change"])
     def revoke(self, request, queryset) -> None:
-        count = queryset.filter(revoked_at=None).update(revoked_at=timezone.now())
-        self.message_user(request, f"Revoked {count} tokens.")
+        tokens = list(queryset.filter(revoked_at=None))
+        for token in tokens:  # one by one, each in the audit trail
+            token.revoke()
+        self.message_user(request, f"Revoked {len(tokens)} tokens.")
 
 
 # Django's own user list, less filters on the password hash.
@@ -62,3 +65,23 @@ class LockoutAdmin(AccessAttemptAdmin):
     @admin.action(description="Clean up expired attempts", permissions=["delete"])
     def cleanup_expired_attempts(self, request, queryset):
         return super().cleanup_expired_attempts(request, queryset)
+
+
+# django-auditlog's list of entries, on partdash's model: who, when, from where, what
+# changed; for admins (accounts.view_auditentry), and deleted by no one but the retention.
+admin.site.unregister(AuditEntry)
+
+
+@admin.register(AuditEntry)
+class AuditEntryAdmin(SecretLookupsRefused, LogEntryAdmin):
+    list_display = ["created", "username", "event", "resource_url", "msg_short", "remote_addr"]
+    list_filter = ["event", *LogEntryAdmin.list_filter]
+    search_fields = ["username", "object_repr", "event"]
+    readonly_fields = [*LogEntryAdmin.readonly_fields, "username", "event", "remote_addr"]
+    fieldsets = [
+        (None, {"fields": ["created", "username", "user_url", "remote_addr", "resource_url"]}),
+        ("Changes", {"fields": ["event", "msg"]}),
+    ]
+
+    def has_delete_permission(self, request, obj=None) -> bool:
+        return False

@@ -1,9 +1,11 @@
 """API tokens, stored hashed: the database holds a SHA-256 of each key, so a copy of it
-(a backup, a read-only SQL account) hands out no key. The key is shown once, when made."""
+(a backup, a read-only SQL account) hands out no key. The key is shown once, when made.
+The audit trail's entries (`AuditEntry`)."""
 
 import hashlib
 import secrets
 
+from auditlog.models import AbstractLogEntry
 from django.conf import settings
 from django.db import models
 from django.utils import timezone
@@ -75,3 +77,25 @@ class ApiToken(models.Model):
         if last is None or (now - last).total_seconds() >= LAST_USED_RESOLUTION_SECONDS:
             ApiToken.objects.filter(pk=self.pk).update(last_used_at=now)
             self.last_used_at = now
+
+
+class AuditEntry(AbstractLogEntry):
+    """One thing a person or a token did: a change to a stored object (django-auditlog
+    writes these, its `LogEntry` swapped for this model) or an event partdash records
+    itself (`partdash.accounts.audit.record`: sign-ins, Poll now, test alerts, plan
+    downloads). `username` keeps who it was after the account is gone; `event` says what
+    happened in words (`create`, `update`, `delete`, `sign_in`, `poll_now`...). Written
+    once, never changed; only the retention (PARTDASH_AUDIT_KEEP_DAYS) deletes entries."""
+
+    username = models.CharField(max_length=150, blank=True, db_index=True)
+    event = models.CharField(max_length=32, db_index=True)
+
+    class Meta(AbstractLogEntry.Meta):
+        verbose_name = "audit entry"
+        verbose_name_plural = "audit trail"
+        ordering = ["-timestamp", "-id"]
+
+    def save(self, *args, **kwargs) -> None:
+        if not self._state.adding:
+            raise ValueError("an audit entry is never changed")
+        super().save(*args, **kwargs)

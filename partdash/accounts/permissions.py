@@ -66,6 +66,9 @@ WRITING_ROLE = {"servers": "operators", "alerts": "operators", "metrics": "opera
 
 def who_may(method: str, view) -> str:
     """Who may send `method` to `view`, as the OpenAPI document says it."""
+    reading = getattr(view, "read_permission", None)
+    if method in SAFE_METHODS and reading:
+        return f"Who may: admins, who hold `{reading}`; viewers and operators get 403."
     if method in SAFE_METHODS:
         return "Who may: every logged-in user (viewers and up) reads."
     permission = method_permission(method, view)
@@ -76,11 +79,15 @@ def who_may(method: str, view) -> str:
 
 
 class RolePermission(BasePermission):
-    """Anonymous: nothing. Logged in: read. Writes: the model permission of the view's
-    queryset for the method (`ACTION_PERMISSIONS` for named actions)."""
+    """Anonymous: nothing. Logged in: read, unless the view names a `read_permission`
+    (the audit trail: admins). Writes: the model permission of the view's queryset for
+    the method (`ACTION_PERMISSIONS` for named actions)."""
 
     def has_permission(self, request, view) -> bool:
         if not can_read(request.user):
+            return False
+        reading = getattr(view, "read_permission", None)  # what only some may read
+        if reading and not can(request.user, reading):
             return False
         if request.method in SAFE_METHODS or request.method not in view.allowed_methods:
             return True  # a read, or a method no one may use here: DRF answers 405

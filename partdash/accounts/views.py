@@ -1,11 +1,29 @@
-"""`/tokens/`: a logged-in user's own API tokens: make one (its key shown once), revoke."""
+"""`/login/`, with single sign-on's button; `/tokens/`: a logged-in user's own API
+tokens: make one (its key shown once), revoke."""
 
 from django import forms
+from django.conf import settings
+from django.contrib.auth import views as auth_views
 from django.contrib.auth.decorators import login_required
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 
 from partdash.accounts.models import ApiToken
+
+
+class LoginPage(auth_views.LoginView):
+    """The login form; beside it "Sign in with ..." when an OpenID provider is set, and
+    why its sign-in failed after one did."""
+
+    template_name = "dashboard/login.html"
+
+    def get_context_data(self, **kwargs):
+        return {
+            **super().get_context_data(**kwargs),
+            "failure_limit": settings.AXES_FAILURE_LIMIT,
+            "sign_on": settings.PARTDASH_OIDC_NAME if settings.PARTDASH_OIDC_ISSUER else "",
+            "sign_on_failed": self.request.GET.get("sign_on") == "failed",
+        }
 
 
 class NewTokenForm(forms.Form):

@@ -360,8 +360,11 @@ class SilenceAdmin(admin.ModelAdmin):
     @admin.action(description="End the selected silences now", permissions=["change"])
     def end_now(self, request, queryset) -> None:
         now = timezone.now()
-        ended = active_silences(now).filter(pk__in=queryset.values("pk")).update(ends_at=now)
-        self.message_user(request, f"{ended} silence(s) ended.", messages.SUCCESS)
+        ending = list(active_silences(now).filter(pk__in=queryset.values("pk")))
+        for silence in ending:  # one by one, each in the audit trail
+            silence.ends_at = now
+            silence.save(update_fields=["ends_at"])
+        self.message_user(request, f"{len(ending)} silence(s) ended.", messages.SUCCESS)
 
 
 class ReadOnlyAdmin(admin.ModelAdmin):

@@ -21,6 +21,7 @@ from django.db import connections
 from django.template.loader import render_to_string
 from django.utils import timezone
 
+from partdash.accounts import audit
 from partdash.alerts import emails
 from partdash.alerts.models import AlertRule, Channel
 from partdash.alerts.overrides import recipient_list
@@ -108,6 +109,7 @@ def send_test_alert(channel: str | None = None, requested_by: str = "") -> list[
     """Send the test alert through `channel` now, with no limit (`manage.py
     sendtestalert`); returns who it went to. SMTP failures are raised as they come, a
     channel's as its transport's `transports.DeliveryError`."""
+    audit.record("test_alert", Channel, name=channel or "email")
     return prepared_send(channel, requested_by)()
 
 
@@ -115,6 +117,7 @@ def send_test_alert_as(user, channel: str | None = None) -> list[str]:
     """`send_test_alert` for `user` in a web request: refused past the user's limits
     (`TooMany`), `TestAlertLate` past the deadline."""
     deadline = sending_limit().deadline
+    audit.record("test_alert", Channel, name=channel or "email")
     send = prepared_send(
         channel, user.get_username(), timeout=min(settings.EMAIL_TIMEOUT, deadline)
     )
@@ -130,6 +133,8 @@ def send_channel_tests_as(user, chosen: list[Channel]) -> list[str | BaseExcepti
     `TestAlertLate`). `TooMany` past the user's limits (each channel counts in the
     minute)."""
     who = user.get_username()
+    for channel in chosen:
+        audit.record("test_alert", channel)
     return run_limited(user.pk, [partial(_test_through, c, who) for c in chosen])
 
 

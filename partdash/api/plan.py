@@ -15,6 +15,7 @@ from rest_framework.renderers import BaseRenderer, JSONRenderer
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from partdash.accounts import audit
 from partdash.api.export import WITH_CSV
 from partdash.api.plan_script import script
 from partdash.metrics.plan import Plan, fleet_plan, plan_items
@@ -168,6 +169,8 @@ class MaintenancePlanView(APIView):
         kinds = {wanted["kind"].casefold()} if "kind" in wanted else None
         plan = _narrowed(fleet_plan(servers, wanted.get("as_of"), kinds), wanted)
         if request.accepted_renderer.format == "csv":
+            target = servers.first() if "server" in wanted else Server
+            audit.record("plan_download", target, name="" if "server" in wanted else "fleet")
             return Response(plan_items(plan))
         return Response(plan)
 
@@ -214,5 +217,6 @@ class ServerPlanScriptView(APIView):
             script(plan["servers"][0], generated_at), content_type="text/plain; charset=utf-8"
         )
         name = script_name(server, generated_at)
+        audit.record("plan_download", server)
         response["Content-Disposition"] = f'attachment; filename="{name}"'
         return response

@@ -9,6 +9,7 @@ from partdash.api.alerts import (
     NotificationViewSet,
     SilenceViewSet,
 )
+from partdash.api.audit import AuditView
 from partdash.api.errors import unknown_route
 from partdash.api.groups import ServerGroupViewSet
 from partdash.api.plan import MaintenancePlanView, ServerPlanScriptView
@@ -40,6 +41,7 @@ router.register("retention-policies", RetentionPolicyViewSet)
 
 urlpatterns = [
     path("findings/", FindingsView.as_view(), name="findings"),
+    path("audit/", AuditView.as_view(), name="audit"),
     path("search/", SearchView.as_view(), name="api-search"),
     path("maintenance-plan/", MaintenancePlanView.as_view(), name="maintenance-plan"),
     re_path(

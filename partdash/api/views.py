@@ -13,6 +13,7 @@ from rest_framework.exceptions import NotFound
 from rest_framework.renderers import JSONRenderer
 from rest_framework.response import Response
 
+from partdash.accounts import audit
 from partdash.api.export import WITH_CSV
 from partdash.api.fleet import FleetQuery
 from partdash.api.listing import PARTITIONS, TABLES, Listing
@@ -241,6 +242,7 @@ class ServerViewSet(viewsets.ModelViewSet):
                 {"queued": False, "detail": "server is disabled"}, status.HTTP_409_CONFLICT
             )
         outcome = poll_now(server.pk)
+        audit.record("poll_now", server)
         if outcome is PollRequest.QUEUED:
             return Response(
                 {"queued": True, "detail": "a poll was queued"}, status.HTTP_202_ACCEPTED
@@ -329,9 +331,13 @@ class TableViewSet(mixins.RetrieveModelMixin, viewsets.GenericViewSet):
     def partial_update(self, request, pk=None) -> Response:
         """Opt a table in to per-partition series in /metrics, or out (operators)."""
         table = self.get_object()
+        before = table.export_partitions
         change = TableExportSerializer(table, data=request.data, partial=True)
         change.is_valid(raise_exception=True)
         change.save()
+        if table.export_partitions != before:  # tables are the polls' rows: not registered
+            changes = {"export_partitions": [before, table.export_partitions]}
+            audit.record("update", table, changes=changes)
         return Response(self.get_serializer(table).data)
 
     def get_queryset(self):

@@ -1,19 +1,11 @@
-from django.conf import settings
 from django.contrib.auth import views as auth_views
 from django.urls import path
 
-from partdash.accounts.views import tokens
+from partdash.accounts.views import LoginPage, tokens
 from partdash.dashboard import alerts, plan, search, views
 
 urlpatterns = [
-    path(
-        "login/",
-        auth_views.LoginView.as_view(
-            template_name="dashboard/login.html",
-            extra_context={"failure_limit": settings.AXES_FAILURE_LIMIT},
-        ),
-        name="login",
-    ),
+    path("login/", LoginPage.as_view(), name="login"),
     path("logout/", auth_views.LogoutView.as_view(next_page="login"), name="logout"),
     path("tokens/", tokens, name="tokens"),
     path("", views.fleet, name="fleet"),

@@ -7,6 +7,9 @@ class MetricsConfig(AppConfig):
     verbose_name = "Snapshots"
 
     def ready(self) -> None:
+        from partdash.accounts import audit
         from partdash.metrics import policies
+        from partdash.metrics.models import RetentionPolicy
 
         policies.connect()
+        audit.register(RetentionPolicy)

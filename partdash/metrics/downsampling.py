@@ -19,6 +19,7 @@ from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
+from partdash.accounts import audit
 from partdash.metrics import rollups
 from partdash.metrics.models import SAMPLED_FIGURES, PartitionSample, ServerSnapshot
 
@@ -31,11 +32,13 @@ class DownsamplingReport:
     thinned_to_daily: int = 0
     deleted: int = 0
     buckets_deleted: int = 0
+    audit_entries_deleted: int = 0  # older than PARTDASH_AUDIT_KEEP_DAYS
 
     def __str__(self) -> str:
         return (
             f"{self.thinned_to_hourly} polls merged into hourly, {self.thinned_to_daily} into "
-            f"daily, {self.deleted} deleted; {self.buckets_deleted} history buckets deleted"
+            f"daily, {self.deleted} deleted; {self.buckets_deleted} history buckets deleted; "
+            f"{self.audit_entries_deleted} audit entries deleted"
         )
 
 
@@ -145,4 +148,5 @@ def downsample(now: datetime | None = None) -> DownsamplingReport:
     report.thinned_to_daily = _thin(hourly_until, Resolution.HOUR, Resolution.DAY)  # type: ignore[arg-type]
     report.deleted = _expire(daily_until)
     report.buckets_deleted = rollups.prune(now)
+    report.audit_entries_deleted = audit.prune(now)
     return report

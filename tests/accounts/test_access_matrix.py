@@ -94,6 +94,8 @@ API = [
     ("get", "/api/v1/tables/{table}/history/?metric=rows", None, api_expect(None)),
     ("get", "/api/v1/findings/", None, api_expect(None)),
     ("post", "/api/v1/findings/", {}, nobody()),
+    ("get", "/api/v1/audit/", None, api_expect({"admin"})),  # the audit trail: admins
+    ("post", "/api/v1/audit/", {}, {**api_expect({"admin"}), "admin": "405"}),
     ("get", "/api/v1/search/?q=orders", None, api_expect(None)),
     ("get", "/api/v1/alerts/", None, api_expect(None)),
     ("get", "/api/v1/alerts/counts/", None, api_expect(None)),
@@ -211,6 +213,7 @@ PAGES = [
         admin_expect("metrics.view_retentionpolicy"),
     ),
     ("get", "/admin/accounts/apitoken/", None, admin_expect("accounts.view_apitoken")),
+    ("get", "/admin/accounts/auditentry/", None, admin_expect("accounts.view_auditentry")),
 ]
 
 
@@ -265,6 +268,7 @@ def test_the_migration_gives_each_role_its_permissions(db):
     assert {"add_user", "add_apitoken", "delete_apitoken"} <= codenames("admins") - codenames(
         "operators"
     )
+    assert "view_auditentry" in codenames("admins") - codenames("operators") - codenames("viewers")
 
 
 @pytest.mark.parametrize("role", ["viewers_group", "operator", "admin"])

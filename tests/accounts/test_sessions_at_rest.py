@@ -9,6 +9,7 @@ from django.db.migrations.executor import MigrationExecutor
 from django.test import Client
 
 from partdash.accounts.sessions import stored_key
+from tests.conftest import migrate_to_latest
 
 
 def logged_in(username: str) -> Client:
@@ -55,9 +56,10 @@ def test_the_session_cookie_is_http_only(viewer):
 
 
 @pytest.mark.django_db(transaction=True)
-def test_sessions_stored_in_clear_before_are_deleted_by_the_migration():
+def test_sessions_stored_in_clear_before_are_deleted_by_the_migration(request):
     executor = MigrationExecutor(connection)
     executor.migrate([("accounts", "0003_hash_authtoken_keys")])
+    request.addfinalizer(migrate_to_latest)
     clear, hashed = "a" * 32, stored_key("b" * 32)
     with connection.cursor() as cursor:
         for key in (clear, hashed):

@@ -11,6 +11,7 @@ from django.db.migrations.executor import MigrationExecutor
 from rest_framework.test import APIClient
 
 from partdash.accounts.models import ApiToken
+from tests.conftest import migrate_to_latest
 
 SERVERS = "/api/v1/servers/"
 
@@ -93,9 +94,10 @@ def test_the_admin_shows_a_new_token_s_key_once_and_revokes(staff, viewer):
 
 
 @pytest.mark.django_db(transaction=True)
-def test_keys_of_drf_s_authtoken_table_are_hashed_and_removed(django_user_model):
+def test_keys_of_drf_s_authtoken_table_are_hashed_and_removed(django_user_model, request):
     executor = MigrationExecutor(connection)
     executor.migrate([("accounts", "0002_roles")])
+    request.addfinalizer(migrate_to_latest)
     user = django_user_model.objects.create_user("old")
     with connection.cursor() as cursor:
         cursor.execute(

@@ -81,6 +81,10 @@ def test_the_document_says_who_may_write_as_the_roles_grant_it(schema):
         for method, operation in operations.items():
             said = operation.get("description", "")
             assert "staff write" not in said, (method, path)
+            if method == "get" and path == "/api/v1/audit/":
+                assert "Who may: admins, who hold `accounts.view_auditentry`" in said
+                assert "accounts.view_auditentry" not in operators | viewers
+                continue
             if method == "get":
                 assert "Who may: every logged-in user (viewers and up) reads." in said, path
                 continue

@@ -6,7 +6,10 @@ from celery import current_app
 
 from partdash.metrics import tasks
 
-NOTHING_TO_DO = "0 polls merged into hourly, 0 into daily, 0 deleted; 0 history buckets deleted"
+NOTHING_TO_DO = (
+    "0 polls merged into hourly, 0 into daily, 0 deleted; 0 history buckets deleted; "
+    "0 audit entries deleted"
+)
 
 
 def test_downsampling_runs_under_its_name_and_its_former_one(db):

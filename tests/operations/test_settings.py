@@ -224,3 +224,41 @@ def test_a_hotspot_hold_longer_than_the_window_is_refused_at_start_up(tmp_path):
     ) in result.stderr
     shorter = run(tmp_path, "manage.py", "check", DEBUG="1", PARTDASH_HOTSPOT_WINDOW_SECONDS="120")
     assert shorter.returncode == 0, shorter.stderr
+
+
+SIGN_ON_SETTINGS = (
+    "import partdash.settings as s; "
+    "print(s.AUTHENTICATION_BACKENDS, s.AUTH_LDAP_START_TLS, s.AUTH_LDAP_BIND_PASSWORD,"
+    " s.AUTH_LDAP_USER_SEARCH.filterstr, s.OIDC_RP_CLIENT_SECRET, s.PARTDASH_OIDC_ROLE_GROUPS)"
+)
+
+
+def test_sign_on_is_configured_from_its_variables_and_refused_without_a_role_group(tmp_path):
+    (tmp_path / "bind").write_text("from-a-file\n")
+    sign_on = {
+        "DEBUG": "1",
+        "PARTDASH_LDAP_URI": "ldap://127.0.0.1:1",
+        "PARTDASH_LDAP_BIND_PASSWORD_FILE": str(tmp_path / "bind"),
+        "PARTDASH_LDAP_START_TLS": "1",
+        "PARTDASH_LDAP_OPERATOR_GROUP": "cn=dba,ou=groups,dc=example,dc=com",
+        "PARTDASH_OIDC_ISSUER": "https://login.example.com",
+        "PARTDASH_OIDC_CLIENT_SECRET": "client-secret",
+        "PARTDASH_OIDC_ADMIN_GROUP": "dba-leads",
+    }
+    loaded = run(tmp_path, "-c", SIGN_ON_SETTINGS, **sign_on)
+    assert loaded.returncode == 0, loaded.stderr
+    assert loaded.stdout.split("] ")[0] + "]" == str(
+        [
+            "partdash.accounts.backends.LockoutBackend",
+            "partdash.accounts.directory.DirectoryBackend",
+            "partdash.accounts.oidc.ProviderBackend",
+            "django.contrib.auth.backends.ModelBackend",
+        ]
+    )
+    assert "True from-a-file (uid=%(user)s) client-secret" in loaded.stdout
+    assert "'admins': 'dba-leads'" in loaded.stdout
+
+    no_group = {**sign_on, "PARTDASH_LDAP_OPERATOR_GROUP": ""}
+    refused = run(tmp_path, "-c", SIGN_ON_SETTINGS, **no_group)
+    assert refused.returncode != 0
+    assert "PARTDASH_LDAP_URI is set but none of PARTDASH_LDAP_VIEWER_GROUP" in refused.stderr

@@ -7,8 +7,8 @@ valid until revoked (the admin's "API tokens", or `--revoke-all`)."""
 
 from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError
-from django.utils import timezone
 
+from partdash.accounts import audit
 from partdash.accounts.models import ApiToken
 
 
@@ -23,6 +23,7 @@ class Command(BaseCommand):
         )
         parser.add_argument("--revoke-all", action="store_true", help="revoke, create none")
 
+    @audit.from_command
     def handle(self, *args, username: str, name: str, reset: bool, revoke_all: bool, **options):
         users = get_user_model()
         try:
@@ -30,7 +31,10 @@ class Command(BaseCommand):
         except users.DoesNotExist:
             raise CommandError(f"Cannot create the Token: user {username} does not exist") from None
         if reset or revoke_all:
-            revoked = ApiToken.objects.active().filter(user=user).update(revoked_at=timezone.now())
+            tokens = list(ApiToken.objects.active().filter(user=user))
+            for token in tokens:  # one by one, each in the audit trail
+                token.revoke()
+            revoked = len(tokens)
             if revoke_all:
                 self.stdout.write(f"Revoked {revoked} tokens of user {username}")
                 return

@@ -1,5 +1,6 @@
 """`manage.py sendtestalert [CHANNEL]`: send a test alert now and say to whom."""
 
+from partdash.accounts import audit
 from partdash.alerts.delivery import one_line
 from partdash.alerts.testalert import TestAlertRefused, send_test_alert
 from partdash.alerts.transports import DeliveryError
@@ -16,6 +17,7 @@ class Command(PartdashCommand):
     def add_arguments(self, parser) -> None:
         parser.add_argument("channel", nargs="?", help="`email` (the default) or a channel's name")
 
+    @audit.from_command
     def handle(self, *args, **options) -> None:
         try:
             recipients = send_test_alert(options["channel"], requested_by="manage.py")

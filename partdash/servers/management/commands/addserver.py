@@ -11,6 +11,7 @@ import os
 from django.conf import settings
 from django.core.exceptions import ValidationError
 
+from partdash.accounts import audit
 from partdash.lib.commands import PartdashCommand
 from partdash.lib.secrets import SecretError
 from partdash.mysql.choices import TlsMode
@@ -86,6 +87,7 @@ class Command(PartdashCommand):
                 return handle.read().rstrip("\r\n")
         return None
 
+    @audit.from_command
     def handle(self, *args, **options) -> None:
         server = Server.objects.filter(name=options["name"]).first() or Server(name=options["name"])
         server.host, server.port, server.user = options["host"], options["port"], options["user"]

@@ -5,12 +5,14 @@ import secrets
 
 from django.contrib.auth import get_user_model
 
+from partdash.accounts import audit
 from partdash.lib.commands import PartdashCommand
 
 
 class Command(PartdashCommand):
     help = "Create the superuser ($PARTDASH_ADMIN_USER, default admin) if it does not exist."
 
+    @audit.from_command
     def handle(self, *args, **options) -> None:
         username = os.environ.get("PARTDASH_ADMIN_USER", "admin")
         users = get_user_model().objects

@@ -12,6 +12,7 @@ not a member, or a bad name are one line on stderr, exit 2, and change nothing.
 from django.core.exceptions import ValidationError
 from django.db import transaction
 
+from partdash.accounts import audit
 from partdash.lib.commands import PartdashCommand
 from partdash.servers.models import (
     DEFAULT_EXCLUDED_SCHEMAS,
@@ -43,6 +44,7 @@ class Command(PartdashCommand):
         )
         parser.add_argument("--delete", action="store_true", help="delete the group")
 
+    @audit.from_command
     def handle(self, *args, **options) -> None:
         if not options["name"]:
             self._list()
