@@ -3,7 +3,7 @@
 # types, import layers, the docs, docker/), every test on SQLite, and the store-facing tests
 # (those using the Django test database, see tests/pgstore.py) on PostgreSQL:
 # $PARTDASH_TEST_POSTGRES, else the one at 127.0.0.1:5432, else a private one started here
-# and stopped at the end. Each pass runs on pytest-xdist workers (8 for SQLite, 4 for
+# and stopped at the end. Each pass runs on pytest-xdist workers (10 for SQLite, 4 for
 # PostgreSQL; PARTDASH_TEST_WORKERS sets both, 0 runs each pass in one process). Extra
 # arguments go to both pytest runs (scripts/test.sh -k api); PARTDASH_TEST_STORES=sqlite (or
 # postgres) runs one pass only. Ends by printing the checks' output if they failed, the 25
@@ -66,8 +66,9 @@ stores=${PARTDASH_TEST_STORES:-sqlite postgres}
 # Workers per pass. The SQLite pass has more: four of its workers spend minutes on the
 # xdist groups (make up from a fresh clone, the timed fault tests), which mostly wait.
 # Most tests wait (a poll's interval, a server frozen, a worker restarting): with 6 and 3
-# workers a run used 1.3 of the two cores on average.
-declare -A workers=([sqlite]=${PARTDASH_TEST_WORKERS:-8} [postgres]=${PARTDASH_TEST_WORKERS:-4})
+# workers a run used 1.3 of the two cores on average; with 8 and 4, 1.6 (the SQLite pass,
+# 4,476 s of tests' time, its critical path at 592 s).
+declare -A workers=([sqlite]=${PARTDASH_TEST_WORKERS:-10} [postgres]=${PARTDASH_TEST_WORKERS:-4})
 artifacts="$ROOT/test-artifacts"
 mkdir -p "$artifacts"
 rm -f "$artifacts"/times-*.json "$artifacts"/cpu-*.json
