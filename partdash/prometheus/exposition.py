@@ -25,7 +25,6 @@ from partdash.alerts.models import Alert, Severity, rule_names
 from partdash.health.kinds import Figure, registered
 from partdash.health.shapes import stored_health, stored_pressure
 from partdash.metrics.models import Partition, PartitionedTable, ServerSnapshot
-from partdash.metrics.readings import health_fields
 from partdash.prometheus.text import Family, render
 from partdash.servers.choices import ServerStatus
 from partdash.servers.models import Server
@@ -197,7 +196,9 @@ def table_figures(values: dict) -> dict:
         "file_bytes": values["total_file_bytes"],
         **{figure.name: figure.value(stored) for figure in kind_figures()},
         "score": values["score"],
-        "hotspots": health_fields(values["health"])["hotspots"],
+        # As `health_fields` gives them, without building every finding's fix (at 2,400
+        # tables of a simulated fleet, 60% of a scrape's time went there).
+        "hotspots": stored.get("hotspots") or [],
     }
 
 
@@ -287,13 +288,14 @@ def alert_families(servers: list[Server], narrowed: bool) -> Iterator[Family]:
     for *key, is_silenced in alerts.values_list("server__name", "rule", "severity", "is_silenced"):
         fired[tuple(key)] += 1
         held[tuple(key)] += is_silenced
-    # 32 combinations a server: at 1,000 servers the most samples of a scrape.
-    combinations = [(rule, severity) for rule in rule_names() for severity in Severity.values]
-    for name in (server.name for server in servers):
-        for rule, severity in combinations:
-            key = (name, rule, severity)
-            firing.add_metric(list(key), fired.get(key, 0))
-            silenced.add_metric(list(key), held.get(key, 0))
+    # 32 combinations a server: at 1,000 servers the most samples of a scrape, so each
+    # combination's label text is written once for every server.
+    names = [server.name for server in servers]
+    for rule in rule_names():
+        for severity in Severity.values:
+            labels = ["", rule, severity]
+            firing.add_metrics(labels, "server", [(n, fired[n, rule, severity]) for n in names])
+            silenced.add_metrics(labels, "server", [(n, held[n, rule, severity]) for n in names])
     yield from (firing, silenced)
 
 

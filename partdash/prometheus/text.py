@@ -35,27 +35,51 @@ class Family:
         self.lines: list[str] = []
         order = sorted(range(len(labels)), key=labels.__getitem__)
         self._order = [(index, labels[index]) for index in order]
-        self._pairs: dict[tuple[int, str], str] = {}
+        # Per label (in sorted order): its `name="value"` text by value.
+        self._pairs: list[dict[str, str]] = [{} for _ in order]
         self._numbers: dict[float, str] = {}
 
-    def _pair(self, index: int, name: str, value: str) -> str:
-        text = self._pairs.get((index, value))
-        if text is None:
-            text = self._pairs[(index, value)] = f'{name}="{_escaped(value)}"'
+    def _pair(self, position: int, value: str) -> str:
+        name = self._order[position][1]
+        text = self._pairs[position][value] = f'{name}="{_escaped(value)}"'
         return text
 
     def _number(self, value: float) -> str:
-        text = self._numbers.get(value)
-        if text is None:
-            text = self._numbers[value] = floatToGoString(value)
+        text = self._numbers[value] = floatToGoString(value)
         return text
 
     def add_metric(self, values: list[str], value: float) -> None:
+        number = self._numbers.get(value) or self._number(value)
         if not self._order:
-            self.lines.append(f"{self.name} {self._number(value)}\n")
+            self.lines.append(f"{self.name} {number}\n")
             return
-        labels = ",".join([self._pair(index, name, values[index]) for index, name in self._order])
-        self.lines.append(f"{self.name}{{{labels}}} {self._number(value)}\n")
+        pairs = self._pairs
+        labels = ",".join(
+            [
+                pairs[position].get(values[index]) or self._pair(position, values[index])
+                for position, (index, _) in enumerate(self._order)
+            ]
+        )
+        self.lines.append(f"{self.name}{{{labels}}} {number}\n")
+
+    def add_metrics(self, values: list[str], label: str, samples: list[tuple[str, float]]) -> None:
+        """Samples that differ in `label` alone: one per (its value, number) of `samples`,
+        the other labels as in `values` (its entry for `label` unused). The label text
+        around the one that differs is written once (64,000 alert samples at 1,000
+        servers: 10 ms rather than 49)."""
+        position = [name for _, name in self._order].index(label)
+        index = self._order[position][0]
+        parts = [
+            self._pairs[at].get(values[i]) or self._pair(at, values[i])
+            for at, (i, _) in enumerate(self._order)
+            if i != index
+        ]
+        before = ",".join(parts[:position]) + ("," if position else "") + f'{label}="'
+        after = '"' + "".join(f",{part}" for part in parts[position:])
+        head = f"{self.name}{{{before}"
+        for value, number in samples:
+            text = self._numbers.get(number) or self._number(number)
+            self.lines.append(f"{head}{_escaped(value)}{after}}} {text}\n")
 
     def header(self) -> str:
         documentation = self.documentation.replace("\\", r"\\").replace("\n", r"\n")
