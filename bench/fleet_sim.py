@@ -150,6 +150,21 @@ def child_peak_mb(workers: list[subprocess.Popen]) -> float:
     return peak
 
 
+def first_round_over(fleet: list[dict], processes, deadline: float) -> bool:
+    """Until every reachable server has been polled once and an interval has passed
+    since (its first polls store every partition, which the store's growth per day
+    must not count), or `deadline` (monotonic): whether the round ended first."""
+    from partdash.servers.models import Server
+
+    reachable = sum(member["kind"] != "down" for member in fleet)
+    while time.monotonic() < deadline:
+        if Server.objects.exclude(last_success_at=None).count() >= reachable:
+            processes.sleep_until(min(deadline, time.monotonic() + INTERVAL))
+            return True
+        processes.sleep_until(min(deadline, time.monotonic() + 5))
+    return False
+
+
 def store_bytes() -> int:
     from django.db import connection
 
@@ -242,8 +257,9 @@ def run(options: argparse.Namespace, stack: contextlib.ExitStack) -> dict:
     workers = processes.workers()
     cpu_before, began = cpu_seconds(workers), time.monotonic()
     print(f"  beat, web and 2 workers polling every {INTERVAL} s for {options.minutes:g} min")
-    processes.sleep_until(began + min(options.minutes * 60, 2 * INTERVAL))
+    first_round = first_round_over(fleet, processes, began + options.minutes * 30)
     bytes_after_first_round, first_round_at = store_bytes(), time.monotonic()
+    print(f"  first round over in {first_round_at - began:.0f} s", flush=True)
     processes.sleep_until(began + options.minutes * 60)
     cpu = cpu_seconds(workers) - cpu_before
     peak = child_peak_mb(workers)
@@ -275,7 +291,12 @@ def run(options: argparse.Namespace, stack: contextlib.ExitStack) -> dict:
         "worker_cpu_s": round(cpu, 1),
         "worker_cpu_s_per_million_partition_polls": round(cpu / max(polled, 1) * 1e6, 2),
         "worker_child_peak_mb": round(peak, 1),
-        "store_bytes": {"after_first_round": bytes_after_first_round, "end": stored},
+        "store_bytes": {
+            "after_first_round": bytes_after_first_round,
+            "end": stored,
+            "first_round_over": first_round,
+            "seconds_measured": round(seconds_after),
+        },
         "store_bytes_per_day_per_million_partitions": round(growth / (total / 1e6)),
         "poll_memory_redis_bytes": memory,
         "poll_memory_redis_keys": keys,
@@ -333,9 +354,13 @@ def report(result: dict) -> bool:
         result["worker_cpu_s_per_million_partition_polls"],
         " s",
     )
+    measured = result["store_bytes"]
     line(
         "store bytes per day per million partitions",
         result["store_bytes_per_day_per_million_partitions"],
+        f" (over the {measured['seconds_measured']} s after the first round"
+        + ("" if measured["first_round_over"] else ", which had not ended")
+        + ")",
     )
     line("poll memory in Redis", result["poll_memory_redis_bytes"], " bytes")
     checked(
