@@ -320,6 +320,20 @@ def poll_with_readers(options, processes: Processes, port: int) -> dict:
     return figures
 
 
+def start_partdash(
+    options, stack: contextlib.ExitStack, run_dir: Path, env: dict
+) -> tuple[Processes, int]:
+    """Django in this process on the run's store; web, beat and the workers started
+    (stopped with `stack`), the workers ready: the processes and the web's port."""
+    prepare_django(env)
+    port = free_port()
+    processes = Processes(run_dir, options, port)
+    stack.callback(processes.stop)
+    processes.start()
+    processes.wait_until_ready()
+    return processes, port
+
+
 def run(options: argparse.Namespace, stack: contextlib.ExitStack) -> dict:
     stamp = datetime.now(UTC).strftime("%Y%m%d-%H%M%S")
     run_dir = options.json.parent / f"fleet-{stamp}"
@@ -332,12 +346,7 @@ def run(options: argparse.Namespace, stack: contextlib.ExitStack) -> dict:
     env, store = store_env(options, stack, run_dir, redis.url)
     print("  starting the fleet", flush=True)
     fleet = Fleet(stack, options).build()
-    prepare_django(env)
-    port = free_port()
-    processes = Processes(run_dir, options, port)
-    stack.callback(processes.stop)
-    processes.start()
-    processes.wait_until_ready()
+    processes, port = start_partdash(options, stack, run_dir, env)
     memory = MemorySampler(processes.workers(), time.time())
     ids = {
         name: register(name, member["port"], options.interval)
@@ -369,19 +378,25 @@ def run(options: argparse.Namespace, stack: contextlib.ExitStack) -> dict:
     }
 
 
-def main(argv: list[str] | None = None) -> int:
-    options = parse_args(argv)
+def run_and_report(name: str, options, run, print_report) -> int:
+    """`run(options, stack)` with every process it starts stopped, however it ends; its
+    figures printed (`print_report` says whether the targets were met) and written to
+    `options.json`: the exit status."""
     interrupt_on_term()
     try:
         with contextlib.ExitStack() as stack:
             result = run(options, stack)
     except KeyboardInterrupt:
-        print("fleet load: interrupted; every process it started is stopped", file=sys.stderr)
+        print(f"{name}: interrupted; every process it started is stopped", file=sys.stderr)
         return 130
     ok = print_report(result)
     options.json.write_text(json.dumps(result, indent=1, default=str))
     print(f"  figures written to {options.json}")
     return 0 if ok else 1
+
+
+def main(argv: list[str] | None = None) -> int:
+    return run_and_report("fleet load", parse_args(argv), run, print_report)
 
 
 if __name__ == "__main__":

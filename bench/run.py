@@ -13,7 +13,11 @@ then issue #37's: 8,192 partitions' history before and bounded per answer
 (bench/wide_history_bench.py, --wide-history-only); issue #40's: what reading 10,000
 statement digests costs a poll of the large server (bench/statements_bench.py,
 --statements-only); last issue #41's: the fleet page, the server and findings lists and
-/metrics at 1,000 servers (bench/fleet_pages_bench.py, --fleet-pages-only).
+/metrics at 1,000 servers (bench/fleet_pages_bench.py, --fleet-pages-only). Apart,
+not in a plain `make bench`: `--simulated-fleet`, issue #41's 1,000 simulated servers
+polled by partdash's real processes (bench/fleet_sim.py, figures in
+var/bench/fleet-sim.json): `--sim-minutes` (30) and `--sim-scale` (1.0, the share of
+the 1,000 servers; two cores want about 0.05 for a few minutes).
 
 A quick run: `make bench ARGS="--fleet-only --fleet-minutes 2 --fleet-servers 4 --fleet-big 1"`.
 """
@@ -381,7 +385,18 @@ def main() -> int:
         action="store_true",
         help="only the fleet through two workers (7f): bench/shared_memory_bench.py",
     )
+    parser.add_argument(
+        "--simulated-fleet",
+        action="store_true",
+        help="only the simulated fleet of 1,000 servers (bench/fleet_sim.py)",
+    )
+    parser.add_argument("--sim-minutes", type=float, default=30.0, help="its run length")
+    parser.add_argument(
+        "--sim-scale", type=float, default=1.0, help="its share of the 1,000 servers"
+    )
     options = parser.parse_args()
+    if options.simulated_fleet:
+        return simulated_fleet(options)
     if options.history_only:
         return history_figures()
     if options.wide_history_only:
@@ -407,6 +422,17 @@ def main() -> int:
     status = wide_history_figures() or status
     print(flush=True)
     return fleet_pages_figures() or status
+
+
+def simulated_fleet(options: argparse.Namespace) -> int:
+    """Issue 41's simulated fleet (bench/fleet_sim.py), on the PostgreSQL --fleet-postgres
+    names (its store must be PostgreSQL)."""
+    postgres = postgres_for_fleet(options.fleet_postgres)
+    if postgres is None:
+        print("the simulated fleet needs a PostgreSQL for its store: skipped")
+        return 1
+    argv = [sys.executable, str(HERE / "fleet_sim.py"), "--minutes", str(options.sim_minutes)]
+    return run_to_end([*argv, "--scale", str(options.sim_scale), "--postgres", postgres])
 
 
 def shared_memory_figures(options: argparse.Namespace) -> int:

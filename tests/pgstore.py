@@ -37,6 +37,7 @@ SQLITE_ONLY = (
     "tests/polling/test_backoff.py",  # black-hole servers and lateness: 85 s of scheduling
     "tests/polling/test_poll_limits.py",  # time limits and a killed worker child: Redis's lock
     "tests/polling/test_hostile_worker_memory.py",  # a worker child's memory, 40 s
+    "tests/polling/test_simulated_fleet.py",  # the fake servers' answers, not the store
     "tests/operations/test_make_up.py",  # `make up` runs on SQLite, as a laptop does
     "tests/operations/test_supervise.py",
     # `make up`'s supervisor and its processes on SQLite, as `make up` runs: 60 s.

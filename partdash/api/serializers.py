@@ -157,6 +157,7 @@ class ServerSerializer(serializers.ModelSerializer):
             "enabled",
             "tags",
             "explain_statements",
+            "export_tables",
             *LATEST_POLL_FIELDS,
             "backoff",
             "not_polled_seconds",

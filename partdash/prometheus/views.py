@@ -9,6 +9,7 @@ from rest_framework.request import Request
 from rest_framework.views import APIView
 
 from partdash.prometheus.exposition import exposition
+from partdash.servers.models import Server
 
 
 class PlainTextRenderer(BaseRenderer):
@@ -52,5 +53,16 @@ class MetricsView(APIView):
     )
     def get(self, request: Request) -> HttpResponse:
         # Text format 0.0.4: every name here is a classic one, and Prometheus 2 and 3
-        # alike parse it.
-        return HttpResponse(exposition(), content_type=CONTENT_TYPE_PLAIN_0_0_4)
+        # alike parse it. `?server=NAME` (repeatable): those servers' series alone.
+        names = request.query_params.getlist("server") or None
+        if names is not None:
+            unknown = set(names) - set(
+                Server.objects.filter(name__in=names).values_list("name", flat=True)
+            )
+            if unknown:
+                return HttpResponse(
+                    f"no server named {', '.join(sorted(unknown))}\n",
+                    status=404,
+                    content_type="text/plain; charset=utf-8",
+                )
+        return HttpResponse(exposition(names), content_type=CONTENT_TYPE_PLAIN_0_0_4)

@@ -74,7 +74,10 @@ class ServerAdmin(SecretLookupsRefused):
     fieldsets = [
         (None, {"fields": ["name", "host", "port", "user", "password", "clear_password"]}),
         ("TLS", {"fields": ["tls_mode", "ssl_ca", "tls_approved_fingerprint"]}),
-        ("Polling", {"fields": ["poll_interval", "enabled", "tags", "explain_statements"]}),
+        (
+            "Polling",
+            {"fields": ["poll_interval", "enabled", "tags", "explain_statements", "export_tables"]},
+        ),
         (
             "Latest poll",
             {"fields": [*LATEST_POLL_FIELDS, "has_password"]},

@@ -35,6 +35,7 @@ class ServerForm(forms.ModelForm):
             "enabled",
             "tags",
             "explain_statements",
+            "export_tables",
         ]
 
     def clean(self) -> dict:

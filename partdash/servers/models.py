@@ -120,6 +120,13 @@ class Server(models.Model):
         help_text="EXPLAIN sampled statements to count the partitions they read exactly "
         "(needs SELECT on the tables; never executes them).",
     )
+    # /metrics's series budget (docs/metrics.md): per-table series only for tables with a
+    # finding or opted in; this opts every table of the server in.
+    export_tables = models.BooleanField(
+        default=False,
+        help_text="Show every table of the server in /metrics, not only those with a "
+        "finding or opted in.",
+    )
     tags = models.CharField(max_length=500, blank=True, help_text="Comma-separated labels.")
 
     flavor = models.CharField(max_length=10, choices=Flavor, default=Flavor.UNKNOWN, editable=False)

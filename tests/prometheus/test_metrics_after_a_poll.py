@@ -1,9 +1,10 @@
 """/metrics after a real poll of MariaDB: rows, partitions, skew and runway as the API
-shows them."""
+shows them; a table without a finding only once its server is opted in."""
 
 import pytest
 
 from partdash.polling.service import poll_server
+from partdash.servers.models import Server
 from tests.prometheus.test_metrics_endpoint import labels, scrape
 from tests.sql import run
 
@@ -33,7 +34,6 @@ def test_a_polled_server_s_figures_match_the_api(mariadb, make_server, new_schem
     report = poll_server(server)
     assert report.ok, report.error
 
-    series = scrape(viewer_api)
     (listed,) = viewer_api.get("/api/v1/servers/").json()
     tables = {
         t["name"]: t
@@ -41,6 +41,14 @@ def test_a_polled_server_s_figures_match_the_api(mariadb, make_server, new_schem
         if t["schema"] == schema
     }
     assert set(tables) == {"skewed", "spilled", "ids"}
+    # The series budget: `ids` has no finding, so no per-table series by default.
+    assert tables["ids"]["score"] == 0 and tables["skewed"]["score"] > 0
+    budget = scrape(viewer_api)
+    assert labels(server="db1", schema=schema, table="ids") not in budget["partdash_table_rows"]
+    assert labels(server="db1", schema=schema, table="skewed") in budget["partdash_table_rows"]
+    Server.objects.filter(pk=server.pk).update(export_tables=True)
+
+    series = scrape(viewer_api)
     assert series["partdash_up"][labels(server="db1")] == 1
     assert series["partdash_poll_duration_seconds"][labels(server="db1")] > 0
     assert series["partdash_server_partitions"][labels(server="db1")] == listed["partitions"]

@@ -17,9 +17,9 @@ from tests.prometheus.exposition_rows import hash_table, polled_server, range_ta
 pytestmark = pytest.mark.django_db
 
 
-def scrape(client) -> dict[str, dict[tuple, float]]:
+def scrape(client, path: str = "/metrics") -> dict[str, dict[tuple, float]]:
     """Each family's samples by their labels (as sorted tuples)."""
-    response = client.get("/metrics", HTTP_ACCEPT="application/openmetrics-text, text/plain")
+    response = client.get(path, HTTP_ACCEPT="application/openmetrics-text, text/plain")
     assert response.status_code == 200, response.content
     assert response["Content-Type"].startswith("text/plain; version=0.0.4")
     series: dict[str, dict[tuple, float]] = {}
@@ -77,6 +77,8 @@ def test_a_viewer_reads_server_figures_as_the_api_shows_them(fleet, viewer_api):
 
 def test_table_figures_match_the_servers_tables_list(fleet, viewer_api):
     db1, _ = fleet
+    db1.export_tables = True  # `events` has no finding: shown only opted in
+    db1.save(update_fields=["export_tables"])
     series = scrape(viewer_api)
     rows = viewer_api.get(f"/api/v1/servers/{db1.pk}/tables/").json()
     assert {row["name"] for row in rows} == {"orders", "events"}
@@ -106,6 +108,66 @@ def test_table_figures_match_the_servers_tables_list(fleet, viewer_api):
         orders: api["orders"]["compression"]["failure_rate"]
     }
     assert api["events"]["runway"] is None and events not in series["partdash_table_runway_seconds"]
+
+
+def table_keys(series: dict) -> set[tuple]:
+    """The tables of every per-table family."""
+    return {key for name, samples in series.items() if "_table_" in name for key in samples}
+
+
+def test_a_table_without_a_finding_has_no_table_series_by_default(fleet, viewer_api):
+    db1, _ = fleet
+    series = scrape(viewer_api)
+    orders = labels(server="db1", schema="shop", table="orders")
+    assert table_keys(series) == {orders}  # `events` scores 0: no finding
+    assert series["partdash_metrics_exported_tables"] == {(): 1.0}
+    assert series["partdash_fleet_partitioned_tables"] == {(): 2.0}
+    assert series["partdash_fleet_servers"][labels(status="ok")] == 1
+    assert series["partdash_fleet_servers"][labels(status="never")] == 1
+
+
+def test_a_table_opted_in_has_its_series_by_itself_or_by_its_server(fleet, viewer_api):
+    db1, _ = fleet
+    events = db1.tables.get(name="events")
+    events.export_partitions = True
+    events.save(update_fields=["export_partitions"])
+    key = labels(server="db1", schema="shop", table="events")
+    series = scrape(viewer_api)
+    assert series["partdash_table_partitions"][key] == 8 and len(table_keys(series)) == 2
+    events.export_partitions = False
+    events.save(update_fields=["export_partitions"])
+    assert key not in table_keys(scrape(viewer_api))
+    db1.export_tables = True
+    db1.save(update_fields=["export_tables"])
+    series = scrape(viewer_api)
+    assert series["partdash_table_rows"][key] == 800
+    assert series["partdash_metrics_exported_tables"] == {(): 2.0}
+
+
+def test_a_per_server_scrape_has_that_server_s_series_alone(fleet, viewer_api):
+    db1, _ = fleet
+    db3 = polled_server("db3")
+    range_table(db3)
+    builders.alert(db3, rule="skew", severity="critical", of=db3.tables.get())
+    whole = scrape(viewer_api)
+    one = scrape(viewer_api, "/metrics?server=db3")
+    assert not any(name.startswith(("partdash_fleet_", "partdash_metrics_")) for name in one)
+    for name, samples in whole.items():
+        if name.startswith(("partdash_fleet_", "partdash_metrics_", "partdash_last_poll_age")):
+            continue  # the fleet's; and an age, which grows between the two scrapes
+        mine = {key: value for key, value in samples.items() if ("server", "db3") in key}
+        assert one.get(name, {}) == mine, name
+    assert one["partdash_alerts_firing"][labels(server="db3", rule="skew", severity="critical")]
+    assert one["partdash_table_rows"] == {labels(server="db3", schema="shop", table="orders"): 1e4}
+    two = scrape(viewer_api, "/metrics?server=db3&server=db1")
+    assert set(two["partdash_up"]) == {labels(server="db1"), labels(server="db3")}
+
+
+def test_a_per_server_scrape_of_an_unknown_server_is_a_404(fleet, viewer_api):
+    response = viewer_api.get("/metrics", {"server": ["db1", "nope"]})
+    assert response.status_code == 404
+    assert response.content == b"no server named nope\n"
+    assert APIClient().get("/metrics", {"server": "db1"}).status_code == 401
 
 
 def test_runway_is_absent_where_its_days_are_unknown(db, viewer_api):

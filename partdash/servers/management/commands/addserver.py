@@ -74,6 +74,13 @@ class Command(PartdashCommand):
             "the tables); --no-explain-statements turns it off",
         )
         parser.add_argument(
+            "--export-tables",
+            action=argparse.BooleanOptionalAction,
+            default=None,
+            help="show every table of the server in /metrics, not only those with a finding; "
+            "--no-export-tables turns it off",
+        )
+        parser.add_argument(
             "--no-check", action="store_true", help="do not try the connection after saving"
         )
 
@@ -103,8 +110,9 @@ class Command(PartdashCommand):
         if options["tags"] is not None:
             server.tags = options["tags"]
         server.enabled = not options["disabled"]
-        if options["explain_statements"] is not None:
-            server.explain_statements = options["explain_statements"]
+        for option in ("explain_statements", "export_tables"):  # kept unless given
+            if options[option] is not None:
+                setattr(server, option, options[option])
         password = self._password(options)
         if password is not None:
             server.set_password(password)
