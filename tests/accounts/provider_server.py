@@ -78,7 +78,7 @@ def start_provider(directory: Path, redirect_uris: str = REDIRECT_URIS) -> Provi
     provider = Provider(issuer=f"http://{LOCALHOST}:{port}/o", directory=directory, process=process)
     wait_until(
         lambda: _answers(provider),
-        20,
+        60,
         "the OpenID provider answers",
         logs=lambda: (directory / "gunicorn.log").read_text()[-3000:],
     )
@@ -90,6 +90,6 @@ def _answers(provider: Provider) -> bool:
         raise AssertionError("the OpenID provider exited")
     try:
         url = f"{provider.issuer}/.well-known/openid-configuration"
-        return requests.get(url, timeout=2).status_code == 200
-    except requests.ConnectionError:
+        return requests.get(url, timeout=5).status_code == 200
+    except requests.RequestException:  # not listening yet, or its worker still booting
         return False

@@ -3,22 +3,18 @@ config of docs/metrics.md (a token in a file), loads docker/prometheus/partdash-
 and answers every query of docker/grafana/partdash-dashboard.json: the rules evaluate
 without an error on partdash's real series, and the conditions that hold go pending."""
 
-import json
-import urllib.parse
-import urllib.request
-from pathlib import Path
-
 import pytest
 
 from partdash.accounts.models import ApiToken
 from tests import builders
+from tests.prometheus import real_prometheus
 from tests.prometheus.exposition_rows import polled_server, range_table
+from tests.prometheus.real_prometheus import api
 from tests.prometheus.test_rules_and_dashboard import RULES, alerting_rules, dashboard_panels
-from tests.services import answers_ready, free_port, log_tail, spawn, terminate, wait_for
+from tests.services import answers_ready, log_tail, wait_for
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.timeout(120)]
 
-BINARY = "/usr/bin/prometheus"
 # Every second, so a test sees a scrape and an evaluation within a few seconds.
 CONFIG = """
 global:
@@ -37,38 +33,16 @@ scrape_configs:
 """
 
 
-def api(url: str, path: str, **query) -> dict:
-    address = f"{url}/api/v1/{path}?{urllib.parse.urlencode(query)}"
-    with urllib.request.urlopen(address, timeout=5) as answer:
-        return json.load(answer)["data"]
-
-
 @pytest.fixture
 def prometheus(tmp_path, live_server, viewer):
     """A real Prometheus scraping the live server every second, with partdash's rules."""
-    if not Path(BINARY).exists():
-        pytest.fail(f"{BINARY} is missing: `make test` installs prometheus")
     _, key = ApiToken.issue(viewer, name="prometheus")
     (tmp_path / "token").write_text(key)
     target = live_server.url.removeprefix("http://")
     config = CONFIG.format(rules=RULES, token=tmp_path / "token", target=target)
-    (tmp_path / "prometheus.yml").write_text(config)
-    port, log = free_port(), tmp_path / "prometheus.log"
-    process = spawn(
-        [
-            BINARY,
-            f"--config.file={tmp_path / 'prometheus.yml'}",
-            f"--storage.tsdb.path={tmp_path / 'tsdb'}",
-            f"--web.listen-address=127.0.0.1:{port}",
-        ],
-        log,
-    )
-    url = f"http://127.0.0.1:{port}"
-    try:
+    with real_prometheus.running(tmp_path, config) as (url, log):
         assert wait_for(lambda: answers_ready(url), timeout=30), log_tail(log)
         yield url
-    finally:
-        terminate(process, 10)
 
 
 def pending(url: str) -> set[tuple[str, str, str]]:

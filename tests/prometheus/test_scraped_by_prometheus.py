@@ -7,18 +7,17 @@ series budget), and the per-server job holds that server's series alone."""
 import json
 import urllib.parse
 import urllib.request
-from pathlib import Path
 
 import pytest
 
 from partdash.accounts.models import ApiToken
 from tests.conftest import token_client
+from tests.prometheus import real_prometheus
 from tests.prometheus.exposition_rows import hash_table, polled_server, range_table
-from tests.services import free_port, log_tail, spawn, terminate, wait_for
+from tests.services import log_tail, wait_for
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.timeout(120)]
 
-BINARY = "/usr/bin/prometheus"
 CONFIG = """
 global:
   scrape_interval: 1s
@@ -43,20 +42,10 @@ scrape_configs:
 @pytest.fixture
 def prometheus(tmp_path, live_server, viewer):
     """A real Prometheus scraping the live server every second with a viewer's token."""
-    if not Path(BINARY).exists():
-        pytest.fail(f"{BINARY} is missing: `make test` installs prometheus")
     _, token = ApiToken.issue(viewer, name="prometheus")
     address = urllib.parse.urlsplit(live_server.url).netloc
-    config = tmp_path / "prometheus.yml"
-    config.write_text(CONFIG.format(token=token, address=address))
-    port = free_port()
-    log = tmp_path / "prometheus.log"
-    argv = [BINARY, f"--config.file={config}", f"--storage.tsdb.path={tmp_path / 'data'}"]
-    process = spawn([*argv, f"--web.listen-address=127.0.0.1:{port}"], log)
-    try:
-        yield f"http://127.0.0.1:{port}", log
-    finally:
-        terminate(process, timeout=10)
+    with real_prometheus.running(tmp_path, CONFIG.format(token=token, address=address)) as ran:
+        yield ran
 
 
 def query(url: str, promql: str) -> list[dict]:
