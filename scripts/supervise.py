@@ -280,20 +280,23 @@ def liveness():
     return module
 
 
-def stall_seconds() -> float:
+def env_seconds(name: str, default: float) -> float:
+    """A number of seconds from the environment (Django's settings are not loaded here);
+    the default where it is unset or not a number."""
     try:
-        return float(os.environ.get("PARTDASH_WORKER_STALL_SECONDS") or DEFAULT_STALL)
+        return float(os.environ.get(name) or default)
     except ValueError:
-        return DEFAULT_STALL
+        return default
+
+
+def stall_seconds() -> float:
+    return env_seconds("PARTDASH_WORKER_STALL_SECONDS", DEFAULT_STALL)
 
 
 def longest_task() -> float:
     """How long a running task may be at work: a poll's hard time limit (at most
-    PARTDASH_POLL_TIME_LIMIT), and a margin."""
-    try:
-        return float(os.environ.get("PARTDASH_POLL_TIME_LIMIT") or 300) + 30
-    except ValueError:
-        return 330.0
+    PARTDASH_POLL_TIME_LIMIT), and liveness's margin."""
+    return liveness().longest_task(env_seconds("PARTDASH_POLL_TIME_LIMIT", 300.0))
 
 
 class WorkerLiveness:

@@ -139,6 +139,15 @@ class WorkerWatch:
 
 # -- asking the worker and the broker --------------------------------------------------
 
+# A running task counts as work in progress until the poll's hard time limit, and this
+# margin, have passed (`BrokerProbe`'s `longest_task`).
+TASK_MARGIN = 30.0
+
+
+def longest_task(poll_time_limit: float) -> float:
+    """Seconds a running task may be at work: PARTDASH_POLL_TIME_LIMIT and a margin."""
+    return poll_time_limit + TASK_MARGIN
+
 
 class BrokerProbe:
     """A worker as seen through the broker: a ping, the queue, its record, and (only when

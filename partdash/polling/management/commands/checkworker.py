@@ -46,7 +46,7 @@ class Command(PartdashCommand):
         now = time.time()
         watch = load(state, now)
         probe = liveness.BrokerProbe(
-            settings.CELERY_BROKER_URL, longest_task=settings.PARTDASH_POLL_TIME_LIMIT + 30
+            settings.CELERY_BROKER_URL, liveness.longest_task(settings.PARTDASH_POLL_TIME_LIMIT)
         )
         try:
             seen = probe.observe(node, watch, now)
