@@ -280,23 +280,23 @@ def liveness():
     return module
 
 
-def env_seconds(name: str, default: float) -> float:
-    """A number of seconds from the environment (Django's settings are not loaded here);
-    the default where it is unset or not a number."""
+def seconds(value: str | None, default: float) -> float:
+    """A number of seconds read from the environment (Django's settings are not loaded
+    here); the default where it is unset or not a number."""
     try:
-        return float(os.environ.get(name) or default)
+        return float(value or default)
     except ValueError:
         return default
 
 
 def stall_seconds() -> float:
-    return env_seconds("PARTDASH_WORKER_STALL_SECONDS", DEFAULT_STALL)
+    return seconds(os.environ.get("PARTDASH_WORKER_STALL_SECONDS"), DEFAULT_STALL)
 
 
 def longest_task() -> float:
     """How long a running task may be at work: a poll's hard time limit (at most
     PARTDASH_POLL_TIME_LIMIT), and liveness's margin."""
-    return liveness().longest_task(env_seconds("PARTDASH_POLL_TIME_LIMIT", 300.0))
+    return liveness().longest_task(seconds(os.environ.get("PARTDASH_POLL_TIME_LIMIT"), 300.0))
 
 
 class WorkerLiveness:
