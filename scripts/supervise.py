@@ -554,6 +554,10 @@ class MakeUp:
         node = f"worker@{socket.gethostname()}"  # the name its liveness check pings
         worker = ["worker", "--loglevel=INFO", f"--concurrency={self.options.workers}"]
         worker += ["--hostname", node]
+        # Mingle (asking the other workers for revoked tasks, which partdash never revokes)
+        # costs a second at each start, a stalled worker's restart included; gossip
+        # (events between workers) serves nothing here either.
+        worker += ["--without-mingle", "--without-gossip"]
         beat = ["beat", "--loglevel=INFO", f"--schedule={self.var / 'celerybeat-schedule'}"]
         bind = f"127.0.0.1:{self.options.port}"
         web = [str(BIN / "gunicorn"), "partdash.wsgi", "--bind", bind, "--workers", "2"]

@@ -154,6 +154,8 @@ class Fleet:
     def spawn(self, name: str, *args: str) -> None:
         log = open(self.log_dir / f"{name}.log", "wb")
         command = [sys.executable, "-m", "celery", "-A", "partdash", *args, "--loglevel=INFO"]
+        if args[0] == "worker":  # as `make up` starts it (a second less at each start)
+            command += ["--without-mingle", "--without-gossip"]
         self.processes[name] = subprocess.Popen(
             command, cwd=ROOT, env=self.env, stdout=log, stderr=subprocess.STDOUT
         )
