@@ -38,6 +38,10 @@ PARTDASH_TEST_CONNECTION_PER_MINUTE = 100000
 # Likewise test alerts (tests/alerts/test_test_alert_limits.py sets the limits).
 PARTDASH_TEST_ALERT_PER_USER = 1000
 PARTDASH_TEST_ALERT_PER_MINUTE = 100000
+# A test alert's answer waits for the sender's process (Python and Apprise starting): 10 s
+# by default, which a two-core machine running the whole suite can exceed. The deadline's
+# own tests set theirs (tests/alerts/test_test_alert_limits.py).
+PARTDASH_TEST_ALERT_SECONDS = 30
 # Tests reuse server ids within seconds of each other: no "Poll now" debounce, except
 # where a test turns it on (tests/api/test_poll_now.py).
 PARTDASH_POLL_NOW_DEBOUNCE_SECONDS = 0

@@ -18,7 +18,7 @@ from tests import builders
 from tests.alerts.receiver import Receiver
 from tests.services import answers_ready, free_port, log_tail, wait_for
 
-pytestmark = [pytest.mark.django_db, pytest.mark.timeout(120)]
+pytestmark = [pytest.mark.django_db, pytest.mark.timeout(300)]
 
 BINARY = "/usr/bin/prometheus-alertmanager"
 CONFIG = """

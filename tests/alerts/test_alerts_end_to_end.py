@@ -37,7 +37,7 @@ from tests.alerts.mailbox import Mailbox
 from tests.conftest import wait_until, yield_the_store_to_the_flush
 from tests.sql import run
 
-pytestmark = [pytest.mark.e2e, pytest.mark.django_db(transaction=True), pytest.mark.timeout(120)]
+pytestmark = [pytest.mark.e2e, pytest.mark.django_db(transaction=True), pytest.mark.timeout(300)]
 
 BASE = DELIVERY_ENV["PARTDASH_BASE_URL"]
 SWEEP = float(DELIVERY_ENV["PARTDASH_ALERT_SWEEP_SECONDS"])

@@ -17,7 +17,7 @@ from tests.alerts.conftest import DELIVERY_ENV
 from tests.alerts.mailbox import transition
 from tests.conftest import wait_until
 
-pytestmark = [pytest.mark.e2e, pytest.mark.django_db(transaction=True), pytest.mark.timeout(150)]
+pytestmark = [pytest.mark.e2e, pytest.mark.django_db(transaction=True), pytest.mark.timeout(300)]
 
 LEASE = float(DELIVERY_ENV["PARTDASH_ALERT_CLAIM_LEASE_SECONDS"])
 # The crash tests' lease: longer than one send on a loaded machine (two suites at once),

@@ -30,6 +30,7 @@ def limits(settings):
         client.delete(key)
     settings.PARTDASH_TEST_ALERT_PER_USER = 1
     settings.PARTDASH_TEST_ALERT_PER_MINUTE = 3
+    settings.PARTDASH_TEST_ALERT_SECONDS = 10  # the default (tests/settings.py raises it)
     settings.PARTDASH_CHANNEL_ALLOW = ["loopback"]  # (the targets listen on 127.0.0.1)
     return settings
 

@@ -36,8 +36,10 @@ def operator_api(operator):
 
 
 def polls_queued(queue) -> list[int]:
-    bodies = [json.loads(raw)["body"] for raw in queue.lrange("celery", 0, -1)]
-    return [json.loads(base64.b64decode(body))[0][0] for body in bodies]
+    """The servers of the polls waiting in the queue (other tasks there are not polls)."""
+    messages = [json.loads(raw) for raw in queue.lrange("celery", 0, -1)]
+    polls = [m["body"] for m in messages if m["headers"]["task"].endswith(".poll_server")]
+    return [json.loads(base64.b64decode(body))[0][0] for body in polls]
 
 
 @pytest.mark.django_db(transaction=True)  # roles a flush removed come back in user_in

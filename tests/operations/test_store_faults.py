@@ -72,7 +72,7 @@ def snapshots(database_url: str) -> int | None:
 
 
 @pytest.mark.e2e
-@pytest.mark.timeout(180)
+@pytest.mark.timeout(300)
 def test_worker_and_beat_poll_again_by_themselves_once_a_restarted_postgresql_store_is_back(
     postgres_store, mariadb, tmp_path
 ):

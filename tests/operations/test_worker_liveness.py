@@ -38,7 +38,7 @@ from tests.pgstore import database_url
 from tests.polling.heartbeat import HeartbeatReceiver
 from tests.services import RedisServer, free_port, log_tail
 
-pytestmark = [pytest.mark.e2e, pytest.mark.django_db(transaction=True), pytest.mark.timeout(240)]
+pytestmark = [pytest.mark.e2e, pytest.mark.django_db(transaction=True), pytest.mark.timeout(360)]
 
 INTERVAL = 10  # the watched server's poll interval, seconds
 STALL = 16  # PARTDASH_WORKER_STALL_SECONDS

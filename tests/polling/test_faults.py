@@ -199,7 +199,7 @@ FROZEN_UNDER_WORKER = 25  # seconds: two or three scheduled polls at a 10 s inte
 @timing_sensitive_worker
 @pytest.mark.e2e
 @pytest.mark.django_db(transaction=True)
-@pytest.mark.timeout(180)
+@pytest.mark.timeout(300)
 def test_a_server_frozen_under_a_real_worker_fails_within_the_poll_limits_then_resumes(
     victim, new_schema, celery_processes
 ):
@@ -440,7 +440,7 @@ def polls_of(server: Server) -> list:
 @timing_sensitive_worker
 @pytest.mark.e2e
 @pytest.mark.django_db(transaction=True)
-@pytest.mark.timeout(240)
+@pytest.mark.timeout(360)
 def test_polling_resumes_by_itself_after_redis_restarts_with_no_duplicate_poll_or_email(
     victim, new_schema, redis_server, delivery_processes, mailbox, client, admin_user, request
 ):
@@ -531,7 +531,7 @@ def kill_pool(worker_pid: int) -> None:
 @timing_sensitive
 @pytest.mark.e2e
 @pytest.mark.django_db(transaction=True)
-@pytest.mark.timeout(180)
+@pytest.mark.timeout(300)
 def test_a_poll_whose_worker_is_killed_before_it_stores_is_skipped_never_stored_twice(
     victim, new_schema, redis_server, tmp_path
 ):
@@ -590,7 +590,7 @@ def test_a_poll_whose_worker_is_killed_before_it_stores_is_skipped_never_stored_
 
 @pytest.mark.e2e
 @pytest.mark.django_db(transaction=True)
-@pytest.mark.timeout(180)
+@pytest.mark.timeout(300)
 def test_ddl_racing_polls_run_by_a_real_worker_never_breaks_them(
     victim, new_schema, celery_processes, redis_server
 ):

@@ -16,7 +16,7 @@ from tests.prometheus import real_prometheus
 from tests.prometheus.exposition_rows import hash_table, polled_server, range_table
 from tests.services import log_tail, wait_for
 
-pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.timeout(120)]
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.timeout(300)]
 
 CONFIG = """
 global:
