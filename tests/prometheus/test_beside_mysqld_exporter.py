@@ -12,8 +12,6 @@ from tests.sql import new_schema_on, run
 BENCH = Path(__file__).resolve().parents[2] / "bench"
 TABLES, PARTITIONS = 3, 100
 
-pytestmark = pytest.mark.timeout(15)  # cheap: a few hundred partitions, two scrapes each
-
 
 @pytest.fixture
 def peers_bench(monkeypatch):
