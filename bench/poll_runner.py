@@ -3,7 +3,9 @@
 Measures, side by side: the floor (the cheap sources' queries alone, every row, through
 PyMySQL) and full partdash polls (collect, store, analyse, evaluate alerts), with the
 alert evaluation's own share; Opened_tables per steady-state poll; metadata-store growth
-over polls with writes in between. Prints one JSON object.
+over polls with writes in between. Prints one JSON object. With `--quick` (issue 41's
+comparison with the peers, `make bench ARGS=--peers-only`), only the first: the floor,
+naive, steady-state and quiet polls.
 """
 
 import gc
@@ -180,17 +182,18 @@ def main() -> None:
         Path(sys.argv[2]),
         *map(int, sys.argv[3:5]),
     )
+    quick = sys.argv[5:] == ["--quick"]
     from tests.services import RedisServer
 
     redis = RedisServer().start()  # the shared poll memory's (and nothing else here)
     os.environ["PARTDASH_REDIS_URL"] = redis.url
     try:
-        run(port, var_dir, tables, partitions)
+        run(port, var_dir, tables, partitions, quick)
     finally:
         redis.stop()
 
 
-def run(port: int, var_dir: Path, tables: int, partitions: int) -> None:
+def run(port: int, var_dir: Path, tables: int, partitions: int, quick: bool = False) -> None:
     setup_django(var_dir)
     from fleet import write_to_some_partitions
 
@@ -241,6 +244,25 @@ def run(port: int, var_dir: Path, tables: int, partitions: int) -> None:
         quiet_fetched.append(sum(memory.fetched.values()) if memory else None)
 
     floor_reader.shutdown()
+    side_by_side = {
+        "first_poll_seconds": first_seconds,
+        "first_poll_definitions": first.definitions_read,
+        "partitions_seen": first.partitions_seen,
+        "floor_seconds": floors,
+        "poll_seconds": polls,
+        "floor_median": statistics.median(floors),
+        "poll_median": statistics.median(polls),
+        "opened_tables_per_poll": opened,
+        "naive": naive,
+        "quiet_seconds": quiet,
+        "quiet_median": statistics.median(quiet),
+        "quiet_floor_median": statistics.median(quiet_floors),
+        "quiet_opened_tables": quiet_opened,
+        "quiet_rows_fetched": quiet_fetched,
+    }
+    if quick:
+        print(json.dumps(side_by_side))
+        return
 
     peaks["steady and quiet polls"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     # A quiet poll on a process that did not poll the server last (as when a worker
@@ -300,27 +322,15 @@ def run(port: int, var_dir: Path, tables: int, partitions: int) -> None:
     print(
         json.dumps(
             {
-                "first_poll_seconds": first_seconds,
-                "first_poll_definitions": first.definitions_read,
-                "partitions_seen": first.partitions_seen,
-                "floor_seconds": floors,
-                "poll_seconds": polls,
-                "floor_median": statistics.median(floors),
-                "poll_median": statistics.median(polls),
+                **side_by_side,
                 "evaluate_seconds": evaluated,
                 "evaluate_median": statistics.median(evaluated),
                 "written_evaluate_median": statistics.median(written_evaluated),
-                "opened_tables_per_poll": opened,
                 "growth_polls": growth_polls,
                 "rows_written": written,
                 "growth_changed": changed,
                 "written_poll_median": statistics.median(written_polls),
                 "written_rows_fetched": written_fetched,
-                "quiet_seconds": quiet,
-                "quiet_median": statistics.median(quiet),
-                "quiet_floor_median": statistics.median(quiet_floors),
-                "quiet_opened_tables": quiet_opened,
-                "quiet_rows_fetched": quiet_fetched,
                 "cold_seconds": cold,
                 "cold_median": statistics.median(cold),
                 "cold_rows_fetched": cold_fetched,
@@ -329,7 +339,6 @@ def run(port: int, var_dir: Path, tables: int, partitions: int) -> None:
                 "shared_rows_fetched": shared_fetched,
                 "rss_after_first_mb": rss_after_first,
                 "peak_rss_by_phase_mb": peaks,
-                "naive": naive,
                 "store_growth_bytes": size_after - size_before,
                 "bytes_per_partition_per_poll": (size_after - size_before)
                 / (first.partitions_seen * growth_polls),

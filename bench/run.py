@@ -13,7 +13,9 @@ then issue #37's: 8,192 partitions' history before and bounded per answer
 (bench/wide_history_bench.py, --wide-history-only); issue #40's: what reading 10,000
 statement digests costs a poll of the large server (bench/statements_bench.py,
 --statements-only); last issue #41's: the fleet page, the server and findings lists and
-/metrics at 1,000 servers (bench/fleet_pages_bench.py, --fleet-pages-only). Apart,
+/metrics at 1,000 servers (bench/fleet_pages_bench.py, --fleet-pages-only); and, on the
+large server after partdash's polls, mysqld_exporter's table and file collectors
+(bench/peers_bench.py, --peers-only with the large server's first loops). Apart,
 not in a plain `make bench`: `--simulated-fleet`, issue #41's 1,000 simulated servers
 polled by partdash's real processes (bench/fleet_sim.py, figures in
 var/bench/fleet-sim.json): `--sim-minutes` (30) and `--sim-scale` (1.0, the share of
@@ -37,6 +39,8 @@ FLEET_FIGURES = HERE.parent / "var" / "bench"
 sys.path.insert(0, str(HERE))
 
 from fleet import connect, create_tables, settle, start_server  # noqa: E402
+
+from tests.services import MariaDB  # noqa: E402
 
 
 def naive_poll(port: int) -> tuple[float, int]:
@@ -205,12 +209,7 @@ def report_exposition(figures: dict) -> None:
 
 def collector_cost(options: argparse.Namespace) -> int:
     """Issue #3's and #10's figures on the 64,000-partition server; the exit status."""
-    print("starting a private MariaDB (table_open_cache=400, performance_schema=ON)")
-    with start_server() as server:
-        print(f"creating {options.tables} tables x {options.partitions} HASH partitions")
-        seconds = create_tables(server.port, options.tables, options.partitions, options.rows)
-        print(f"  done in {seconds:.0f} s; flushing dirty pages so the tables are quiet")
-        print(f"  settled in {settle(server.port):.0f} s")
+    with large_server(options) as server:
         print("floor, naive and partdash polls side by side (partdash in its own process)")
         with tempfile.TemporaryDirectory(prefix="partdash-bench-") as var_dir:
             result = subprocess.run(
@@ -230,6 +229,7 @@ def collector_cost(options: argparse.Namespace) -> int:
                 return 1
             figures = json.loads(result.stdout.strip().splitlines()[-1])
             polls_ok = report(figures, [tuple(n) for n in figures["naive"]])
+            peers_ok = beside_the_peers(server.port, figures, var_dir, options.peer_scrapes) == 0
             print("\nAPI and pages on that store: gunicorn (2 workers x 4 threads), 8 clients")
             web = subprocess.run(
                 [sys.executable, str(HERE / "api_bench.py"), var_dir],
@@ -243,7 +243,47 @@ def collector_cost(options: argparse.Namespace) -> int:
         report_exposition(web_figures.pop("exposition"))
         web_ok = report_web(web_figures)
         worker_ok = through_the_worker(options, server.port)
-        return 0 if polls_ok and web_ok and worker_ok else 1
+        return 0 if polls_ok and peers_ok and web_ok and worker_ok else 1
+
+
+def large_server(options: argparse.Namespace) -> MariaDB:
+    """The 64,000-partition server, built and settled: a started MariaDB to enter."""
+    print("starting a private MariaDB (table_open_cache=400, performance_schema=ON)")
+    server = start_server()
+    print(f"creating {options.tables} tables x {options.partitions} HASH partitions")
+    seconds = create_tables(server.port, options.tables, options.partitions, options.rows)
+    print(f"  done in {seconds:.0f} s; flushing dirty pages so the tables are quiet")
+    print(f"  settled in {settle(server.port):.0f} s")
+    return server
+
+
+def beside_the_peers(port: int, figures: dict, var_dir: str, scrapes: int) -> int:
+    """Issue 41 (4): mysqld_exporter's table and file collectors on the same server,
+    printed beside partdash's `figures` of this run (bench/peers_bench.py)."""
+    if scrapes <= 0:
+        return 0
+    print("\nmysqld_exporter on the same server: its table collectors, then its file collector")
+    ours = Path(var_dir) / "partdash-figures.json"
+    ours.write_text(json.dumps(figures))
+    argv = [sys.executable, str(HERE / "peers_bench.py"), "--port", str(port)]
+    argv += ["--partdash", str(ours), "--scrapes", str(scrapes)]
+    return run_to_end([*argv, "--json", str(FLEET_FIGURES / "peers.json")])
+
+
+def peers_only(options: argparse.Namespace) -> int:
+    """`--peers-only`: the large server, the floor, naive, steady and quiet polls side by
+    side (poll_runner's first loops), then the peers on the same server."""
+    with large_server(options) as server:
+        print("floor, naive and partdash polls side by side (partdash in its own process)")
+        with tempfile.TemporaryDirectory(prefix="partdash-bench-") as var_dir:
+            argv = [sys.executable, str(HERE / "poll_runner.py"), str(server.port), var_dir]
+            argv += [str(options.tables), str(options.partitions), "--quick"]
+            result = subprocess.run(argv, capture_output=True, text=True)
+            if result.returncode != 0:
+                print(result.stdout, result.stderr, sep="\n")
+                return 1
+            figures = json.loads(result.stdout.strip().splitlines()[-1])
+            return beside_the_peers(server.port, figures, var_dir, options.peer_scrapes)
 
 
 def through_the_worker(options: argparse.Namespace, port: int) -> bool:
@@ -381,6 +421,15 @@ def main() -> int:
         "about a minute",
     )
     parser.add_argument(
+        "--peers-only",
+        action="store_true",
+        help="only the large server's floor, naive and partdash polls beside mysqld_exporter's "
+        "table and file collectors on it (bench/peers_bench.py)",
+    )
+    parser.add_argument(
+        "--peer-scrapes", type=int, default=5, help="scrapes of each exporter; 0 skips them"
+    )
+    parser.add_argument(
         "--shared-only",
         action="store_true",
         help="only the fleet through two workers (7f): bench/shared_memory_bench.py",
@@ -407,6 +456,8 @@ def main() -> int:
         return statement_figures()
     if options.fleet_pages_only:
         return fleet_pages_figures()
+    if options.peers_only:
+        return peers_only(options)
     status = 0 if options.fleet_only else collector_cost(options)
     if not options.fleet_only:
         print(flush=True)

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # `make bench`: run the benchmarks and print their figures.
 source "$(dirname "$0")/lib.sh"
-ensure_packages /usr/sbin/mariadbd mariadb-server /usr/bin/mariadb-install-db mariadb-server
+# prometheus-mysqld-exporter: the peer `make bench` compares partdash with (issue 41).
+ensure_packages /usr/sbin/mariadbd mariadb-server /usr/bin/mariadb-install-db mariadb-server \
+  /usr/bin/prometheus-mysqld-exporter prometheus-mysqld-exporter
 ensure_venv requirements-dev.txt
 ensure_frontend
 # `make bench ARGS="--fleet-only --fleet-minutes 2"`: make passes ARGS in the environment.

@@ -18,7 +18,8 @@ say() { printf '\033[1m==> [%4ss] %s\033[0m\n' "$(($(date +%s) - started_at))" "
 ensure_packages /usr/sbin/mariadbd mariadb-server /usr/bin/mariadb-install-db mariadb-server \
   /usr/bin/redis-server redis-server /usr/bin/chromium chromium docker-compose docker-compose \
   /usr/bin/promtool prometheus /usr/bin/prometheus-alertmanager prometheus-alertmanager \
-  /usr/sbin/slapd slapd /usr/bin/ldapsearch ldap-utils
+  /usr/sbin/slapd slapd /usr/bin/ldapsearch ldap-utils \
+  /usr/bin/prometheus-mysqld-exporter prometheus-mysqld-exporter
 ensure_postgres_packages  # the PostgreSQL pass, and the tests that start a PostgreSQL of their own
 ensure_venv requirements-dev.txt
 ensure_frontend
