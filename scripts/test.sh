@@ -68,9 +68,9 @@ stores=${PARTDASH_TEST_STORES:-sqlite postgres}
 # xdist groups (make up from a fresh clone, the timed fault tests), which mostly wait.
 # Most tests wait (a poll's interval, a server frozen, a worker restarting): with 6 and 3
 # workers a run used 1.3 of the two cores on average; with 8 and 4, 1.6; 10 and 4 gave
-# 629 s on one machine, but on one twice as slow (a Python loop 2.0-3.2 s against about
-# 1.2 s) the tests that time a worker, a scrape or a restart were starved (load average
-# 20) and ten failed in a run, different ones each time. 6 and 3 leave each test about the
+# 629 s on one machine, but on one twice as slow (pytest --collect-only 4.5-5.2 s of CPU
+# against 2.2 s) the tests that time a worker, a scrape or a restart were starved (load
+# average 20) and ten failed in a run, different ones each time. 6 and 3 leave each test about the
 # share of a core it had at 10 and 4 on the faster machine.
 declare -A workers=([sqlite]=${PARTDASH_TEST_WORKERS:-6} [postgres]=${PARTDASH_TEST_WORKERS:-3})
 # A test that fails is run once more, after 2 s (pytest-rerunfailures); one that passes
