@@ -18,10 +18,12 @@ from tests.services import log_tail, wait_for
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.timeout(300)]
 
+# A scrape may take as long as its interval; a slower one (a busy two-core machine) fails
+# and its series go stale until the next, so the test waits for the figures it reads.
 CONFIG = """
 global:
-  scrape_interval: 1s
-  scrape_timeout: 1s
+  scrape_interval: 2s
+  scrape_timeout: 2s
 scrape_configs:
   - job_name: fleet
     authorization: {{type: Token, credentials: "{token}"}}
@@ -81,10 +83,15 @@ def test_prometheus_stores_the_budgeted_figures_the_api_shows(prometheus, viewer
     }
     assert rows[("db1", "events")] == 800  # the API lists the table without a finding
 
-    fleet = by(query(url, 'partdash_table_rows{job="fleet"}'), "server", "table")
-    assert fleet == {("db1", "orders"): rows["db1", "orders"], ("db2", "payments"): 777}
+    def table_rows(job: str, *labels: str) -> dict[tuple, float]:
+        return by(query(url, f'partdash_table_rows{{job="{job}"}}'), *labels)
+
+    expected = {("db1", "orders"): rows["db1", "orders"], ("db2", "payments"): 777}
+    wait_for(lambda: table_rows("fleet", "server", "table") == expected, timeout=30)
+    assert table_rows("fleet", "server", "table") == expected
+    assert wait_for(lambda: table_rows("servers", "table"), timeout=30), log_tail(log)
     one = query(url, '{job="servers", __name__=~"partdash_.+"}')
     assert one and {r["metric"]["server"] for r in one if "server" in r["metric"]} == {"db2"}
-    assert by(query(url, 'partdash_table_rows{job="servers"}'), "table") == {("payments",): 777}
+    assert table_rows("servers", "table") == {("payments",): 777}
     assert not query(url, 'partdash_fleet_partitions{job="servers"}')
     assert by(query(url, 'partdash_fleet_servers{job="fleet"}'), "status")[("ok",)] == 2
