@@ -5,7 +5,6 @@ import fcntl
 import os
 import signal
 import subprocess
-import sys
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -17,7 +16,14 @@ from rest_framework.test import APIClient
 
 from tests.pgstore import DB_FIXTURES, database_url
 from tests.servers.certificates import CertificateFiles, write_certificates
-from tests.services import MariaDB, MariaDBFactory, RedisServer, log_tail, stop_processes
+from tests.services import (
+    MariaDB,
+    MariaDBFactory,
+    RedisServer,
+    celery_command,
+    log_tail,
+    stop_processes,
+)
 from tests.sql import new_schema_on
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -202,9 +208,7 @@ class CeleryProcesses:
 
     def _spawn(self, name: str, *args: str) -> None:
         log = open(self.log_dir / f"{name}.log", "wb")
-        command = [sys.executable, "-m", "celery", "-A", "partdash", *args, "--loglevel=INFO"]
-        if args[0] == "worker":  # as `make up` starts it (a second less at each start)
-            command += ["--without-mingle", "--without-gossip"]
+        command = celery_command(*args)
         self.processes.append(
             subprocess.Popen(command, cwd=ROOT, env=self.env, stdout=log, stderr=subprocess.STDOUT)
         )

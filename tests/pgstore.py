@@ -19,7 +19,7 @@ from urllib.parse import quote
 
 import pytest
 
-from tests.services import log_tail, stop_processes
+from tests.services import celery_command, log_tail, stop_processes
 
 STORE = os.environ.get("PARTDASH_TEST_STORE", "sqlite")
 POSTGRES_URL = os.environ.get(
@@ -153,9 +153,7 @@ class Fleet:
 
     def spawn(self, name: str, *args: str) -> None:
         log = open(self.log_dir / f"{name}.log", "wb")
-        command = [sys.executable, "-m", "celery", "-A", "partdash", *args, "--loglevel=INFO"]
-        if args[0] == "worker":  # as `make up` starts it (a second less at each start)
-            command += ["--without-mingle", "--without-gossip"]
+        command = celery_command(*args)
         self.processes[name] = subprocess.Popen(
             command, cwd=ROOT, env=self.env, stdout=log, stderr=subprocess.STDOUT
         )

@@ -28,6 +28,7 @@ import shutil
 import signal
 import socket
 import subprocess
+import sys
 import tempfile
 import threading
 import time
@@ -157,6 +158,15 @@ def _option_value(value: OptionValue) -> str | None:
     if isinstance(value, bool):
         return "ON" if value else "OFF"
     return str(value)
+
+
+def celery_command(*args: str) -> list[str]:
+    """`celery -A partdash ARGS` in this interpreter, at INFO; a worker started as `make up`
+    starts it (scripts/supervise.py): without mingle and gossip, a second less each start."""
+    command = [sys.executable, "-m", "celery", "-A", "partdash", *args, "--loglevel=INFO"]
+    if args[0] == "worker":
+        command += ["--without-mingle", "--without-gossip"]
+    return command
 
 
 def log_tail(*paths: Path, lines: int = _LOG_TAIL_LINES) -> str:
