@@ -70,13 +70,14 @@ class DeliveryProcesses(CeleryProcesses):
         self.workers = 0
         self.worker: subprocess.Popen | None = None
 
-    def start(self, **worker_env: str) -> "DeliveryProcesses":
+    def start(self, concurrency: int = 2, **worker_env: str) -> "DeliveryProcesses":
         self._spawn("beat", "beat", f"--schedule={self.log_dir / 'beat-schedule'}")
-        return self.start_worker(**worker_env)
+        return self.start_worker(concurrency, **worker_env)
 
-    def start_worker(self, **worker_env: str) -> "DeliveryProcesses":
-        """A worker; one whose `worker_env` names a step of delivery to pause at imports
-        `tests.alerts.crashing_worker`, which stops it there."""
+    def start_worker(self, concurrency: int = 2, **worker_env: str) -> "DeliveryProcesses":
+        """A worker of `concurrency` pool processes; one whose `worker_env` names steps of
+        delivery to pause at imports `tests.alerts.crashing_worker`, which stops it there
+        (a pool process per step, and one more for beat's sweeps)."""
         base = self.env
         self.env = {**base, **worker_env}
         pausing = "PARTDASH_TEST_DELIVERY_PAUSE_AT" in worker_env
@@ -86,7 +87,7 @@ class DeliveryProcesses(CeleryProcesses):
             self._spawn(
                 f"worker{self.workers}",
                 "worker",
-                "--concurrency=2",
+                f"--concurrency={concurrency}",
                 "--pool=prefork",
                 "-n",
                 f"test{self.workers}@%h",
@@ -130,10 +131,10 @@ def delivery_processes(transactional_db, redis_server, tmp_path, mailbox):
     the test must use committed data."""
     started = []
 
-    def start(**worker_env: str) -> DeliveryProcesses:
+    def start(concurrency: int = 2, **worker_env: str) -> DeliveryProcesses:
         database = settings.DATABASES["default"]["NAME"]
         processes = DeliveryProcesses(redis_server.url, database, tmp_path, mailbox.port)
-        started.append(processes.start(**worker_env))
+        started.append(processes.start(concurrency, **worker_env))
         return processes
 
     yield start

@@ -153,45 +153,77 @@ def test_beat_sends_one_reminder_digest_for_alerts_still_firing(delivery_process
     assert Transition.objects.filter(kind="reminder").count() == 2
 
 
-@pytest.mark.parametrize("step", ["grouping", "grouped", "claimed", "accepted"])
-def test_a_worker_killed_at_each_step_loses_nothing(step, delivery_processes, mailbox, tmp_path):
+STEPS = ("grouping", "grouped", "claimed", "accepted")
+
+
+def outbox() -> str:
+    """The notifications, for a failure's message."""
+    rows = Notification.objects.values_list("server__name", "attempts", "sent_at", "last_error")
+    return "\n".join(" | ".join(map(str, row)) for row in rows)
+
+
+def paused_at_every_step(processes, pause_dir, per_server) -> dict:
+    """One server per step, named after it, each with three firing tables written by
+    `per_server` in the evaluation "<step>-1" (evaluation ids are unique across servers,
+    as partdash's are), each evaluation queued: the crashing worker stops at each step
+    for its server, in a pool process each. Returns the servers by step once all four
+    stopped, the worker killed (SIGKILL, with its pool)."""
+    servers = {}
+    for step in STEPS:
+        server = servers[step] = builders.server(step)
+        per_server(server, [builders.table(server, "s", name) for name in ("a", "b", "c")])
+    for server in servers.values():
+        queue(server, f"{server.name}-1")
+    stopped = [pause_dir / step for step in STEPS]
+    wait_until(
+        lambda: all(path.exists() for path in stopped),
+        60,
+        f"the worker to stop at each of {STEPS}",
+        lambda: f"{processes.logs()}\n{outbox()}",
+    )
+    processes.kill_worker()
+    return servers
+
+
+def test_a_worker_killed_at_each_step_loses_nothing(delivery_processes, mailbox, tmp_path):
     """Killed before grouping, after grouping, after claiming, or after the SMTP server
-    accepted: a new worker's sweep sends what was left, once. Only the last step can
-    duplicate (the SMTP server has it, `sent_at` is not written), with the same
-    Message-ID: README documents it."""
-    paused = tmp_path / "paused"
+    accepted (one server each, the worker stopped at all four at once): a new worker's
+    sweep sends what was left, once. Only the last step can duplicate (the SMTP server
+    has it, `sent_at` is not written), with the same Message-ID: README documents it."""
     processes = delivery_processes(
+        len(STEPS) + 1,
         **CRASH_ENV,
-        PARTDASH_TEST_DELIVERY_PAUSE_AT=step,
-        PARTDASH_TEST_DELIVERY_PAUSE_FILE=str(paused),
+        PARTDASH_TEST_DELIVERY_PAUSE_AT=",".join(STEPS),
+        PARTDASH_TEST_DELIVERY_PAUSE_DIR=str(tmp_path),
     )
     processes.wait_ready()
-    db1 = builders.server("db1")
-    for name in ("a", "b", "c"):
-        transition(firing(db1, builders.table(db1, "s", name)))
 
-    queue(db1, "eval-1")
-    wait_until(paused.exists, 60, f"the worker to stop at {step!r}", processes.logs)
-    processes.kill_worker()
+    def three_firing(server, tables):
+        for table in tables:
+            transition(firing(server, table), evaluation=f"{server.name}-1")
 
-    assert mailbox.count() == (1 if step == "accepted" else 0)
+    servers = paused_at_every_step(processes, tmp_path, three_firing)
+
+    assert [e.subject for e in mailbox.emails()] == ["[partdash] accepted: 3 firing, 0 resolved"]
     assert Notification.objects.filter(sent_at__isnull=False).count() == 0
     processes.start_worker(**CRASH_ENV)
     wait_until(
-        lambda: Notification.objects.filter(sent_at__isnull=False).exists(),
+        lambda: Notification.objects.filter(sent_at__isnull=False).count() == len(STEPS),
         60,
-        "the email sent after the restart",
+        "the emails sent after the restart",
         processes.logs,
     )
     settle(mailbox, CRASH_LEASE + 2)
 
     received = mailbox.emails()
-    assert len(received) == (2 if step == "accepted" else 1)
-    (notification,) = Notification.objects.all()
-    assert {e.message_id for e in received} == {notification.message_id}
-    assert {e.subject for e in received} == {"[partdash] db1: 3 firing, 0 resolved"}
-    assert all(len(e.lines("FIRING")) == 3 for e in received)
-    assert Transition.objects.filter(notification=notification).count() == 3
+    assert len(received) == len(STEPS) + 1
+    for step, server in servers.items():
+        mine = [e for e in received if e.subject == f"[partdash] {step}: 3 firing, 0 resolved"]
+        assert len(mine) == (2 if step == "accepted" else 1), step
+        (notification,) = Notification.objects.filter(server=server)
+        assert {e.message_id for e in mine} == {notification.message_id}, step
+        assert all(len(e.lines("FIRING")) == 3 for e in mine), step
+        assert Transition.objects.filter(notification=notification).count() == 3, step
     assert Alert.objects.filter(notified_at__isnull=True).count() == 0
 
 
@@ -217,64 +249,73 @@ def redis_values(client, key: bytes) -> list:
     return []
 
 
-@pytest.mark.parametrize("step", ["grouping", "grouped", "claimed", "accepted"])
 def test_a_channel_message_survives_a_worker_killed_at_each_step(
-    step, delivery_processes, tmp_path, redis_server
+    delivery_processes, tmp_path, redis_server
 ):
     """The same for a webhook channel (no email recipients: the channel's message is the
-    one the worker stops at): exactly one POST holding the three FIRING transitions,
-    then exactly one holding the RESOLVED ones, but for a worker killed after the
-    receiver took it (the evaluation, the same in both copies, tells them apart)."""
+    one the worker stops at): for each server, exactly one POST holding its three FIRING
+    transitions, then exactly one holding the RESOLVED ones, but for a worker killed
+    after the receiver took it (the evaluation, the same in both copies, tells them
+    apart)."""
     from tests.alerts.receiver import Receiver
     from tests.alerts.test_channels import channel
 
     receiver = Receiver(tmp_path).start()
     try:
-        paused = tmp_path / "paused"
         processes = delivery_processes(
+            len(STEPS) + 1,
             **CHANNEL_ENV,
-            PARTDASH_TEST_DELIVERY_PAUSE_AT=step,
-            PARTDASH_TEST_DELIVERY_PAUSE_FILE=str(paused),
+            PARTDASH_TEST_DELIVERY_PAUSE_AT=",".join(STEPS),
+            PARTDASH_TEST_DELIVERY_PAUSE_DIR=str(tmp_path),
         )
         processes.wait_ready()
-        db1 = builders.server("db1")
         channel("hook", f"{receiver.url}/hook/{SECRET}")
         time.sleep(0.01)  # (the transitions come after the channel)
-        tables = [builders.table(db1, "s", name) for name in ("a", "b", "c")]
-        with transaction.atomic():  # as an evaluation writes them: alerts and transitions
-            alerts = [firing(db1, table, fired_at=timezone.now()) for table in tables]
-            for alert in alerts:
-                transition(alert)
+        alerts = {}
 
-        queue(db1, "eval-1")
-        wait_until(paused.exists, 60, f"the worker to stop at {step!r}", processes.logs)
-        processes.kill_worker()
-        assert len(receiver.received) == (1 if step == "accepted" else 0)
+        def three_firing(server, tables):
+            with transaction.atomic():  # as an evaluation writes them: alerts and transitions
+                alerts[server.name] = [
+                    firing(server, table, fired_at=timezone.now()) for table in tables
+                ]
+                for alert in alerts[server.name]:
+                    transition(alert, evaluation=f"{server.name}-1")
+
+        servers = paused_at_every_step(processes, tmp_path, three_firing)
+        assert [r.json()["server"]["name"] for r in receiver.received] == ["accepted"]
         processes.start_worker(**CHANNEL_ENV)
         wait_until(
-            lambda: Notification.objects.filter(sent_at__isnull=False).exists(),
+            lambda: Notification.objects.filter(sent_at__isnull=False).count() == len(STEPS),
             60,
-            "the message sent after the restart",
+            "the messages sent after the restart",
             processes.logs,
         )
         settle(None, CHANNEL_LEASE + 2)
-        posts = [r.json() for r in receiver.received]
-        assert len(posts) == (2 if step == "accepted" else 1)
-        assert {p["evaluation"] for p in posts} == {"eval-1"}
-        assert all([t["state"] for t in p["transitions"]] == ["FIRING"] * 3 for p in posts)
-        (message,) = Notification.objects.exclude(channel=None)
-        assert message.carried.count() == 3
 
-        # And the resolutions: one more message, once, from the worker now running.
-        for alert in alerts:
-            transition(alert, kind=Transition.Kind.RESOLVED, evaluation="eval-2")
-        queue(db1, "eval-2")
-        wait_until(lambda: len(receiver.received) == len(posts) + 1, 60, "the RESOLVED post")
+        def posts_for(name: str) -> list[dict]:
+            posts = [r.json() for r in receiver.received]
+            return [p for p in posts if p["server"]["name"] == name]
+
+        for step, server in servers.items():
+            posts = posts_for(step)
+            assert len(posts) == (2 if step == "accepted" else 1), step
+            assert {p["evaluation"] for p in posts} == {f"{step}-1"}, step
+            assert all([t["state"] for t in p["transitions"]] == ["FIRING"] * 3 for p in posts)
+            (message,) = Notification.objects.filter(server=server).exclude(channel=None)
+            assert message.carried.count() == 3, step
+
+        # And the resolutions: one more message each, once, from the worker now running.
+        before = len(receiver.received)
+        for server in servers.values():
+            for alert in alerts[server.name]:
+                transition(alert, kind=Transition.Kind.RESOLVED, evaluation=f"{server.name}-2")
+            queue(server, f"{server.name}-2")
+        wait_until(lambda: len(receiver.received) == before + len(STEPS), 60, "the RESOLVED posts")
         settle(None, CHANNEL_LEASE + 2)
-        assert len(receiver.received) == len(posts) + 1
-        last = receiver.received[-1].json()
-        assert [t["state"] for t in last["transitions"]] == ["RESOLVED"] * 3
-        assert last["evaluation"] == "eval-2"
+        assert len(receiver.received) == before + len(STEPS)
+        for step in STEPS:
+            (last,) = [p for p in posts_for(step) if p["evaluation"] == f"{step}-2"]
+            assert [t["state"] for t in last["transitions"]] == ["RESOLVED"] * 3, step
         assert {r.path for r in receiver.received} == {f"/hook/{SECRET}"}
         # The URL's secret is nowhere else: not in the broker's messages or any key of
         # Redis, not in the worker's and beat's logs.
