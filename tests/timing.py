@@ -46,7 +46,9 @@ def unit_of(item: pytest.Item) -> str:
     return f"@{group}" if group else item.nodeid.split("::")[0]
 
 
+@pytest.hookimpl(trylast=True)  # after pytest-xdist's, which marks grouped tests' ids
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    fail_if_not_grouped(config, items)
     known = json.loads(DURATIONS.read_text()) if DURATIONS.exists() else {}
 
     def seconds(item: pytest.Item) -> float:
@@ -70,6 +72,31 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         return (-weight[unit], unit, 0.0 if group_of(item) else -seconds(item))
 
     items.sort(key=longest_first)  # stable: a group's tests keep their file order
+
+
+LOADGROUP_BROKEN = (
+    "--dist loadgroup did not group this test: pytest-xdist no longer marks grouped tests'"
+    " ids with this pytest (pytest-dev/pytest-xdist#1386); pin a pytest it works with"
+)
+
+
+def fail_if_not_grouped(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """In a pytest-xdist worker under `--dist loadgroup`: each grouped test's id carries
+    its group, else the groups are not kept together. pytest 9.2 silently broke that
+    (make up's tests built three clones, and the timed fault tests ran beside each
+    other): every grouped test then errs, saying why (`pytest_runtest_setup`)."""
+    if getattr(config.option, "loadgroup", False):
+        for item in items:
+            if group_of(item) and "@" not in item.nodeid:
+                item.stash[NOT_GROUPED] = True
+
+
+NOT_GROUPED = pytest.StashKey[bool]()
+
+
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    if item.stash.get(NOT_GROUPED, False):
+        pytest.fail(LOADGROUP_BROKEN, pytrace=False)
 
 
 def tree_cpu() -> float:
