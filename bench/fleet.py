@@ -24,7 +24,9 @@ def start_server() -> MariaDB:
 
 
 def connect(port: int) -> pymysql.connections.Connection:
-    return pymysql.connect(host="127.0.0.1", port=port, user="root", autocommit=True)
+    return pymysql.connect(
+        host="127.0.0.1", port=port, user="root", autocommit=True, ssl_disabled=True
+    )
 
 
 def create_tables(port: int, tables: int, partitions: int, rows_per_table: int) -> float:
