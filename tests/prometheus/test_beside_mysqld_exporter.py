@@ -53,7 +53,9 @@ def test_the_file_collector_emits_four_series_a_file(peers_bench, mariadb_ps, pa
     assert f'file_name="{partitioned}/t2#P#p99.ibd"' in "".join(partition_files)
     assert scraped.series == sum(scraped.series_by_family.values()) >= len(ours)
     assert len(scraped.seconds) == len(scraped.opened_tables) == len(scraped.cpu_seconds) == 2
-    assert all(cpu > 0 for cpu in scraped.cpu_seconds)
+    # Counted in clock ticks (10 ms): a scrape of this small server may take none (seen in a
+    # full run); the benchmark's 64,000 partitions take seconds.
+    assert all(cpu >= 0 for cpu in scraped.cpu_seconds)
     assert scraped.errors == {}
 
 
