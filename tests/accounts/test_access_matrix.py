@@ -16,7 +16,7 @@ from rest_framework.test import APIClient
 from partdash.alerts.models import AlertRule
 from partdash.servers.models import Server
 from tests import builders
-from tests.conftest import recreate_roles, token_client, user_in
+from tests.conftest import from_the_migrations, token_client, user_in
 
 ROLES = ["anonymous", "viewer", "viewers_group", "operator", "bare_staff", "admin"]
 READERS = {"viewer", "viewers_group", "operator", "bare_staff", "admin"}
@@ -257,7 +257,7 @@ def test_the_admin_offers_poll_now_and_test_connection_to_operators_and_admins_o
 
 def test_the_migration_gives_each_role_its_permissions(db):
     if not Group.objects.exists():
-        recreate_roles()  # a transactional test before this one, in this worker, flushed them
+        from_the_migrations()  # a transactional test before this one, in this worker, flushed them
 
     def codenames(group: str) -> set[str]:
         return set(Group.objects.get(name=group).permissions.values_list("codename", flat=True))
