@@ -5,6 +5,7 @@ where the subject is what a command does and says, at a tenth of the CPU (a subp
 starts Django again: 0.6 s). Each command keeps at least one subprocess test."""
 
 import contextlib
+import fcntl
 import io
 import os
 import re
@@ -144,10 +145,20 @@ def broker(redis_server) -> str:
 
 @pytest.fixture(scope="module")
 def migrated(tmp_path_factory, broker) -> Path:
-    """A migrated SQLite file, copied for each test."""
-    database = tmp_path_factory.mktemp("cli") / "template.sqlite3"
-    result = Cli(database, base_env(database, broker)).run("migrate", "--no-input")
-    assert result.returncode == 0, result.stderr
+    """A migrated SQLite file, copied for each test: one for the run, made by the first
+    pytest-xdist worker to need it (a subprocess's `migrate`, 5 s of CPU, had been run
+    by each of the six workers that took a test of this module)."""
+    shared = tmp_path_factory.getbasetemp()
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        shared = shared.parent  # the run's, above each worker's own
+    database = shared / "cli-template" / "template.sqlite3"
+    database.parent.mkdir(exist_ok=True)
+    with open(database.parent / "lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not (database.parent / "done").exists():
+            result = Cli(database, base_env(database, broker)).run("migrate", "--no-input")
+            assert result.returncode == 0, result.stderr
+            (database.parent / "done").touch()
     return database
 
 
