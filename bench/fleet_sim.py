@@ -173,6 +173,44 @@ def store_bytes() -> int:
         return cursor.fetchone()[0]
 
 
+STORE_TABLES_SQL = """
+SELECT c.relname, pg_total_relation_size(c.oid), s.n_live_tup, s.n_dead_tup
+FROM pg_class c JOIN pg_stat_user_tables s ON s.relid = c.oid
+WHERE c.relkind IN ('r', 'p')
+"""
+
+
+def store_tables() -> dict[str, dict]:
+    """Per table of the store: its bytes (heap, indexes, TOAST) and its live and dead row
+    versions (PostgreSQL's statistics, which autovacuum and ANALYZE keep roughly current):
+    which table grows, and whether it grows by rows kept or by dead versions of rows
+    updated, which autovacuum makes reusable and so do not grow the store for ever."""
+    from django.db import connection
+
+    with connection.cursor() as cursor:
+        cursor.execute(STORE_TABLES_SQL)
+        return {
+            name: {"bytes": size, "live": live, "dead": dead}
+            for name, size, live, dead in cursor.fetchall()
+        }
+
+
+def table_growth(before: dict[str, dict], after: dict[str, dict], seconds: float) -> dict:
+    """Per table, its growth over the measured span and per day (the largest first)."""
+    growth = {}
+    for name, end in after.items():
+        start = before.get(name, {"bytes": 0, "live": 0, "dead": 0})
+        grew = end["bytes"] - start["bytes"]
+        growth[name] = {
+            "bytes_grown": grew,
+            "bytes_per_day": round(grew / max(seconds, 1) * 86400),
+            "live_rows_added": end["live"] - start["live"],
+            "dead_rows_end": end["dead"],
+            "bytes_end": end["bytes"],
+        }
+    return dict(sorted(growth.items(), key=lambda item: -item[1]["bytes_grown"]))
+
+
 def poll_memory_bytes(redis_url: str) -> tuple[int, int]:
     """MEMORY USAGE summed over every poll-memory key, and how many keys."""
     import redis
@@ -259,11 +297,12 @@ def run(options: argparse.Namespace, stack: contextlib.ExitStack) -> dict:
     print(f"  beat, web and 2 workers polling every {INTERVAL} s for {options.minutes:g} min")
     first_round = first_round_over(fleet, processes, began + options.minutes * 30)
     bytes_after_first_round, first_round_at = store_bytes(), time.monotonic()
+    tables_after_first_round = store_tables()
     print(f"  first round over in {first_round_at - began:.0f} s", flush=True)
     processes.sleep_until(began + options.minutes * 60)
     cpu = cpu_seconds(workers) - cpu_before
     peak = child_peak_mb(workers)
-    stored = store_bytes()
+    stored, tables_at_end = store_bytes(), store_tables()
     seconds_after = time.monotonic() - first_round_at
     memory, keys = poll_memory_bytes(redis.url)
     pages = page_figures(f"http://127.0.0.1:{port}")
@@ -296,6 +335,7 @@ def run(options: argparse.Namespace, stack: contextlib.ExitStack) -> dict:
             "end": stored,
             "first_round_over": first_round,
             "seconds_measured": round(seconds_after),
+            "tables": table_growth(tables_after_first_round, tables_at_end, seconds_after),
         },
         "store_bytes_per_day_per_million_partitions": round(growth / (total / 1e6)),
         "poll_memory_redis_bytes": memory,
@@ -362,6 +402,13 @@ def report(result: dict) -> bool:
         + ("" if measured["first_round_over"] else ", which had not ended")
         + ")",
     )
+    for name, table in list(measured["tables"].items())[:4]:
+        line(
+            f"  of which {name}",
+            table["bytes_per_day"],
+            f" bytes a day ({table['live_rows_added']:,} rows added,"
+            f" {table['dead_rows_end']:,} dead row versions at the end)",
+        )
     line("poll memory in Redis", result["poll_memory_redis_bytes"], " bytes")
     checked(
         "largest worker child peak", result["worker_child_peak_mb"], "worker_child_peak_mb", " MB"

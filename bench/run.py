@@ -430,6 +430,11 @@ def main() -> int:
         "--peer-scrapes", type=int, default=5, help="scrapes of each exporter; 0 skips them"
     )
     parser.add_argument(
+        "--single-only",
+        action="store_true",
+        help="only the 64,000-partition server: in process, then through the worker (7w)",
+    )
+    parser.add_argument(
         "--shared-only",
         action="store_true",
         help="only the fleet through two workers (7f): bench/shared_memory_bench.py",
@@ -450,6 +455,8 @@ def main() -> int:
         return history_figures()
     if options.wide_history_only:
         return wide_history_figures()
+    if options.single_only:
+        return collector_cost(options)
     if options.shared_only:
         return shared_memory_figures(options)
     if options.statements_only:
