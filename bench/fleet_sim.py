@@ -195,6 +195,32 @@ def store_tables() -> dict[str, dict]:
         }
 
 
+TIMELINE_TABLES = 4  # the store tables that grew most, followed interval by interval
+
+
+def watch_the_store(processes, deadline: float, since: float) -> list[dict]:
+    """Until `deadline`, each store table's bytes and dead row versions every interval:
+    whether a table that grows keeps growing (rows kept) or levels off once autovacuum
+    reuses the room of its dead row versions (rows updated every poll)."""
+    timeline = []
+    while time.monotonic() < deadline:
+        processes.sleep_until(min(deadline, time.monotonic() + INTERVAL))
+        tables = store_tables()
+        timeline.append(
+            {
+                "seconds": round(time.monotonic() - since),
+                "tables": {name: [t["bytes"], t["dead"]] for name, t in tables.items()},
+            }
+        )
+    if timeline:  # keep the tables that grew most
+        first, last = timeline[0]["tables"], timeline[-1]["tables"]
+        grew = sorted(last, key=lambda name: first.get(name, [0])[0] - last[name][0])
+        kept = set(grew[:TIMELINE_TABLES])
+        for point in timeline:
+            point["tables"] = {n: v for n, v in point["tables"].items() if n in kept}
+    return timeline
+
+
 def table_growth(before: dict[str, dict], after: dict[str, dict], seconds: float) -> dict:
     """Per table, its growth over the measured span and per day (the largest first)."""
     growth = {}
@@ -299,7 +325,7 @@ def run(options: argparse.Namespace, stack: contextlib.ExitStack) -> dict:
     bytes_after_first_round, first_round_at = store_bytes(), time.monotonic()
     tables_after_first_round = store_tables()
     print(f"  first round over in {first_round_at - began:.0f} s", flush=True)
-    processes.sleep_until(began + options.minutes * 60)
+    store_timeline = watch_the_store(processes, began + options.minutes * 60, first_round_at)
     cpu = cpu_seconds(workers) - cpu_before
     peak = child_peak_mb(workers)
     stored, tables_at_end = store_bytes(), store_tables()
@@ -336,6 +362,7 @@ def run(options: argparse.Namespace, stack: contextlib.ExitStack) -> dict:
             "first_round_over": first_round,
             "seconds_measured": round(seconds_after),
             "tables": table_growth(tables_after_first_round, tables_at_end, seconds_after),
+            "timeline": store_timeline,
         },
         "store_bytes_per_day_per_million_partitions": round(growth / (total / 1e6)),
         "poll_memory_redis_bytes": memory,
@@ -409,6 +436,12 @@ def report(result: dict) -> bool:
             f" bytes a day ({table['live_rows_added']:,} rows added,"
             f" {table['dead_rows_end']:,} dead row versions at the end)",
         )
+    for point in measured["timeline"][:: max(1, len(measured["timeline"]) // 6)]:
+        sizes = ", ".join(
+            f"{name.split('_', 1)[-1]} {size / 1e6:,.1f} MB ({dead:,} dead)"
+            for name, (size, dead) in point["tables"].items()
+        )
+        line(f"  at {point['seconds']} s", sizes)
     line("poll memory in Redis", result["poll_memory_redis_bytes"], " bytes")
     checked(
         "largest worker child peak", result["worker_child_peak_mb"], "worker_child_peak_mb", " MB"
