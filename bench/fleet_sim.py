@@ -221,6 +221,16 @@ def watch_the_store(processes, deadline: float, since: float) -> list[dict]:
     return timeline
 
 
+def autovacuum_on() -> bool:
+    """Whether the store's PostgreSQL runs autovacuum (on by default; off, the dead row
+    versions of rows updated every poll are never reclaimed and count as growth)."""
+    from django.db import connection
+
+    with connection.cursor() as cursor:
+        cursor.execute("SHOW autovacuum")
+        return cursor.fetchone()[0] == "on"
+
+
 def table_growth(before: dict[str, dict], after: dict[str, dict], seconds: float) -> dict:
     """Per table, its growth over the measured span and per day (the largest first)."""
     growth = {}
@@ -360,6 +370,7 @@ def run(options: argparse.Namespace, stack: contextlib.ExitStack) -> dict:
             "after_first_round": bytes_after_first_round,
             "end": stored,
             "first_round_over": first_round,
+            "autovacuum": autovacuum_on(),
             "seconds_measured": round(seconds_after),
             "tables": table_growth(tables_after_first_round, tables_at_end, seconds_after),
             "timeline": store_timeline,
@@ -429,6 +440,11 @@ def report(result: dict) -> bool:
         + ("" if measured["first_round_over"] else ", which had not ended")
         + ")",
     )
+    if not measured.get("autovacuum", True):
+        print(
+            "  WARNING: autovacuum is off on the store's PostgreSQL: the dead row versions of"
+            " the rows updated every poll are never reclaimed, and count as growth below"
+        )
     for name, table in list(measured["tables"].items())[:4]:
         line(
             f"  of which {name}",
