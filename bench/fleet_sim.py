@@ -445,7 +445,7 @@ def report(result: dict) -> bool:
             "  WARNING: autovacuum is off on the store's PostgreSQL: the dead row versions of"
             " the rows updated every poll are never reclaimed, and count as growth below"
         )
-    for name, table in list(measured["tables"].items())[:4]:
+    for name, table in list(measured["tables"].items())[:TIMELINE_TABLES]:
         line(
             f"  of which {name}",
             table["bytes_per_day"],

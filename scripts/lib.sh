@@ -61,25 +61,30 @@ ensure_venv() {
 # The uv that `make test` and `make bench` install with.
 UV_VERSION=0.13.9
 
-# install_requirements FILE [uv]: pip install FILE into .venv. --no-compile: Python compiles what
-# is imported, when it is; compiling all of site-packages up front was a third of the
-# install's CPU (8 of 22 s for requirements-dev.txt), and `make test` keeps its bytecode
-# elsewhere (var/pycache). With uv (`make test`, `make bench`), a
-# pinned uv installed into .venv does it instead, compiling nothing either: it fetches and
-# unpacks in parallel, 6 s against pip's 22 s (on one core) for requirements-dev.txt into a
-# new virtualenv. `make up` keeps pip, which reads the machine's pip configuration (an
-# index mirror, constraints) that uv does not. If uv cannot be installed or fails, pip
-# does the work, and says so.
+# install_requirements FILE [uv]: install FILE into .venv with pip, or with a pinned uv
+# that pip first installs into .venv (`make test`, `make bench`): uv fetches and unpacks
+# in parallel, 6 s against pip's 22 s (on one core) for requirements-dev.txt into a new
+# virtualenv. `make up` keeps pip, which reads the machine's pip configuration (an index
+# mirror, constraints) that uv does not. If uv cannot be installed or fails, pip does the
+# work, and says so.
 install_requirements() {
   local requirements=$1 installer=${2:-pip}
   if [ "$installer" = uv ]; then
-    if "$PY" -m pip install -q --disable-pip-version-check --no-compile "uv==$UV_VERSION" &&
+    if pip_install "uv==$UV_VERSION" &&
       "$VENV/bin/uv" pip install --quiet --python "$PY" -r "$requirements"; then
       return 0
     fi
     say "uv could not install $requirements: installing it with pip"
   fi
-  "$PY" -m pip install -q --disable-pip-version-check --no-compile -r "$requirements"
+  pip_install -r "$requirements"
+}
+
+# pip_install ARGS...: pip install into .venv, quietly. --no-compile (uv compiles nothing
+# either): Python compiles what is imported, when it is; compiling all of site-packages up
+# front was a third of the install's CPU (8 of 22 s for requirements-dev.txt), and `make
+# test` keeps its bytecode elsewhere (var/pycache).
+pip_install() {
+  "$PY" -m pip install -q --disable-pip-version-check --no-compile "$@"
 }
 
 ensure_frontend() {
