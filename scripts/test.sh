@@ -67,8 +67,9 @@ export PYTHONPYCACHEPREFIX="$ROOT/var/pycache"
 rm -rf "$PYTHONPYCACHEPREFIX/tmp"
 
 # The two passes share nothing (each has its own test databases, MariaDB, Redis and Celery
-# processes), so they run at the same time, each on pytest-xdist workers that take the
-# longest tests first (tests/timing.py). Their output is prefixed with the pass's name.
+# processes), so they run at the same time, each on pytest-xdist workers that take a
+# module at a time, longest first (tests/timing.py). Their output is prefixed with the
+# pass's name.
 stores=${PARTDASH_TEST_STORES:-sqlite postgres}
 # Workers per pass. The SQLite pass has more: some of its workers spend minutes on the
 # xdist groups (make up from a fresh clone, the timed fault tests), which mostly wait.

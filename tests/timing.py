@@ -1,12 +1,12 @@
 """Longest tests first, and what each test took (a pytest plugin: `-p tests.timing`).
 
 `make test` runs each pass on several pytest-xdist workers with `--dist loadgroup`: the
-scheduler hands out one test (or one `xdist_group`, whole) at a time, in collection order,
-to whichever worker is free. Collected longest first, by the seconds each test took in an
-earlier run (`tests/durations.json`), the minutes-long tests start at once instead of
-last, so no worker is left with one of them when the rest are done (longest processing
-time first). A module's tests stay together (see `pytest_collection_modifyitems`); a
-group counts as the sum of its tests; a test not in the file counts as `UNKNOWN_SECONDS`.
+scheduler (`ModuleScheduling`) hands out one module (or one `xdist_group`) at a time,
+whole, in collection order, to whichever worker is free, so a module's fixtures are built
+once. Collected longest first, by the seconds its tests took in an earlier run
+(`tests/durations.json`), the minutes-long units start at once instead of last, so no
+worker is left with one of them when the rest are done (longest processing time first).
+A unit counts as the sum of its tests; a test not in the file counts as `UNKNOWN_SECONDS`.
 
 With PARTDASH_TEST_TIMES naming a file, the run writes each test's seconds (setup, call
 and teardown) there as JSON; `scripts/slowest.py` prints the slowest and, with `--save`,
@@ -23,6 +23,7 @@ from pathlib import Path
 
 import psutil
 import pytest
+from xdist.scheduler import LoadGroupScheduling
 
 DURATIONS = Path(__file__).with_name("durations.json")
 UNKNOWN_SECONDS = 1.0
@@ -61,17 +62,36 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     # per worker rather than each time the worker came back to the module.
     weight: dict[str, float] = defaultdict(float)
     for item in items:
-        unit = unit_of(item)
-        if group_of(item):
-            weight[unit] += seconds(item)
-        else:
-            weight[unit] = max(weight[unit], seconds(item))
+        weight[unit_of(item)] += seconds(item)
 
     def longest_first(item: pytest.Item) -> tuple[float, str, float]:
         unit = unit_of(item)
         return (-weight[unit], unit, 0.0 if group_of(item) else -seconds(item))
 
     items.sort(key=longest_first)  # stable: a group's tests keep their file order
+
+
+class ModuleScheduling(LoadGroupScheduling):
+    """`--dist loadgroup` with a module, rather than a test, as the unit an ungrouped test
+    is handed out in, and the units in collection order (longest first, above) rather
+    than by their number of tests (pytest-xdist's `loadscopereorder`). Under pytest-xdist's
+    own loadgroup every ungrouped test was a unit of its own: a module's tests went to
+    whichever workers were free, and each of those built the module's fixtures again (a
+    MariaDB, a Celery worker and beat, a migrated store), and the groups, ordered by
+    their number of tests, went before the longest modules."""
+
+    def _split_scope(self, nodeid: str) -> str:
+        if nodeid.rfind("@") > nodeid.rfind("]"):  # a grouped test: pytest-xdist's rule
+            return nodeid.split("@")[-1]
+        return nodeid.split("::", 1)[0]
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config: pytest.Config, log) -> LoadGroupScheduling | None:
+    if config.getoption("dist") != "loadgroup":
+        return None
+    config.option.loadscopereorder = False
+    return ModuleScheduling(config, log)
 
 
 LOADGROUP_BROKEN = (
