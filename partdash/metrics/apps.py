@@ -8,7 +8,7 @@ class MetricsConfig(AppConfig):
 
     def ready(self) -> None:
         from partdash.accounts import audit
-        from partdash.metrics import policies
+        from partdash.metrics import checks, policies  # noqa: F401 (checks: registered)
         from partdash.metrics.models import RetentionPolicy
 
         policies.connect()
