@@ -788,7 +788,7 @@ class _Reads:
         if plan == tablestats.READ and mode == "auto":
             # Counted even where the partitions alone outnumber the cache: the count
             # sizes the cache the pages tell the DBA to set (`health.coverage`).
-            tables = tablestats.dictionary_tables(self.session, self.dialect)
+            tables = self._dictionary_tables(last, collection)
             self.dictionary_tables = tables
             if tables > cache:
                 plan = tablestats.UNCACHED
@@ -801,6 +801,7 @@ class _Reads:
                         {},
                         False,
                         self.dictionary_tables,
+                        len(collection.partitions),
                     )
                     if uncached
                     else None
@@ -809,8 +810,27 @@ class _Reads:
         rows = tablestats.read(self.session, self.dialect)
         changes = tablestats.changes(rows, last if self.basis is not None else None)
         if memory is not None and row_writes is not None:
-            memory.tablestats = tablestats.LastRead(row_writes, changes.counters)
+            counted = self.dictionary_tables, len(collection.partitions)
+            memory.tablestats = tablestats.LastRead(row_writes, changes.counters, True, *counted)
         return plan, changes
+
+    def _dictionary_tables(self, last: "tablestats.LastRead | None", collection: Collection) -> int:
+        """InnoDB's dictionary tables: as the last read counted them where this poll
+        continues it, no table was created, dropped, renamed or altered since (the status
+        counters the poll reads anyway) and the poll lists as many partitions; else
+        counted again. The count filled a 64,000-row list in the server on every poll
+        after rows changed: 0.14 s of a 0.9 s poll."""
+        if (
+            last is not None
+            and last.tables is not None
+            and self.basis is not None
+            and last.partitions == len(collection.partitions)
+            and not ddl.tables_may_have_changed(
+                self.status_before, self.facts.status, ddl.DICTIONARY_DDL
+            )
+        ):
+            return last.tables
+        return tablestats.dictionary_tables(self.session, self.dialect)
 
     def assemble(self, read_files, assumed_unchanged: bool = False) -> Collection:
         """The collection, the tablespace list's rows being `read_files()`. The previous

@@ -28,6 +28,9 @@ ONE_TABLE_EACH = ("com_truncate", "com_create_table")
 ANY_NUMBER = ("com_rename_table", "com_optimize")
 # Statements that create, drop or rename tables, or change their engine or partitioning.
 TABLE_DDL = ("com_create_table", "com_alter_table", "com_drop_table", "com_rename_table")
+# And what else adds tables to InnoDB's dictionary or takes them away: a FULLTEXT index's
+# auxiliary tables come with CREATE INDEX and go with DROP INDEX.
+DICTIONARY_DDL = (*TABLE_DDL, "com_create_index", "com_drop_index")
 STATUS = (
     "Com_alter_table",
     "Com_truncate",
@@ -35,6 +38,8 @@ STATUS = (
     "Com_rename_table",
     "Com_optimize",
     "Com_drop_table",
+    "Com_create_index",
+    "Com_drop_index",
 )
 
 
@@ -72,10 +77,13 @@ def definitions_may_have_moved(before: dict | None, now: dict, changed: int) -> 
     return alters > explained
 
 
-def tables_may_have_changed(before: dict | None, now: dict) -> bool:
+def tables_may_have_changed(
+    before: dict | None, now: dict, statements: tuple[str, ...] = TABLE_DDL
+) -> bool:
     """Whether a table may have been created, dropped, renamed or altered since the
-    previous poll (or that cannot be told: a first poll, a restart)."""
-    for name in (*TABLE_DDL, "uptime"):
+    previous poll (or that cannot be told: a first poll, a restart); with
+    `DICTIONARY_DDL`, whether InnoDB's dictionary may have gained or lost a table."""
+    for name in (*statements, "uptime"):
         old, new = _count(before or {}, name), _count(now, name)
         if old is None or new is None or (old != new if name != "uptime" else new < old):
             return True

@@ -64,7 +64,7 @@ log = logging.getLogger(__name__)
 # Bumped whenever a part's layout changes: an older copy is never read. The partition
 # figures' own layout (the registry's, `partdash.mysql.figures`) is part of it, so a
 # figure declared or removed changes it too.
-FORMAT = f"6:{figures_layout()}"
+FORMAT = f"7:{figures_layout()}"
 ZLIB_LEVEL = 1  # the parts are mostly repeated names: level 1 gets most of it, fast
 # Deltas on top of one whole part at most; and at most half its size in all, past which
 # the part is written whole again (a child new to the server reads the whole and every
@@ -635,14 +635,15 @@ def apply_figures(held: Figures, document: list, rows: FigureRows) -> Figures:
 def encode_tablestats(last: LastRead) -> list:
     keys = list(zip(*last.counters, strict=False)) or [(), (), (), ()]
     values = list(zip(*last.counters.values(), strict=False)) or [(), ()]
-    return [list(last.row_writes), [*map(_coded, keys), *map(_numbers, values)], last.read]
+    columns = [*map(_coded, keys), *map(_numbers, values)]
+    return [list(last.row_writes), columns, last.read, last.tables, last.partitions]
 
 
 def decode_tablestats(document: list) -> LastRead:
-    row_writes, columns, read = document
+    row_writes, columns, read, tables, partitions = document
     keys = _named(PartitionKey, *map(_uncoded, columns[:4]))
-    counters = zip(*map(_unnumbered, columns[4:]), strict=False)
-    return LastRead(tuple(row_writes), dict(zip(keys, counters, strict=False)), read)
+    counters = dict(zip(keys, zip(*map(_unnumbered, columns[4:]), strict=False), strict=False))
+    return LastRead(tuple(row_writes), counters, read, tables, partitions)
 
 
 # -- in Redis --------------------------------------------------------------------------

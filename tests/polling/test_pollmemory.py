@@ -310,6 +310,8 @@ def test_the_parts_come_back_exactly():
     assert back == figures
     last = LastRead(("1", "2"), {PartitionKey("s", "t", "p0", ""): (5, 0)}, True)
     assert pollmemory.decode_tablestats(pollmemory.encode_tablestats(last)) == last
+    counted = LastRead(("1", "2"), {PartitionKey("s", "t", "p0", ""): (5, 0)}, True, 2567, 2048)
+    assert pollmemory.decode_tablestats(pollmemory.encode_tablestats(counted)) == counted
 
 
 def test_repeated_numbers_are_stored_once_and_come_back_of_their_type():

@@ -63,7 +63,8 @@ class LastRead:
     row_writes: tuple[str, ...]
     counters: Counters
     read: bool = True  # False: not read, the dictionary cache being too small (UNCACHED)
-    tables: int | None = None  # InnoDB's dictionary tables, as counted then (UNCACHED)
+    tables: int | None = None  # InnoDB's dictionary tables, as last counted
+    partitions: int | None = None  # the partitions the poll listed when they were counted
 
 
 @dataclass(frozen=True)
