@@ -221,14 +221,15 @@ def watch_the_store(processes, deadline: float, since: float) -> list[dict]:
     return timeline
 
 
-def autovacuum_on() -> bool:
-    """Whether the store's PostgreSQL runs autovacuum (on by default; off, the dead row
-    versions of rows updated every poll are never reclaimed and count as growth)."""
+def autovacuum_off() -> str:
+    """Where autovacuum does not run on the store (partdash.W002's judgement, "" if it
+    runs everywhere): off, the dead row versions of rows updated every poll are never
+    reclaimed and count as growth."""
     from django.db import connection
 
-    with connection.cursor() as cursor:
-        cursor.execute("SHOW autovacuum")
-        return cursor.fetchone()[0] == "on"
+    from partdash.metrics.checks import autovacuum_off as off_in
+
+    return off_in(connection)
 
 
 def table_growth(before: dict[str, dict], after: dict[str, dict], seconds: float) -> dict:
@@ -338,7 +339,7 @@ def run(options: argparse.Namespace, stack: contextlib.ExitStack) -> dict:
     store_timeline = watch_the_store(processes, began + options.minutes * 60, first_round_at)
     cpu = cpu_seconds(workers) - cpu_before
     peak = child_peak_mb(workers)
-    stored, tables_at_end = store_bytes(), store_tables()
+    stored, tables_at_end, off = store_bytes(), store_tables(), autovacuum_off()
     seconds_after = time.monotonic() - first_round_at
     memory, keys = poll_memory_bytes(redis.url)
     pages = page_figures(f"http://127.0.0.1:{port}")
@@ -370,7 +371,8 @@ def run(options: argparse.Namespace, stack: contextlib.ExitStack) -> dict:
             "after_first_round": bytes_after_first_round,
             "end": stored,
             "first_round_over": first_round,
-            "autovacuum": autovacuum_on(),
+            "autovacuum": not off,
+            "autovacuum_off": off,
             "seconds_measured": round(seconds_after),
             "tables": table_growth(tables_after_first_round, tables_at_end, seconds_after),
             "timeline": store_timeline,
@@ -440,10 +442,11 @@ def report(result: dict) -> bool:
         + ("" if measured["first_round_over"] else ", which had not ended")
         + ")",
     )
-    if not measured.get("autovacuum", True):
+    if measured.get("autovacuum_off"):
         print(
-            "  WARNING: autovacuum is off on the store's PostgreSQL: the dead row versions of"
-            " the rows updated every poll are never reclaimed, and count as growth below"
+            f"  WARNING: autovacuum does not run on the store ({measured['autovacuum_off']}):"
+            " the dead row versions of the rows updated every poll are never reclaimed, and"
+            " count as growth below"
         )
     for name, table in list(measured["tables"].items())[:TIMELINE_TABLES]:
         line(

@@ -53,15 +53,12 @@ def autovacuum_off(connection) -> str:
             "AND c.reloptions IS NOT NULL ORDER BY c.relname"
         )
         tables = [name for name, options in cursor.fetchall() if _disables(options)]
-    said = [f"{name} = off" for name, value in _settings(autovacuum, track_counts) if value]
+    settings = (("autovacuum", autovacuum), ("track_counts", track_counts))
+    said = [f"{name} = off" for name, value in settings if value in OFF]
     if tables:
         shown = ", ".join(tables[:3]) + (f" and {len(tables) - 3} more" if len(tables) > 3 else "")
         said.append(f"autovacuum_enabled = off on {shown}")
     return "; ".join(said)
-
-
-def _settings(autovacuum: str, track_counts: str) -> list[tuple[str, bool]]:
-    return [("autovacuum", autovacuum in OFF), ("track_counts", track_counts in OFF)]
 
 
 def _disables(options: list[str]) -> bool:
