@@ -345,6 +345,8 @@ class StoredFigures:
     built: dict[int, tuple[list[StoredRow], list[tuple[PartitionState, str | None]]]]
     # Each table's partitions' window sums as last analysed (`analysis._windows`).
     windows: dict[int, dict] = field(default_factory=dict)
+    # Each table's skew verdicts with what they were judged on (`analysis._skews`).
+    skews: dict[int, dict] = field(default_factory=dict)
     # The keys of `figures` replaced in place since the shared poll memory last wrote
     # them (`collector.pollmemory`, which then writes only those); None: not known.
     changed_keys: set | None = None
@@ -705,10 +707,14 @@ class PollStore:
         assignments = ", ".join(f"{quote(c)} = %s" for c in STORED)
         sql = f"UPDATE {quote(Partition._meta.db_table)} SET {assignments} WHERE id = %s"
         rows: list[list] = []
+        adapted: dict = {}  # (most updates share one changed_at: the poll's time)
         for update in updates:
             row = list(update)
             for at in _UPDATE_TIMES:
-                row[at] = adapt(aware(row[at]))
+                value = row[at]
+                if (done := adapted.get(value, adapted)) is adapted:
+                    done = adapted[value] = adapt(aware(value))
+                row[at] = done
             rows.append(row)
         with connection.cursor() as cursor:
             cursor.executemany(sql, rows)

@@ -81,7 +81,7 @@ class ReadBack(store.StoredFigures):
 
     def __init__(self, source: pollmemory.Figures) -> None:  # (not the dataclass's)
         self.source = source
-        self.built, self.windows, self.changed_keys = {}, {}, set()
+        self.built, self.windows, self.skews, self.changed_keys = {}, {}, {}, set()
 
     def unread(self) -> bool:
         """Not decoded, and so unchanged since it was read."""

@@ -73,4 +73,7 @@ def test_test_connection_says_the_cap_was_reached_in_one_line(admin_client, sett
         "(PARTDASH_MAX_ROWS_PER_SOURCE); partdash stopped reading and closed the session"
     ) in page
     assert "Traceback" not in page
-    assert len(fake.sent) == 1 and fake.sent[0] < 100_000
+    # The session closed after 20,000 rows: the fake sent no more than the kernel's socket
+    # buffers took meanwhile (up to tcp_rmem's and tcp_wmem's maxima, 36 MB here: about
+    # 300,000 of its rows), far from the million a client reading on would have drained.
+    assert len(fake.sent) == 1 and fake.sent[0] < fake.partitions // 2
