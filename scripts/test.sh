@@ -86,7 +86,7 @@ declare -A workers=([sqlite]=${PARTDASH_TEST_WORKERS:-6} [postgres]=${PARTDASH_T
 reruns=(--reruns 1 --reruns-delay 2 -rR)
 artifacts="$ROOT/test-artifacts"
 mkdir -p "$artifacts"
-rm -f "$artifacts"/times-*.json "$artifacts"/cpu-*.json
+rm -f "$artifacts"/times-*.json "$artifacts"/cpu-*.json "$artifacts"/reruns-*.json
 if [[ " $stores " == *" postgres "* ]]; then
   ensure_postgres_for_tests
   trap stop_private_postgres EXIT
@@ -157,6 +157,9 @@ fi
 # erred (pytest's short summary), so a red run says why without the whole log.
 for store in $stores; do
   grep -E "^\[$store\] (RERUN|FAILED|ERROR) " "$artifacts/output-$store.log" || true
+  if [ -s "$artifacts/reruns-$store.json" ]; then
+    say "why each $store RERUN failed first: test-artifacts/reruns-$store.json"
+  fi
 done
 say "make test: exit status $status"
 exit $status

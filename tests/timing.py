@@ -10,7 +10,9 @@ A unit counts as the sum of its tests; a test not in the file counts as `UNKNOWN
 
 With PARTDASH_TEST_TIMES naming a file, the run writes each test's seconds (setup, call
 and teardown) there as JSON; `scripts/slowest.py` prints the slowest and, with `--save`,
-folds them into `tests/durations.json`. With PARTDASH_TEST_CPU=1 as well, it writes
+folds them into `tests/durations.json`. Why a test that passed on its rerun failed
+first (its traceback and the end of its captured output) goes to `reruns-STORE.json`
+beside it, a JSON line a rerun. With PARTDASH_TEST_CPU=1 as well, it writes
 beside it (`cpu-STORE.json`) the CPU seconds each test cost its worker's process tree
 (the worker, and the servers, Celery processes and browser it started), which is what
 bounds a run on two cores; `scripts/slowest.py --cpu` prints the costliest.
@@ -165,11 +167,34 @@ class Stopwatch:
         for name, value in report.user_properties:
             if name == "cpu_seconds":
                 self.cpu[nodeid] = value
+        if report.outcome == "rerun":  # (pytest-rerunfailures: the attempt that failed)
+            keep_rerun(self.path.with_name(self.path.name.replace("times-", "reruns-")), report)
 
     def pytest_sessionfinish(self) -> None:
         write(self.path, self.seconds)
         if self.cpu:
             write(self.path.with_name(self.path.name.replace("times-", "cpu-")), self.cpu)
+
+
+# Of each captured section (stdout, stderr, log) of a failed attempt, its last characters.
+RERUN_SECTION_CHARS = 20_000
+
+
+def keep_rerun(path: Path, report: pytest.TestReport) -> None:
+    """Append why a test's first attempt failed (its traceback and the end of what it
+    captured) to `path` as a JSON line: the summary lists a test that passed on its rerun
+    as RERUN only, and its failure would otherwise be lost."""
+    sections = {name: text[-RERUN_SECTION_CHARS:] for name, text in report.sections}
+    entry = {
+        "test": report.nodeid,
+        "when": report.when,
+        "seconds": round(report.duration, 2),
+        "failure": report.longreprtext,
+        "captured": sections,
+    }
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("a") as out:
+        out.write(json.dumps(entry) + "\n")
 
 
 def write(path: Path, seconds: dict[str, float]) -> None:
