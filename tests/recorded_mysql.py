@@ -67,7 +67,15 @@ def _partitions(schema_table: tuple, sep: str) -> dict[str, list[tuple]]:
             for p, n, c, o in zip(names, (1000, 250, 0), (5, 2, 1), (2, 1, 0), strict=True)
         ],
         "file_summary_by_instance": [
-            (f"/var/lib/mysql/{schema}/{table}{sep}{p}.ibd", r, w, r * 16384, w * 16384, r * 90)
+            (
+                f"/var/lib/mysql/{schema}/{table}{sep}{p}.ibd",
+                r,
+                w,
+                r * 16384,
+                w * 16384,
+                r * 90,
+                2 * r + w,
+            )
             for p, r, w in zip(names, (10, 4, 0), (30, 8, 0), strict=True)
         ],
         "information_schema.PARTITIONS": [

@@ -102,6 +102,7 @@ class PartitionFigures:
     read_bytes: int | None = None
     write_bytes: int | None = None
     read_wait_us: int | None = None
+    misc_ops: int | None = None
     modified_counter: int | None = None
     autoinc: int | None = None
     compress_ops: int | None = None

@@ -176,6 +176,9 @@ class Partition(models.Model):
     write_bytes = models.BigIntegerField(null=True)
     # Microseconds the server waited on reads of the partition's file (a counter).
     read_wait_us = models.BigIntegerField(null=True)
+    # The file's other operations (opens, closes, flushes): a counter the store reads
+    # table reopens' header-page reads from (`metrics.store`); not sampled.
+    misc_ops = models.BigIntegerField(null=True)
     read_bytes_per_s = models.FloatField(null=True)
     write_bytes_per_s = models.FloatField(null=True)
     # Rows the application changed per second (MODIFIED_COUNTER's delta: logical).

@@ -5,7 +5,7 @@ partition, and a sample row only where a partition's figures changed. The poll s
 import logging
 from collections import namedtuple
 from collections.abc import Callable
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field, fields, replace
 from datetime import datetime
 from operator import attrgetter, itemgetter
 from typing import TYPE_CHECKING, Any
@@ -33,6 +33,7 @@ from partdash.mysql.figures import following, stored_unsampled
 from partdash.mysql.names import fold
 from partdash.mysql.sources import other_engines
 from partdash.mysql.sources.definitions import TableDefinition
+from partdash.mysql.sources.file_io import header_reads, read_quanta
 
 log = logging.getLogger(__name__)
 
@@ -91,7 +92,8 @@ class Update(_UpdateBase):
 _UPDATE_TIMES = (Update._fields.index("stats_updated_at"), Update._fields.index("changed_at"))
 _READ_BYTES, _WRITE_BYTES = FIGURES.index("read_bytes"), FIGURES.index("write_bytes")
 _STATS_UPDATED = FIGURES.index("stats_updated_at")
-_READ_OPS = FIGURES.index("read_ops")
+_READ_OPS, _MISC_OPS = FIGURES.index("read_ops"), FIGURES.index("misc_ops")
+_WRITE_OPS = FIGURES.index("write_ops")
 # Kept as they were with a handful of reads (`_few_reads`): reads and what moves with them.
 _WITH_READS = (_READ_OPS, *(FIGURES.index(name) for name in following("read_ops")))
 # What the statistics give: unknown, not kept, for a partition they have no row for.
@@ -237,17 +239,56 @@ def _window_seconds() -> int:
     return settings.PARTDASH_HOTSPOT_WINDOW_SECONDS
 
 
-def _few_reads(new: int | None, old: int | None) -> bool:
-    """A handful of page reads is what opening a table costs each of its partitions (the
-    header pages); it is not a partition being read. Such reads are left to accumulate
-    in the counter until it reaches the next multiple of PARTDASH_MIN_SAMPLED_READS (the
-    quantum), so they need no sample; any growth by a quantum or more is sampled. (The
-    quantum, rather than a distance from the stored value, is what the server can hash:
-    `mysql.incremental` reads a file again only when its quantum moved.)"""
-    if new is None or old is None or new <= old:
+def _few_reads(values: tuple, before: tuple) -> bool:
+    """Whether a file's reads (and what moves with them) are kept as stored: those its
+    table's reopens explain, and a handful more, are not a partition being read.
+
+    Opening a table reads a page or two of each of its partitions' files (the header
+    pages), and a table cache smaller than the tables reopens them over and over. A
+    file not written since its stored figures keeps them while its reads stay within
+    COARSE_QUANTA quanta and its net reads (2 x reads - other operations: a reopen's
+    close and open take back what its read adds) do not reach the next multiple of twice
+    PARTDASH_MIN_SAMPLED_READS (the quantum): so the reads no reopen explains are
+    sampled from a quantum on, and the header reads once the coarse quanta are reached
+    (then not counted as activity: `_discounted`). Other operations alone never change
+    what is stored. A written file is stored anyway: its reads are taken as they are.
+    (The quanta, rather than distances from the stored values, are what the server can
+    hash: `mysql.incremental` reads a file again only when they moved; see
+    `mysql.sources.file_io.read_quanta`.) Where the other operations are unknown (stored
+    before they were read), the reads alone by their quantum, as before."""
+    new, old = values[_READ_OPS], before[_READ_OPS]
+    if new is None or old is None or new < old:
         return False
+    new_misc, old_misc = values[_MISC_OPS], before[_MISC_OPS]
+    if new == old:  # other operations alone: a close, an open, a flush
+        return new_misc != old_misc and values[_WRITE_OPS] == before[_WRITE_OPS]
     quantum = settings.PARTDASH_MIN_SAMPLED_READS
-    return quantum > 1 and new // quantum == old // quantum
+    if quantum <= 1 or values[_WRITE_OPS] != before[_WRITE_OPS]:
+        return False
+    if new_misc is None or old_misc is None:
+        return new_misc is None and new // quantum == old // quantum
+    if new_misc < old_misc:  # the counter started again: not comparable
+        return False
+    now_net, now_coarse = read_quanta(new, new_misc, quantum)
+    then_net, then_coarse = read_quanta(old, old_misc, quantum)
+    return now_coarse == then_coarse and now_net <= then_net
+
+
+def _discounted(values: tuple, before: tuple) -> int | None:
+    """The stored read bytes as rates and recent activity take them: with the bytes of
+    the reads since that reopens explain (`file_io.header_reads`) added, so that only
+    the partition being read counts as reading."""
+    then_bytes = before[_READ_BYTES]
+    new, old = values[_READ_OPS], before[_READ_OPS]
+    new_misc, old_misc = values[_MISC_OPS], before[_MISC_OPS]
+    if None in (new, old, new_misc, old_misc, then_bytes, values[_READ_BYTES]):
+        return then_bytes
+    reads, misc, grown = new - old, new_misc - old_misc, values[_READ_BYTES] - then_bytes
+    if reads <= 0 or misc < 0 or grown < 0:  # no reads, or counters started again
+        return then_bytes
+    writes = counter_delta(values[_WRITE_OPS], before[_WRITE_OPS]) or 0
+    header = header_reads(reads, misc, writes)
+    return then_bytes + grown * header // reads if header else then_bytes
 
 
 def _known(values: tuple, before: tuple, unstated: bool) -> tuple:
@@ -672,15 +713,20 @@ class PollStore:
         partition's previous figures are all None, so its first figures are a change.
         `unstated`: the statistics have no row for it (its rows and sizes are unknown)."""
         partition_id, before, before_rates = old.partition_id, old.figures(), old.rates()
-        if _few_reads(values[_READ_OPS], before[_READ_OPS]):
+        if _few_reads(values, before):
             values = _keep_reads(values, before)
         if values == before and before_rates == (_zero_rates if seconds else _no_rates):
             return False  # the common case, decided by one tuple comparison
         if None in values:  # a source that could not be read keeps the last known value
             values = _known(values, before, unstated)
         now_read, then_read = _reading(values), _reading(before)
+        read_before = before[_READ_BYTES]
+        if values[_READ_OPS] != before[_READ_OPS] and (
+            (read_before := _discounted(values, before)) != before[_READ_BYTES]
+        ):
+            then_read = replace(then_read, read_bytes=read_before)
         rates = (
-            counter_rate(values[_READ_BYTES], before[_READ_BYTES], seconds),
+            counter_rate(values[_READ_BYTES], read_before, seconds),
             counter_rate(values[_WRITE_BYTES], before[_WRITE_BYTES], seconds),
             per_second(recent.changed_rows(now_read, then_read), seconds),
         )

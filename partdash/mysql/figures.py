@@ -214,6 +214,17 @@ for _name, _column, _unit in (
     )
 # Stored, not sampled: the latest value is all the pages and the analysis need.
 register(PartitionFigure("stats_updated_at", INNODB_TABLE_STATS, "time"))
+# The file's other operations: opens, closes, flushes (fsync) and size changes. Opening a
+# partition's table reads its file's first page (1 read) and, with the close that comes
+# before it, costs 2 of these: a reopen leaves 2 x reads - misc where it was, where a
+# page read adds 2. That is how the store tells the header reads of a table cache that
+# reopens tables from a partition being read (`metrics.store._reads_moved`). It moves
+# with the reads as far as the incremental read is concerned: hashed only within them.
+register(
+    PartitionFigure(
+        "misc_ops", FILE_IO, "operations", "COUNT_MISC", counter=True, follows="read_ops", api=False
+    )
+)
 register(PartitionFigure("autoinc", TABLESTATS, "id", "{autoinc}"))
 register(PartitionFigure("space_id", TABLESPACES, "id", api=False))
 register(PartitionFigure("row_format", TABLESPACES, "text"))

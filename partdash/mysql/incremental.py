@@ -22,12 +22,15 @@ The aggregate is always read before the rows it vouches for, so remembered rows 
 never older than the aggregate stored with them: a change between the two reads shows
 as a differing aggregate at the next poll, and that bucket is read again then.
 
-File read counters are hashed by their quantum, COUNT_READ DIV PARTDASH_MIN_SAMPLED_READS
-(and read bytes not at all): opening a table reads a page or two of every partition
-file, which is no partition being read, and the store samples a partition's reads only
-when their quantum changes (`metrics.store._few_reads`). So a remembered row may hold
-a few reads fewer than the server, never a different quantum, and what the store keeps
-is what a read of every row would have made it keep. That holds while the memory
+File read counters are hashed by their quanta (`file_io.read_quanta`): the net reads,
+2 x COUNT_READ - COUNT_MISC, by twice PARTDASH_MIN_SAMPLED_READS, and COUNT_READ by
+COARSE_QUANTA of it (read bytes, the time waited and the other operations not on their
+own). Opening a table reads the first page of every partition file, which is no
+partition being read, and a reopen leaves the net reads where they were; the store
+keeps a file's reads as stored until a quantum moves up (`metrics.store._few_reads`).
+So a remembered row may hold a few reads and other operations fewer than the server,
+never different quanta, and what the store keeps is what a read of every row would have
+made it keep. That holds while the memory
 continues the last stored poll: a memory that does not (another process polled since)
 reads file I/O in full (`begin`).
 """
@@ -37,6 +40,7 @@ import time
 from collections.abc import Callable
 from concurrent.futures import Future, wait
 from dataclasses import dataclass, field
+from operator import attrgetter
 from typing import TYPE_CHECKING, cast
 
 import pymysql
@@ -458,9 +462,10 @@ def file_io_hashed(columns: str) -> str:
     another (read bytes, with reads) left out: see the module's docstring."""
     if columns != FILE_IO_COLUMNS:  # the catalogue's query changed: hash what is read
         return columns
-    quantum = max(1, settings.PARTDASH_MIN_SAMPLED_READS)
+    quantum = settings.PARTDASH_MIN_SAMPLED_READS
     hashed = [figures.figure(name).column for name in _FILE_IO_HASHED]
-    hashed[_FILE_IO_HASHED.index("read_ops")] += f" DIV {quantum}"
+    if quantum > 1:  # (else every read is sampled: the counter hashed as it is)
+        hashed[_FILE_IO_HASHED.index("read_ops")] = file_io.read_quanta_sql(quantum)
     return ", ".join(("FILE_NAME", *hashed))
 
 
@@ -478,9 +483,12 @@ def file_io_same(columns: str) -> Callable | None:
     such reads unsampled (`metrics.store._few_reads`)."""
     if file_io_hashed(columns) == columns:
         return None
-    quantum = max(1, settings.PARTDASH_MIN_SAMPLED_READS)
-    others = [name for name in _FILE_IO_HASHED if name != "read_ops"]
-    return lambda row: (row.path_key, row.read_ops // quantum, *[getattr(row, n) for n in others])
+    quantum = settings.PARTDASH_MIN_SAMPLED_READS
+    others = attrgetter(*[name for name in _FILE_IO_HASHED if name != "read_ops"])
+    if quantum <= 1:
+        return lambda row: (row.path_key, row.read_ops, *others(row))
+    quanta = file_io.read_quanta
+    return lambda row: (row.path_key, *quanta(row.read_ops, row.misc_ops, quantum), *others(row))
 
 
 SHAPES = {

@@ -27,8 +27,8 @@ def test_each_compared_partition_is_logged_with_the_sources_that_named_it(caplog
     caplog.set_level(logging.DEBUG, logger=comparing.__name__)
     collection = collection_of("p0", "p1", "p2", "p3", "p4")
     collection.reasons = {}
-    before = PartitionIO("k1", 10, 4, 0, 0, 0)
-    after = PartitionIO("k1", 10, 6, 0, 0, 0)
+    before = PartitionIO("k1", 10, 4, 0, 0, 0, 0)
+    after = PartitionIO("k1", 10, 6, 0, 0, 0, 0)
     io = comparing.gathered(collection, comparing.FILE_IO)
     assert io is not None
     comparing.note(collection, io, [(key("p1"), before), (key("p1"), after)])

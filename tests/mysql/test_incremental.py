@@ -23,6 +23,7 @@ from partdash.mysql.incremental import (
     FILE_IO_COUNTED_SQL,
     SHAPES,
     SourceMemory,
+    file_io_same,
 )
 from partdash.mysql.sources import file_io, tablespaces
 from partdash.polling.memory import PollMemories, StoredPoll
@@ -64,7 +65,7 @@ CHANGES = [
 
 def full_and_bucketed(session, dialect, memory, schema):
     """A bucketed read, then a read of every row: (bucketed, full) per source, this
-    schema's rows only (the server is shared with other tests)."""
+    schema's rows only (the server is shared with other tests), file I/O's as hashed."""
     ours = f"/{schema}/"
     files = memory.read(session, dialect, TABLESPACES)
     io = memory.read(session, dialect, FILE_IO)
@@ -74,8 +75,12 @@ def full_and_bucketed(session, dialect, memory, schema):
     def mine_files(rows):
         return sorted(row for row in rows if row.name.schema == schema)
 
+    # File rows as their aggregate hashes them: a flush's or a close's other operations
+    # may move between the two reads without reaching a quantum (`file_io_same`).
+    same = file_io_same(FILE_IO_COLUMNS)
+
     def mine_io(rows):
-        return sorted(row for row in rows if row.path_key.startswith(schema + "\0"))
+        return sorted(same(row) for row in rows if row.path_key.startswith(schema + "\0"))
 
     assert ours  # (paths are matched by their key, which starts with the schema)
     return (mine_files(files), mine_io(io)), (mine_files(all_files), mine_io(all_io))
@@ -315,28 +320,33 @@ def test_a_server_refusing_the_bucketed_queries_gets_every_row_read():
 
 
 def test_file_reads_are_read_again_when_their_quantum_moves(mariadb_ps, new_schema, settings):
-    """File I/O's aggregate hashes COUNT_READ DIV PARTDASH_MIN_SAMPLED_READS: the page or
-    two that opening a table reads leaves the bucket alone (the store would not sample
-    them either); a quantum reached, or any write, reads the file again. A real server's
-    aggregate over a table shaped like file_summary_by_instance, counters set at will."""
+    """File I/O's aggregate hashes a file's net reads (2 x COUNT_READ - COUNT_MISC) by
+    twice PARTDASH_MIN_SAMPLED_READS and its reads by COARSE_QUANTA of it: the header
+    page each reopen of its table reads (with its close and open) leaves the bucket
+    alone, and so would a few page reads (the store samples neither); a quantum of page
+    reads, the coarse quanta of reopens, or any write reads the file again. A real
+    server's aggregate over a table shaped like file_summary_by_instance (its counters
+    unsigned, as there: the net reads of a file may be negative), counters set at will."""
     settings.PARTDASH_MIN_SAMPLED_READS = 16
     schema = new_schema(mariadb_ps)
     paths = [f"/data/shop/orders#P#p{i}.ibd" for i in range(200)]
+    counter = "BIGINT UNSIGNED NOT NULL"
     run(
         mariadb_ps,
         schema,
-        "CREATE TABLE files (FILE_NAME VARCHAR(200) PRIMARY KEY, COUNT_READ BIGINT, "
-        "COUNT_WRITE BIGINT, SUM_NUMBER_OF_BYTES_READ BIGINT, SUM_NUMBER_OF_BYTES_WRITE BIGINT, "
-        "SUM_TIMER_READ BIGINT)",
+        f"CREATE TABLE files (FILE_NAME VARCHAR(200) PRIMARY KEY, COUNT_READ {counter}, "
+        f"COUNT_WRITE {counter}, SUM_NUMBER_OF_BYTES_READ {counter}, "
+        f"SUM_NUMBER_OF_BYTES_WRITE {counter}, SUM_TIMER_READ {counter}, COUNT_MISC {counter})",
         "INSERT INTO files VALUES "
         + ", ".join(
-            f"('{path}', {16 * i}, 1, {16 * i * 16384}, 16384, {16 * i * 10**7})"
+            f"('{path}', {16 * i}, 1, {16 * i * 16384}, 16384, {16 * i * 10**7}, 4)"
             for i, path in enumerate(paths)
         ),
     )
     sql = f"SELECT {FILE_IO_COLUMNS} FROM `{schema}`.files WHERE (FILE_NAME LIKE '%%#P#%%')"
     shape = SHAPES[FILE_IO.key]
     memory = SourceMemory()
+    quanta = file_io_same(FILE_IO_COLUMNS)
 
     def read():
         rows = {row.path_key: row for row in memory._read(session, shape, sql)}
@@ -349,34 +359,72 @@ def test_file_reads_are_read_again_when_their_quantum_moves(mariadb_ps, new_sche
     with open_session(target_for_instance(mariadb_ps)) as session:
         rows, truth = read()
         assert rows == truth and memory.touched[FILE_IO.key] is None  # the first read
-        # Every file opened once more: 3 header pages each, no quantum reached.
+        assert truth[path_key("p0")].misc_ops == 4  # net reads -4: the server took it signed
+        # Every table reopened 3 times: a header page read, a close and an open each.
         run(
             mariadb_ps,
             schema,
-            "UPDATE files SET COUNT_READ = COUNT_READ + 3, "
+            "UPDATE files SET COUNT_READ = COUNT_READ + 3, COUNT_MISC = COUNT_MISC + 6, "
             "SUM_NUMBER_OF_BYTES_READ = SUM_NUMBER_OF_BYTES_READ + 3 * 16384, "
             "SUM_TIMER_READ = SUM_TIMER_READ + 3 * 10000000",
         )
         rows, truth = read()
         assert memory.changed[FILE_IO.key] == 0 and memory.fetched[FILE_IO.key] == 0
-        for key, row in truth.items():  # the same but for reads within the quantum
+        for key, row in truth.items():  # the same but for reads no quantum moved with
             kept = rows[key]
-            assert kept.read_ops // 16 == row.read_ops // 16 and kept.read_ops < row.read_ops
+            assert quanta(kept) == quanta(row) and kept.read_ops + 3 == row.read_ops
             assert kept.read_wait_us < row.read_wait_us  # (moves with the reads: not hashed)
-            assert (kept.write_ops, kept.write_bytes) == (row.write_ops, row.write_bytes)
-        # One file read 13 pages more (16 since the last read: a new quantum), one written.
+        # One file read 16 pages more, one reopened 128 times (a coarse quantum), one
+        # written, one closed (its other operations alone: no quantum moves).
         run(
             mariadb_ps,
             schema,
-            f"UPDATE files SET COUNT_READ = COUNT_READ + 13 WHERE FILE_NAME = '{paths[5]}'",
+            f"UPDATE files SET COUNT_READ = COUNT_READ + 16 WHERE FILE_NAME = '{paths[5]}'",
+            "UPDATE files SET COUNT_READ = COUNT_READ + 128, COUNT_MISC = COUNT_MISC + 256 "
+            f"WHERE FILE_NAME = '{paths[6]}'",
             f"UPDATE files SET COUNT_WRITE = 2 WHERE FILE_NAME = '{paths[7]}'",
+            f"UPDATE files SET COUNT_MISC = COUNT_MISC + 1 WHERE FILE_NAME = '{paths[9]}'",
         )
         rows, truth = read()
-        assert memory.changed[FILE_IO.key] in (1, 2)  # two buckets, or one holding both
-        assert rows[path_key("p5")].read_ops == truth[path_key("p5")].read_ops == 16 * 5 + 16
+        assert 1 <= memory.changed[FILE_IO.key] <= 3  # three buckets, or fewer holding them
+        assert rows[path_key("p5")].read_ops == truth[path_key("p5")].read_ops == 16 * 5 + 19
+        assert rows[path_key("p6")].read_ops == truth[path_key("p6")].read_ops == 16 * 6 + 131
         assert rows[path_key("p7")].write_ops == 2
         touched = {row.path_key for row in memory.touched[FILE_IO.key]}
-        assert {path_key("p5"), path_key("p7")} <= touched and len(touched) < 40
+        assert {path_key("p5"), path_key("p6"), path_key("p7")} <= touched
+        assert path_key("p9") not in touched and len(touched) < 40
+
+
+def test_the_server_hashes_the_read_quanta_the_store_compares(mariadb_ps, new_schema):
+    """The server's quotients (`read_quanta_sql`, unsigned counters as performance_schema
+    has them) split files exactly where Python's (`read_quanta`) do, negative net reads
+    (a file flushed more than read) included: the store never keeps what the aggregate
+    would read again, nor the reverse."""
+    schema = new_schema(mariadb_ps)
+    counter = "BIGINT UNSIGNED NOT NULL"
+    pairs = [(reads, misc) for reads in range(0, 300, 7) for misc in range(0, 700, 5)]
+    run(
+        mariadb_ps,
+        schema,
+        f"CREATE TABLE files (COUNT_READ {counter}, COUNT_MISC {counter})",
+        "INSERT INTO files VALUES " + ", ".join(f"({r}, {m})" for r, m in pairs),
+    )
+    for quantum in (2, 16, 100):
+        rows = run(
+            mariadb_ps,
+            schema,
+            f"SELECT COUNT_READ, COUNT_MISC, {file_io.read_quanta_sql(quantum)} FROM files",
+        )
+        server = {(int(r), int(m)): (int(net), int(coarse)) for r, m, net, coarse in rows}
+        assert len(server) == len(pairs)
+        python = {pair: file_io.read_quanta(*pair, quantum) for pair in pairs}
+        # One-to-one: equal on the server exactly where equal in Python, in the same order.
+        mapping = {python[pair]: server[pair] for pair in pairs}
+        assert len(set(mapping.values())) == len(mapping) == len(set(python.values()))
+        assert all(server[pair] == mapping[python[pair]] for pair in pairs)
+        nets = sorted(mapping)
+        assert [mapping[n][0] for n in nets] == sorted(mapping[n][0] for n in nets)
+        assert min(net for net, _ in python.values()) < 0  # (negative ones were compared)
 
 
 def test_the_catalogue_reads_the_file_columns_whose_reads_are_hashed_by_quantum():
@@ -1052,12 +1100,19 @@ def test_file_rows_read_again_name_only_the_files_whose_hashed_figures_moved(set
     from partdash.mysql.sources.file_io import PartitionIO
 
     settings.PARTDASH_MIN_SAMPLED_READS = 16
-    before = {7: [PartitionIO("a", 17, 1, 100, 10, 50), PartitionIO("b", 3, 0, 30, 0, 9)]}
+    before = {
+        7: [
+            PartitionIO("a", 17, 1, 100, 10, 50, 0),
+            PartitionIO("b", 3, 0, 30, 0, 9, 0),
+            PartitionIO("d", 40, 0, 400, 0, 90, 10),
+        ]
+    }
     after = {
         7: [
-            PartitionIO("a", 20, 1, 160, 10, 80),  # 3 more reads (and their wait), same quantum
-            PartitionIO("b", 16, 0, 260, 0, 40),  # into the next quantum
-            PartitionIO("c", 0, 0, 0, 0, 0),  # a new file
+            PartitionIO("a", 20, 1, 160, 10, 80, 0),  # 3 more reads (and their wait), same quantum
+            PartitionIO("b", 16, 0, 260, 0, 40, 0),  # into the next quantum
+            PartitionIO("c", 0, 0, 0, 0, 0, 0),  # a new file
+            PartitionIO("d", 45, 0, 450, 0, 99, 20),  # its table reopened 5 times
         ]
     }
     same = file_io_same(FILE_IO_COLUMNS)
@@ -1067,7 +1122,7 @@ def test_file_rows_read_again_name_only_the_files_whose_hashed_figures_moved(set
         ("b", 16),
         ("c", 0),
     ]
-    assert len(_differing(before, after, [7])) == 5  # whole rows: "a" counts as moved
+    assert len(_differing(before, after, [7])) == 7  # whole rows: "a" and "d" count as moved
     assert file_io_same("FILE_NAME, COUNT_READ") is None  # a query not hashed by quantum
     assert _path_buckets(64_000) == 32_768 and _path_buckets(3) == 1
     assert _path_buckets(10**6) == FILE_IO_MAX_BUCKETS

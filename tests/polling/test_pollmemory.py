@@ -237,8 +237,8 @@ def test_bucket_deltas_come_back_exactly(monkeypatch):
     item by item, or whole when its buckets moved; and without a digest."""
     monkeypatch.setattr(pollmemory, "CHANGED_SHARE", 1.0)  # (a few rows: deltas always)
     name = PartitionName("s", "t", "p0", "")
-    one, two, three = (PartitionIO(f"s\x00t\x00p{n}\x00", n, 2, 3, 4, 5) for n in (1, 2, 3))
-    changed = PartitionIO("s\x00t\x00p1\x00", 1, 2, 3, 99, 5)
+    one, two, three = (PartitionIO(f"s\x00t\x00p{n}\x00", n, 2, 3, 4, 5, 6) for n in (1, 2, 3))
+    changed = PartitionIO("s\x00t\x00p1\x00", 1, 2, 3, 99, 5, 6)
     held = Buckets(4, {0: (2, 5), 1: (1, 6), 2: (0, 0)}, {0: [one, two], 1: [three], 2: []},
                    7.0, "0 2 5,1 1 6,2 0 0", (1, 2))  # fmt: skip
     now = Buckets(4, {0: (2, 8), 1: (0, 0), 2: (0, 0)}, {0: [two, changed], 1: [], 2: []},
@@ -284,7 +284,12 @@ def test_the_parts_come_back_exactly():
     assert back.aggregates == files.aggregates and back.digest is None
     assert abs(back.read_all_at - 123.0) < 0.01
     io = Buckets(
-        4, {0: (1, 7)}, {0: [PartitionIO("s\x00t\x00p0\x00", 1, 2, 3, 4, 5)]}, 1.0, "0 1 7", (5, 6)
+        4,
+        {0: (1, 7)},
+        {0: [PartitionIO("s\x00t\x00p0\x00", 1, 2, 3, 4, 5, 6)]},
+        1.0,
+        "0 1 7",
+        (5, 6),
     )
     back = pollmemory.decode_file_io(pollmemory._unpack(pollmemory._pack(
         pollmemory.encode_file_io(io))))  # fmt: skip
