@@ -64,13 +64,16 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 ROWS_PER_BUCKET = 8  # on average: what one changed row costs to read again
-# File I/O's buckets are smaller: after writes thousands of its rows change (a table
-# opened reads its partitions' header pages), and each costs its bucket's rows parsed;
-# the aggregate's string grows with the buckets, up to FILE_IO_MAX_BUCKETS (about 800 KB,
-# within the default group_concat_max_len of 1 MB). Measured on 64,000 files: 32,768
-# buckets cost the server 78 ms against 56 ms for 8,192, and read about 2 rows per
-# changed file instead of 8 (one with 3,000 changed: 6,000 rows instead of 12,000).
-FILE_IO_ROWS_PER_BUCKET = 2
+# File I/O's files are bucketed by path, about 8 to a bucket as well. They were 2 while
+# the header-page reads of a table cache that reopens tables moved thousands of file
+# rows after writes; those no longer move what is hashed (`file_io.read_quanta`), and
+# after one row written into 1% of 64,000 partitions about 650 files change: then 8,192
+# buckets beat 32,768 (the aggregate 56 against 78 ms of the server's, a quarter of the
+# string to parse; measured side by side, 12 polls each, twice: written polls 0.48-0.49 s
+# against 0.50-0.52 s, quiet ones 0.16 against 0.18-0.19 s; 4 or 16 files no better).
+# The aggregate's string grows with the buckets, up to FILE_IO_MAX_BUCKETS (about
+# 800 KB, within the default group_concat_max_len of 1 MB).
+FILE_IO_ROWS_PER_BUCKET = 8
 FILE_IO_MAX_BUCKETS = 1 << 15
 # Past this share of buckets changed, reading every row is cheaper than picking them.
 MOST = 0.5

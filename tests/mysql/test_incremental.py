@@ -1089,7 +1089,7 @@ def test_a_speculation_is_refuted_by_a_changed_or_unreadable_list_and_waits_for_
 def test_file_rows_read_again_name_only_the_files_whose_hashed_figures_moved(settings):
     """A bucket of file I/O read again holds files whose reads moved below the quantum
     beside the one that moved: only the latter (and files added or gone) are touched,
-    as the store keeps such reads unsampled; file I/O's buckets hold about 2 files, at
+    as the store keeps such reads unsampled; file I/O's buckets hold about 8 files, at
     most FILE_IO_MAX_BUCKETS of them."""
     from partdash.mysql.incremental import (
         FILE_IO_MAX_BUCKETS,
@@ -1124,5 +1124,5 @@ def test_file_rows_read_again_name_only_the_files_whose_hashed_figures_moved(set
     ]
     assert len(_differing(before, after, [7])) == 7  # whole rows: "a" and "d" count as moved
     assert file_io_same("FILE_NAME, COUNT_READ") is None  # a query not hashed by quantum
-    assert _path_buckets(64_000) == 32_768 and _path_buckets(3) == 1
+    assert _path_buckets(64_000) == 8_192 and _path_buckets(3) == 1
     assert _path_buckets(10**6) == FILE_IO_MAX_BUCKETS
