@@ -14,7 +14,9 @@ from tests.recorded_mysql import RecordedSession, mysql80
 pytestmark = pytest.mark.django_db
 
 
-def poll_with_reads(server, poll_id: str, reads: int, misc: int = 0, writes: int | None = None):
+def poll_with_reads(
+    server, poll_id: str, reads: int, misc: int | None = 0, writes: int | None = None
+):
     """One stored poll of the recorded MySQL 8 server, p2026 having `reads` page reads,
     `misc` other operations (opens, closes, flushes) and `writes` writes (as recorded
     where None)."""
@@ -134,3 +136,19 @@ def test_other_operations_alone_change_nothing_stored(settings):
     before = PartitionSample.objects.count()
     closed = poll_with_reads(server, "poll-2", reads=10, misc=21)
     assert PartitionSample.objects.count() == before and closed.misc_ops == 20
+
+
+def test_reads_stored_before_other_operations_were_read_are_compared_by_quantum(settings):
+    """Figures stored before COUNT_MISC was read (migration 0016) hold none: the first poll
+    after stores it with the reads, from then on reopens are told apart; a source that
+    gives none keeps the reads' quantum."""
+    settings.PARTDASH_MIN_SAMPLED_READS = 16
+    server = builders.server("upgraded")
+    before = poll_with_reads(server, "poll-1", reads=10, misc=None)
+    assert before.misc_ops is None and read_samples(before) == [10]
+    within = poll_with_reads(server, "poll-2", reads=12, misc=None)  # the quantum's rule
+    assert read_samples(within) == [10] and within.read_ops == 10
+    first = poll_with_reads(server, "poll-3", reads=13, misc=26)
+    assert first.misc_ops == 26 and first.read_ops == 13
+    reopened = poll_with_reads(server, "poll-4", reads=13 + 40, misc=26 + 80)
+    assert reopened.read_ops == 13 and reopened.misc_ops == 26
