@@ -218,7 +218,7 @@ register(PartitionFigure("stats_updated_at", INNODB_TABLE_STATS, "time"))
 # partition's table reads its file's first page (1 read) and, with the close that comes
 # before it, costs 2 of these: a reopen leaves 2 x reads - misc where it was, where a
 # page read adds 2. That is how the store tells the header reads of a table cache that
-# reopens tables from a partition being read (`metrics.store._reads_moved`). It moves
+# reopens tables from a partition being read (`metrics.store._few_reads`). It moves
 # with the reads as far as the incremental read is concerned: hashed only within them.
 register(
     PartitionFigure(

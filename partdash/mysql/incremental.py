@@ -30,9 +30,8 @@ partition being read, and a reopen leaves the net reads where they were; the sto
 keeps a file's reads as stored until a quantum moves up (`metrics.store._few_reads`).
 So a remembered row may hold a few reads and other operations fewer than the server,
 never different quanta, and what the store keeps is what a read of every row would have
-made it keep. That holds while the memory
-continues the last stored poll: a memory that does not (another process polled since)
-reads file I/O in full (`begin`).
+made it keep. That holds while the memory continues the last stored poll: a memory
+that does not (another process polled since) reads file I/O in full (`begin`).
 """
 
 import logging
