@@ -555,9 +555,11 @@ def test_a_poll_whose_worker_is_killed_before_it_stores_is_skipped_never_stored_
             lost = wait_until(lambda: lock.get(key), 3 * INTERVAL, "the next poll", processes.logs)
             with store_write_locked(database):
                 os.kill(victim.pid, signal.SIGCONT)
+                # (15 s: under make test's load a thawed server and the poll took more than
+                # 5, the rerun log said; the store then waits for its lock, 20 s at most.)
                 wait_until(
                     lambda: not poll_child(psutil.Process(processes.processes[0].pid), victim.port),
-                    5,
+                    15,
                     "the poll to finish collecting",
                     processes.logs,
                 )
