@@ -720,10 +720,8 @@ class PollStore:
         if None in values:  # a source that could not be read keeps the last known value
             values = _known(values, before, unstated)
         now_read, then_read = _reading(values), _reading(before)
-        read_before = before[_READ_BYTES]
-        if values[_READ_OPS] != before[_READ_OPS] and (
-            (read_before := _discounted(values, before)) != before[_READ_BYTES]
-        ):
+        read_before = _discounted(values, before)
+        if read_before != before[_READ_BYTES]:
             then_read = replace(then_read, read_bytes=read_before)
         rates = (
             counter_rate(values[_READ_BYTES], read_before, seconds),

@@ -479,18 +479,19 @@ def _path_buckets(rows: int) -> int:
 
 
 def file_io_same(columns: str) -> Callable | None:
-    """What a parsed file I/O row is as its bucket's aggregate hashes it (`file_io_hashed`):
-    its reads by quantum, its read bytes left out. A row read again that differs from the
-    remembered one below the quantum names no partition that moved, as the store keeps
-    such reads unsampled (`metrics.store._few_reads`)."""
+    """What a parsed file I/O row is as its bucket's aggregate hashes it (`file_io_hashed`),
+    as a key compared with other rows' keys: its reads by their quanta (`read_quanta`),
+    what moves with them left out. A row read again that differs from the remembered one
+    within its quanta names no partition that moved, as the store keeps such reads
+    unsampled (`metrics.store._few_reads`)."""
     if file_io_hashed(columns) == columns:
         return None
     quantum = settings.PARTDASH_MIN_SAMPLED_READS
-    others = attrgetter(*[name for name in _FILE_IO_HASHED if name != "read_ops"])
+    others = [name for name in _FILE_IO_HASHED if name != "read_ops"]
     if quantum <= 1:
-        return lambda row: (row.path_key, row.read_ops, *others(row))
-    quanta = file_io.read_quanta
-    return lambda row: (row.path_key, *quanta(row.read_ops, row.misc_ops, quantum), *others(row))
+        return attrgetter("path_key", "read_ops", *others)
+    kept, quanta = attrgetter("path_key", *others), file_io.read_quanta
+    return lambda row: (*quanta(row.read_ops, row.misc_ops, quantum), *kept(row))
 
 
 SHAPES = {
