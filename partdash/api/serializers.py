@@ -24,6 +24,7 @@ from partdash.metrics.models import (
     Partition,
     PartitionedTable,
     StatementDigest,
+    current_rates,
 )
 from partdash.metrics.readings import (
     activity_shares,
@@ -635,9 +636,10 @@ PARTITION_COLUMNS = (
 )
 
 
-def partition_rows(table: PartitionedTable, page_size: int) -> list[dict]:
+def partition_rows(table: PartitionedTable, page_size: int, polled_at) -> list[dict]:
     """`PartitionSerializer`'s representation of a table's live partitions, built from
-    one `values()` query (a 128-partition table's list in a few milliseconds)."""
+    one `values()` query (a 128-partition table's list in a few milliseconds); their
+    rates as of the server's latest poll (`polled_at`, read before, `current_rates`)."""
     rows = []
     now = table.analysed_at or timezone.now()
     partitions = table.partitions.live().order_by(*Partition._meta.ordering)
@@ -649,7 +651,7 @@ def partition_rows(table: PartitionedTable, page_size: int) -> list[dict]:
         stored_signals(table.activity),
     )
     for partition in stored:
-        values = vars(partition)
+        values = current_rates(vars(partition), polled_at)
         row = {
             **values,
             "data_free": estimated_data_free(

@@ -359,7 +359,8 @@ class TableViewSet(mixins.RetrieveModelMixin, viewsets.GenericViewSet):
         def build() -> list[dict]:
             snapshot = latest_snapshot(table.server_id)
             variables = snapshot.variables if snapshot else {}
-            return partition_rows(table, as_number(variables.get("innodb_page_size")) or 16384)
+            page_size = as_number(variables.get("innodb_page_size")) or 16384
+            return partition_rows(table, page_size, snapshot.taken_at if snapshot else None)
 
         return per_poll(request, table.server_id, f"partitions:{table.pk}", build, PARTITIONS)
 

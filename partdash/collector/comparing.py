@@ -1,12 +1,12 @@
 """Why an incremental poll's store compares each partition it compares, logged at DEBUG.
 
 A quiet poll compares only the partitions that may have changed since the previous poll
-(`Collection.dirty`, and the store's partitions whose rates were not zero). When one
-compares more than expected, these lines say which source named each: a tablespace or
-file I/O bucket whose aggregate moved (with the rows read again, before and after), a
-statistics row refreshed since the last read, the tablestats counters, compression, or
-the stored rates. Nothing is gathered unless this module's logger is enabled for DEBUG
-(`explained`), so a 64,000-partition poll builds no string for it otherwise.
+(`Collection.dirty`). When one compares more than expected, these lines say which
+source named each: a tablespace or file I/O bucket whose aggregate moved (with the rows
+read again, before and after), a statistics row refreshed since the last read, the
+tablestats counters or compression. Nothing is gathered unless this module's logger is
+enabled for DEBUG (`explained`), so a 64,000-partition poll builds no string for it
+otherwise.
 
 One line per poll (`extra`: `compared`, `reasons` as reason -> count), then one per
 partition (`extra`: `partition`, its `PartitionKey`, and `reasons`, a tuple of names).
@@ -25,9 +25,8 @@ FILE_IO = "file_io"  # its file I/O row's bucket aggregate moved
 STATISTICS = "statistics"  # its innodb_table_stats row was refreshed since the last read
 COUNTERS = "counters"  # its tablestats modification counter moved
 COMPRESSION = "compression"  # it has compression rows
-MOVING = "moving"  # its stored rates are not zero (the store sets them to zero)
 UNKNOWN = "unknown"  # no source named it (or DEBUG was turned on during the poll)
-REASONS = (TABLESPACES, FILE_IO, STATISTICS, COUNTERS, COMPRESSION, MOVING)
+REASONS = (TABLESPACES, FILE_IO, STATISTICS, COUNTERS, COMPRESSION)
 
 
 class Collection(Protocol):
@@ -59,13 +58,11 @@ def note(collection: Collection, why: set[PartitionKey], rows: list) -> None:
         collection.evidence.setdefault(key, []).append(row)
 
 
-def explain(collection: Collection, visit: set, moving: set) -> None:
-    """Log why the store compares each partition of `visit`, `moving` being the partitions
-    whose stored rates are not zero."""
+def explain(collection: Collection, visit: set) -> None:
+    """Log why the store compares each partition of `visit`."""
     if not explained():
         return
-    reasons = {MOVING: moving} if collection.reasons is None else {**collection.reasons}
-    reasons[MOVING] = moving
+    reasons = collection.reasons or {}
     counts = {reason: len(visit & keys) for reason, keys in reasons.items() if visit & keys}
     if unnamed := len(visit - set().union(*reasons.values())):
         counts[UNKNOWN] = unnamed

@@ -29,6 +29,30 @@ def aware(value):
     return value.replace(tzinfo=UTC) if value is not None and value.tzinfo is None else value
 
 
+# Disk bytes (physical) and rows changed (logical) per second between a server's last
+# two polls: stored on `Partition` by the poll that last changed the partition.
+RATES = ("read_bytes_per_s", "write_bytes_per_s", "rows_changed_per_s")
+
+
+def current_rates(partition: dict, polled_at) -> dict:
+    """A partition's stored row (`values()`: its RATES and `changed_at`) with its rates
+    as of its server's latest poll (`polled_at`, that poll's `taken_at`, read before the
+    partitions: a poll stored between the two reads then shows the partitions it wrote
+    at its rates and the others at the previous poll's, never every partition at 0).
+
+    A poll that finds a partition standing still does not write its rates back to 0 (a
+    written 64,000-partition poll would update the ~600 partitions written the poll
+    before): its stored rates are those of the poll that last changed it (`changed_at`,
+    which every poll storing a rate that is not 0 sets to its own time), so a partition
+    that did not change at the latest poll moved at 0. A rate not known stays unknown."""
+    changed_at = partition["changed_at"]
+    if polled_at is not None and changed_at is not None and changed_at < polled_at:
+        for name in RATES:
+            if partition[name] is not None:
+                partition[name] = 0.0
+    return partition
+
+
 class LiveQuerySet(models.QuerySet):
     """Tables and partitions, which are kept (with their history) once dropped."""
 

@@ -21,6 +21,7 @@ from partdash.health.counters import counter_delta
 from partdash.health.drift import Layout, layout_digest
 from partdash.health.partitions import PartitionState
 from partdash.metrics.models import (
+    RATES,
     SAMPLED_FIGURES,
     Partition,
     PartitionedTable,
@@ -39,8 +40,6 @@ log = logging.getLogger(__name__)
 
 # Stored with the sampled figures, never sampled (`partdash.mysql.figures`).
 OTHER = stored_unsampled()
-# Disk bytes (physical) and rows changed (logical) per second since the previous poll.
-RATES = ("read_bytes_per_s", "write_bytes_per_s", "rows_changed_per_s")
 _N_RATES = len(RATES)
 # The Partition columns a poll compares and writes, in this order.
 FIGURES = SAMPLED_FIGURES + OTHER
@@ -171,10 +170,9 @@ class Remembered:
 
     snapshot_id: int
     stored: "StoredFigures"
-    # Partitions whose stored rates are not zero: a poll that sees them unchanged sets
-    # their rates to zero, so it visits them whatever the collection says. None: unknown
-    # (no rate was known: the next poll compares every partition).
-    moving: set | None
+    # Whether the poll knew rates (it had a poll before it): after a server's first, the
+    # next poll compares every partition, each rate going from unknown to known.
+    rates_known: bool
 
 
 @dataclass
@@ -600,10 +598,10 @@ class PollStore:
             if (
                 collection.dirty is not None
                 and collection.basis == last.poll_id
-                and remembered.moving is not None
+                and remembered.rates_known
             ):
-                visit = collection.dirty | remembered.moving
-                comparing.explain(collection, visit, remembered.moving)
+                visit = collection.dirty
+                comparing.explain(collection, visit)
             if visit == set() or _readable(remembered.stored):  # (none compared: unread)
                 self._taken = remembered
                 return remembered.stored, visit
@@ -645,9 +643,9 @@ class PollStore:
         return given
 
     def _remember(
-        self, snapshot: ServerSnapshot, stored: StoredFigures, moving
+        self, snapshot: ServerSnapshot, stored: StoredFigures, rates_known: bool
     ) -> Remembered | None:
-        return None if self.reshaped else Remembered(snapshot.pk, stored, moving)
+        return None if self.reshaped else Remembered(snapshot.pk, stored, rates_known)
 
     def _members(self, visit: set | None):
         """(table key, partitions) to compare: every table's, or those `visit` names."""
@@ -673,7 +671,6 @@ class PollStore:
         samples: list[tuple] = []
         updates: list[Update] = []
         updated_keys: list[tuple[int, str]] = []
-        moving = set()
         stored = changed = 0
         # Tables with a partition whose figures changed. Rates alone (a partition that
         # stopped moving) are not what the analysis looks at.
@@ -690,10 +687,7 @@ class PollStore:
                     old, figure_values(figures), seconds, snapshot, samples, updates, unstated
                 ):
                     updated_keys.append(key)
-                    update = updates[-1]
-                    if update.rates() != _zero_rates:
-                        moving.add(figures.key)
-                    if update.figures() != old.figures():
+                    if updates[-1].figures() != old.figures():
                         self.changed_tables.add(table.pk)
             if len(samples) >= SAMPLE_BATCH:
                 stored += _insert_samples(samples)
@@ -702,8 +696,7 @@ class PollStore:
                 changed += self._apply(previous, updated_keys, updates)
         stored += _insert_samples(samples)
         changed += self._apply(previous, updated_keys, updates)
-        # Without a previous poll no rate is known: the next poll compares every partition.
-        remembered = self._remember(snapshot, self.stored_figures, moving if seconds else None)
+        remembered = self._remember(snapshot, self.stored_figures, bool(seconds))
         return changed, stored, remembered
 
     def _compare(
@@ -715,8 +708,14 @@ class PollStore:
         partition_id, before, before_rates = old.partition_id, old.figures(), old.rates()
         if _few_reads(values, before):
             values = _keep_reads(values, before)
-        if values == before and before_rates == (_zero_rates if seconds else _no_rates):
-            return False  # the common case, decided by one tuple comparison
+        # The common case, decided by tuple comparisons: figures standing still, whose
+        # rates are 0 (None without a poll before), which the stored ones say already:
+        # rates of a poll before the latest read as 0 (`current_rates`), so a partition
+        # written a poll ago costs the next nothing.
+        if values == before and (
+            None not in before_rates if seconds else before_rates == _no_rates
+        ):
+            return False
         if None in values:  # a source that could not be read keeps the last known value
             values = _known(values, before, unstated)
         now_read, then_read = _reading(values), _reading(before)
@@ -737,7 +736,8 @@ class PollStore:
         sampled = any(v is not None for v in delta)
         if sampled:
             samples.append((partition_id, snapshot.pk, *delta))
-        changed_at = self.now if sampled else old.changed_at
+        # Rates that are not 0 are this poll's: what `current_rates` tells apart.
+        changed_at = self.now if sampled or any(rates) else old.changed_at
         activity = recent.poll_deltas(now_read, then_read)
         recorded = _recorded(old.recent, activity, self.now.timestamp())
         updates.append(Update(*values, *rates, changed_at, recorded, partition_id))

@@ -140,7 +140,9 @@ class PollMemories:
         sources.counted_at, sources.beside_failed_at = shared.counted_at, shared.beside_failed_at
         memory = self._memories[server.pk] = PollMemory(address, sources, kept=shared.kept)
         if (figures := shared.figures) is not None and shared.snapshot_id is not None:
-            memory.figures = store.Remembered(shared.snapshot_id, ReadBack(figures), figures.moving)
+            memory.figures = store.Remembered(
+                shared.snapshot_id, ReadBack(figures), figures.rates_known
+            )
         memory.evaluated_under = shared.evaluated_under
         return memory
 
@@ -245,7 +247,7 @@ class PollMemories:
             unread = pollmemory.compact_figures(self._held, pk, _FIGURE_ROWS)
             if unread is not None:
                 memory.figures = store.Remembered(
-                    remembered.snapshot_id, ReadBack(unread), remembered.moving
+                    remembered.snapshot_id, ReadBack(unread), remembered.rates_known
                 )
                 compacted.append(pk)
         return compacted
@@ -266,12 +268,12 @@ class PollMemories:
             if (
                 isinstance(stored, ReadBack)
                 and stored.unread()
-                and stored.source.moving == remembered.moving
+                and stored.source.rates_known == remembered.rates_known
             ):  # (left as it was read: unchanged)
                 figures = stored.source
             else:
                 figures = pollmemory.Figures(
-                    stored.figures, stored.specs, remembered.moving, stored.changed_keys
+                    stored.figures, stored.specs, remembered.rates_known, stored.changed_keys
                 )
         shared = pollmemory.Memory(
             poll_id=poll.poll_id,

@@ -477,11 +477,11 @@ class Figures:
     """A server's partition figures as its last stored poll left them
     (`metrics.store.Remembered` without its snapshot, which the header names): by
     (table id, partition key) the partition's id and `STORED` figures, their definitions
-    (`Specs`), and the partitions whose rates are not zero."""
+    (`Specs`), and whether its rates were known (`metrics.store.Remembered`)."""
 
     figures: dict
     specs: dict
-    moving: set | None
+    rates_known: bool
     # The keys whose figures were replaced in place since they were last written here
     # (`metrics.store.StoredFigures.changed_keys`); None: not known.
     changed: set | None = None
@@ -499,7 +499,7 @@ class UnreadFigures(Figures):
         # (Not the dataclass's: `figures` and `specs` are missing until decoded.)
         self.stored, self.rows, self.changed = stored, rows, set()
         last = _unpack(stored[-1])
-        self.moving = _moving(last[6])
+        self.rates_known = last[6] is not None
         # A delta is small: kept as read, not unpacked again. A whole part is not kept.
         self.last = last if len(stored) > 1 else None
 
@@ -548,7 +548,6 @@ def encode_figures(figures: Figures, rows: FigureRows) -> list:
     specs = [spec for members in figures.specs.values() for spec in members]
     spec_columns = list(map(list, zip(*[spec[1:] for spec in specs], strict=False)))
     spec_tables = [[table_id, len(members)] for table_id, members in figures.specs.items()]
-    moving = None if figures.moving is None else list(map(list, zip(*figures.moving, strict=False)))
     return [
         _numbers(key[0] for key in keys),
         _coded(key[1] for key in keys),
@@ -558,7 +557,8 @@ def encode_figures(figures: Figures, rows: FigureRows) -> list:
         [_coded(spec_columns[0]), _coded(spec_columns[1]), *map(_numbers, spec_columns[2:])]
         if spec_columns
         else [],
-        moving,
+        # (A list, once the partitions whose rates were not zero: known.)
+        [] if figures.rates_known else None,
     ]
 
 
@@ -574,7 +574,7 @@ def _spec_keys(keys: list, specs: list) -> list:
 
 
 def decode_figures(document: list, rows: FigureRows) -> Figures:
-    table_ids, slots, columns, spec_tables, spec_keys, spec_columns, moving = document
+    table_ids, slots, columns, spec_tables, spec_keys, spec_columns, rates = document
     slots, table_ids = _uncoded(slots), _unnumbered(table_ids)
     columns = list(map(_unnumbered, columns))
     for at in rows.times:
@@ -602,11 +602,7 @@ def decode_figures(document: list, rows: FigureRows) -> Figures:
         for table_id, count in spec_tables:
             specs[table_id] = every[at : at + count]
             at += count
-    return Figures(figures, specs, _moving(moving))
-
-
-def _moving(columns: list | None) -> set | None:
-    return None if columns is None else set(map(PartitionKey, *columns)) if columns else set()
+    return Figures(figures, specs, rates is not None)
 
 
 def figures_delta(held: Figures, now: Figures, rows: FigureRows) -> list | None:
@@ -622,14 +618,14 @@ def figures_delta(held: Figures, now: Figures, rows: FigureRows) -> list | None:
     ):
         return None
     changed = {key: figures[key] for key in now.changed}
-    return encode_figures(Figures(changed, {}, now.moving), rows)
+    return encode_figures(Figures(changed, {}, now.rates_known), rows)
 
 
 def apply_figures(held: Figures, document: list, rows: FigureRows) -> Figures:
     """`held` with a `figures_delta` applied, in place."""
     delta = decode_figures(document, rows)
     held.figures.update(delta.figures)
-    return Figures(held.figures, held.specs, delta.moving)
+    return Figures(held.figures, held.specs, delta.rates_known)
 
 
 def encode_tablestats(last: LastRead) -> list:
@@ -893,7 +889,7 @@ def _unchanged(name: str, held: object, now: object) -> bool:
             now_figures.changed == set()
             and held_figures.figures is now_figures.figures
             and held_figures.specs is now_figures.specs
-            and held_figures.moving == now_figures.moving
+            and held_figures.rates_known == now_figures.rates_known
         )
     return held is now
 

@@ -27,7 +27,12 @@ from partdash.health.kinds import Figure, registered
 from partdash.health.shapes import stored_health, stored_pressure
 from partdash.lib import liveness
 from partdash.lib.shared_redis import redis_client
-from partdash.metrics.models import Partition, PartitionedTable, ServerSnapshot
+from partdash.metrics.models import (
+    Partition,
+    PartitionedTable,
+    ServerSnapshot,
+    current_rates,
+)
 from partdash.prometheus.text import Family, render
 from partdash.servers.choices import ServerStatus
 from partdash.servers.models import Server
@@ -76,17 +81,19 @@ def add_findings(family: Family, labels: list[str], findings: list | None) -> No
 
 
 def latest_snapshots(server_ids: list[int]) -> dict[int, ServerSnapshot]:
-    """Each server's latest snapshot (its duration and stored pressure), in one query."""
+    """Each server's latest snapshot (its time, duration and stored pressure), in one
+    query."""
     latest = ServerSnapshot.objects.latest_for(OuterRef("server"))
     snapshots = (
         ServerSnapshot.objects.filter(server_id__in=server_ids)
         .filter(pk=Subquery(latest.values("pk")[:1]))
-        .only("id", "server_id", "seconds", "pressure")
+        .only("id", "server_id", "taken_at", "seconds", "pressure")
     )
     return {snapshot.server_id: snapshot for snapshot in snapshots}
 
 
-def server_families(servers: list[Server]) -> Iterator[Family]:
+def server_families(servers: list[Server], snapshots: dict) -> Iterator[Family]:
+    """`snapshots`: each server's latest (`latest_snapshots`)."""
     now = timezone.now()
     up = gauge("up", "1 when the server's last poll succeeded, else 0.", SERVER)
     info = gauge(
@@ -142,7 +149,6 @@ def server_families(servers: list[Server]) -> Iterator[Family]:
         "tables of its groups it lacks), labelled with its severity; absent: none.",
         [*SERVER, *FINDING],
     )
-    snapshots = latest_snapshots([server.pk for server in servers])
     for server in servers:
         name = [server.name]
         add(up, name, server.status in POLLED)
@@ -207,6 +213,7 @@ def table_figure_names() -> list[tuple[str, str, str]]:
 
 TABLE_COLUMNS = (
     "id",
+    "server_id",
     "server__name",
     "schema",
     "name",
@@ -286,7 +293,9 @@ PARTITION_FIGURES = (
 )
 
 
-def partition_families(tables: list[dict]) -> Iterator[Family]:
+def partition_families(tables: list[dict], snapshots: dict) -> Iterator[Family]:
+    """The partitions of the tables opted in, their rates as of their servers' latest
+    polls (`snapshots`, read before them)."""
     families = [(gauge(name, text, PARTITION), key) for name, text, key in PARTITION_FIGURES]
     hot = gauge("partition_hot", "1 when the partition is flagged hot, else 0.", PARTITION)
     opted = {values["id"]: values for values in tables if values["export_partitions"]}
@@ -294,12 +303,20 @@ def partition_families(tables: list[dict]) -> Iterator[Family]:
         Partition.objects.live()
         .filter(table_id__in=list(opted))
         .order_by("table_id", *Partition._meta.ordering)
-        .values("table_id", "name", "subpartition", *(key for _, _, key in PARTITION_FIGURES))
+        .values(
+            "table_id",
+            "name",
+            "subpartition",
+            "changed_at",
+            *(key for _, _, key in PARTITION_FIGURES),
+        )
         if opted
         else []
     )
     for partition in partitions:
         table = opted[partition["table_id"]]
+        latest = snapshots.get(table["server_id"])
+        current_rates(partition, latest.taken_at if latest else None)
         labels = [
             table["server__name"],
             table["schema"],
@@ -416,9 +433,11 @@ def scrape_families(names: list[str] | None = None) -> Iterator[Family]:
         servers = servers.filter(name__in=names)
     listed = list(servers)
     tables = exported_tables(None if names is None else listed)
-    yield from server_families(listed)
+    # (Read before the partitions, whose rates they date: `current_rates`.)
+    snapshots = latest_snapshots([server.pk for server in listed])
+    yield from server_families(listed, snapshots)
     yield from table_families(tables)
-    yield from partition_families(tables)
+    yield from partition_families(tables, snapshots)
     yield from alert_families(listed, narrowed=names is not None)
     if names is None:
         yield from fleet_families(listed, len(tables))

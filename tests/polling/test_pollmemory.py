@@ -298,11 +298,13 @@ def test_the_parts_come_back_exactly():
     figures = pollmemory.Figures(
         {(7, "p0#"): (70, 1, aware, naive, "text"), (7, "p1#"): (71, None, None, None, None)},
         {7: [((7, "p0#"), "P0", "", 1, None, None), ((7, "p1#"), "p1", "", 2, None, "x")]},
-        {PartitionKey("s", "t", "p0", "")},
+        True,
     )
     back = pollmemory.decode_figures(pollmemory._unpack(pollmemory._pack(
         pollmemory.encode_figures(figures, ROWS))), ROWS)  # fmt: skip
     assert back == figures
+    unknown = pollmemory.Figures(figures.figures, figures.specs, False)  # after a first poll
+    assert not pollmemory.decode_figures(pollmemory.encode_figures(unknown, ROWS), ROWS).rates_known
     assert back.figures[(7, "p0#")][2].tzinfo is not None
     assert back.figures[(7, "p0#")][3].tzinfo is None
     # A definition and the figures of its partition share one key, read back.
