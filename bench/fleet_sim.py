@@ -11,7 +11,9 @@ production interval (PARTDASH_DEFAULT_POLL_INTERVAL, 60 s) for `--minutes`.
 
 Two cores cannot poll 2,600,000 partitions a minute beside the fake fleet, so
 `--scale F` runs F x 1,000 servers (sizes spread the same way, 10 to 20,000
-partitions); the output and the JSON say the scale and the minutes.
+partitions), or `--interval S` polls every server (and writes its share) every S
+seconds rather than 60: every server and partition, the work per minute scaled by
+60 / S; the output and the JSON say the scale, the interval and the minutes.
 
 Writes var/bench/fleet-sim.json and prints each figure with its target:
 - poll lateness p95 per server (poll k's start - poll k-1's start - interval, bench/
@@ -26,7 +28,7 @@ Writes var/bench/fleet-sim.json and prints each figure with its target:
   same fleet (4 series a partition);
 - the largest worker child's peak memory.
 
-Usage: fleet_sim.py [--minutes 30] [--scale 1.0] [--postgres URL]
+Usage: fleet_sim.py [--minutes 30] [--scale 1.0] [--interval 60] [--postgres URL]
 """
 
 import argparse
@@ -54,7 +56,7 @@ from fleet_pages_bench import FLEET_PAGE_READS, fleet_page, p95_of  # noqa: E402
 from tests.services import RedisServer, wait_for  # noqa: E402
 
 FULL_FLEET = 1000
-INTERVAL = 60  # PARTDASH_DEFAULT_POLL_INTERVAL's default: production
+PRODUCTION = 60  # PARTDASH_DEFAULT_POLL_INTERVAL's default, seconds
 TARGETS = {
     "lateness_p95_worst_s": 5.0,
     "page_p95_ms": 1000.0,
@@ -68,6 +70,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--minutes", type=float, default=30.0)
     parser.add_argument("--scale", type=float, default=1.0, help="share of the 1,000 servers")
+    parser.add_argument(
+        "--interval", type=int, default=PRODUCTION, help="seconds between a server's polls"
+    )
     parser.add_argument("--postgres", default="postgres://postgres@127.0.0.1:5432/postgres")
     parser.add_argument("--changing", type=float, default=0.02, help="share written a minute")
     parser.add_argument("--json", type=Path, default=ROOT / "var" / "bench" / "fleet-sim.json")
@@ -85,7 +90,7 @@ def start_fake_fleet(options, run_dir: Path, stack: contextlib.ExitStack) -> lis
     listing = run_dir / "fake-fleet.json"
     argv = [sys.executable, str(BENCH / "fake_fleet.py"), "--servers", str(options.servers)]
     argv += ["--json", str(listing), "--changing", str(options.changing)]
-    argv += ["--interval", str(INTERVAL)]
+    argv += ["--interval", str(options.interval)]
     log = open(run_dir / "fake-fleet.log", "w")  # noqa: SIM115 (closed by the stack)
     stack.callback(log.close)
     fake = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
@@ -107,13 +112,15 @@ def start_fake_fleet(options, run_dir: Path, stack: contextlib.ExitStack) -> lis
     return json.loads(listing.read_text())
 
 
-def register(fleet: list[dict]) -> dict[str, int]:
+def register(fleet: list[dict], interval: int) -> dict[str, int]:
     """The servers, as `addserver` saves them (a monitoring account, no password)."""
     from partdash.servers.models import Server
 
     ids = {}
     for member in fleet:
-        server = Server(name=member["name"], host="127.0.0.1", port=member["port"])
+        server = Server(
+            name=member["name"], host="127.0.0.1", port=member["port"], poll_interval=interval
+        )
         server.user = "monitor"
         server.set_password("")
         server.save()
@@ -150,7 +157,7 @@ def child_peak_mb(workers: list[subprocess.Popen]) -> float:
     return peak
 
 
-def first_round_over(fleet: list[dict], processes, deadline: float) -> bool:
+def first_round_over(fleet: list[dict], processes, deadline: float, interval: int) -> bool:
     """Until every reachable server has been polled once and an interval has passed
     since (its first polls store every partition, which the store's growth per day
     must not count), or `deadline` (monotonic): whether the round ended first."""
@@ -159,7 +166,7 @@ def first_round_over(fleet: list[dict], processes, deadline: float) -> bool:
     reachable = sum(member["kind"] != "down" for member in fleet)
     while time.monotonic() < deadline:
         if Server.objects.exclude(last_success_at=None).count() >= reachable:
-            processes.sleep_until(min(deadline, time.monotonic() + INTERVAL))
+            processes.sleep_until(min(deadline, time.monotonic() + interval))
             return True
         processes.sleep_until(min(deadline, time.monotonic() + 5))
     return False
@@ -198,13 +205,13 @@ def store_tables() -> dict[str, dict]:
 TIMELINE_TABLES = 4  # the store tables that grew most, followed interval by interval
 
 
-def watch_the_store(processes, deadline: float, since: float) -> list[dict]:
+def watch_the_store(processes, deadline: float, since: float, interval: int) -> list[dict]:
     """Until `deadline`, each store table's bytes and dead row versions every interval:
     whether a table that grows keeps growing (rows kept) or levels off once autovacuum
     reuses the room of its dead row versions (rows updated every poll)."""
     timeline = []
     while time.monotonic() < deadline:
-        processes.sleep_until(min(deadline, time.monotonic() + INTERVAL))
+        processes.sleep_until(min(deadline, time.monotonic() + interval))
         tables = store_tables()
         timeline.append(
             {
@@ -263,11 +270,11 @@ def poll_memory_bytes(redis_url: str) -> tuple[int, int]:
 # --- figures ---------------------------------------------------------------------------
 
 
-def lateness_figures(fleet: list[dict], ids: dict[str, int], polls: list) -> dict:
+def lateness_figures(fleet: list[dict], ids: dict[str, int], polls: list, interval: int) -> dict:
     per_server = {}
     for member in fleet:
         mine = [poll for poll in polls if poll.server_id == ids[member["name"]]]
-        figures = server_figures(mine, INTERVAL)
+        figures = server_figures(mine, interval)
         per_server[member["name"]] = {
             "kind": member["kind"],
             "partitions": member["partitions"],
@@ -328,15 +335,18 @@ def run(options: argparse.Namespace, stack: contextlib.ExitStack) -> dict:
     stack.callback(redis.stop)
     env, _ = store_env(options, stack, run_dir, redis.url)
     processes, port = start_partdash(options, stack, run_dir, env)
-    ids = register(fleet)
+    ids = register(fleet, options.interval)
     workers = processes.workers()
     cpu_before, began = cpu_seconds(workers), time.monotonic()
-    print(f"  beat, web and 2 workers polling every {INTERVAL} s for {options.minutes:g} min")
-    first_round = first_round_over(fleet, processes, began + options.minutes * 30)
+    interval = options.interval
+    print(f"  beat, web and 2 workers polling every {interval} s for {options.minutes:g} min")
+    first_round = first_round_over(fleet, processes, began + options.minutes * 30, interval)
     bytes_after_first_round, first_round_at = store_bytes(), time.monotonic()
     tables_after_first_round = store_tables()
     print(f"  first round over in {first_round_at - began:.0f} s", flush=True)
-    store_timeline = watch_the_store(processes, began + options.minutes * 60, first_round_at)
+    store_timeline = watch_the_store(
+        processes, began + options.minutes * 60, first_round_at, interval
+    )
     cpu = cpu_seconds(workers) - cpu_before
     peak = child_peak_mb(workers)
     stored, tables_at_end, off = store_bytes(), store_tables(), autovacuum_off()
@@ -353,12 +363,12 @@ def run(options: argparse.Namespace, stack: contextlib.ExitStack) -> dict:
             "scale": options.scale,
             "minutes": options.minutes,
             "partitions": total,
-            "interval_s": INTERVAL,
+            "interval_s": interval,
             "changing_per_interval": options.changing,
             "kinds": {kind: sum(m["kind"] == kind for m in fleet) for kind in KINDS},
             "run_dir": str(run_dir),
         },
-        "lateness": lateness_figures(fleet, ids, polls),
+        "lateness": lateness_figures(fleet, ids, polls, interval),
         "polls": {
             "succeeded": sum(poll.succeeded for poll in polls),
             "failed": sum(poll.failed for poll in polls),
@@ -390,12 +400,13 @@ KINDS = ("healthy", "slow", "down", "resetting")
 
 def report(result: dict) -> bool:
     setup = result["setup"]
-    scaled = setup["scale"] != 1 or setup["minutes"] < 30
+    scaled = setup["scale"] != 1 or setup["minutes"] < 30 or setup["interval_s"] != PRODUCTION
     print(
         f"simulated fleet: {setup['servers']:,} servers, {setup['partitions']:,} partitions, "
         f"polled every {setup['interval_s']} s for {setup['minutes']:g} min"
         + (
-            f" [SCALED: {setup['scale']:g} x 1,000 servers, {setup['minutes']:g} of 30 min]"
+            f" [SCALED: {setup['scale']:g} x 1,000 servers, {setup['minutes']:g} of 30 min,"
+            f" every {setup['interval_s']} of {PRODUCTION} s]"
             if scaled
             else ""
         )

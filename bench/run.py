@@ -448,6 +448,9 @@ def main() -> int:
     parser.add_argument(
         "--sim-scale", type=float, default=1.0, help="its share of the 1,000 servers"
     )
+    parser.add_argument(
+        "--sim-interval", type=int, default=60, help="its seconds between a server's polls"
+    )
     options = parser.parse_args()
     if options.simulated_fleet:
         return simulated_fleet(options)
@@ -490,7 +493,8 @@ def simulated_fleet(options: argparse.Namespace) -> int:
         print("the simulated fleet needs a PostgreSQL for its store: skipped")
         return 1
     argv = [sys.executable, str(HERE / "fleet_sim.py"), "--minutes", str(options.sim_minutes)]
-    return run_to_end([*argv, "--scale", str(options.sim_scale), "--postgres", postgres])
+    argv += ["--scale", str(options.sim_scale), "--interval", str(options.sim_interval)]
+    return run_to_end([*argv, "--postgres", postgres])
 
 
 def shared_memory_figures(options: argparse.Namespace) -> int:

@@ -262,7 +262,9 @@ class Fleet:
         # measure, storing what changed, is not counted twice).
         waited = max(settle(port) + statistics_settled(port) for port in self.servers.values())
         say(f"  the servers settled ({waited:.0f} s); two polls of each store what changed")
-        for _ in range(2):  # (the second sets the rates the first measured to zero)
+        # (The second once set the rates the first measured back to 0, which a poll no
+        # longer writes: kept, so that runs before and after compare.)
+        for _ in range(2):
             for server_id in ids:
                 self.poll(server_id, "settle", with_floor=False)
         say("  both workers restarted: every child new")
