@@ -219,7 +219,7 @@ def per_second(delta: int | None, seconds: float | None) -> float | None:
 
 
 figure_values = attrgetter(*FIGURES)  # a partition's figures in FIGURES order
-_zero_rates, _no_rates = (0.0,) * _N_RATES, (None,) * _N_RATES  # of counters that did not move
+_no_rates = (None,) * _N_RATES  # the rates of a partition without a poll before
 
 
 def _reading(values: tuple) -> recent.Reading:
