@@ -80,9 +80,6 @@ class Update(_UpdateBase):
     def figures(self) -> tuple:
         return self[:_N]
 
-    def rates(self) -> tuple:
-        return self[_N : _N + _N_RATES]
-
     def stored(self) -> StoredRow:
         return StoredRow(self[-1], *self[:-1])
 
