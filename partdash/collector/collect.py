@@ -3,7 +3,9 @@ the tables that are new or changed. Returns plain data; storing is `store.py`'s 
 
 import hashlib
 import logging
+import math
 import random
+import time
 from collections import defaultdict
 from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
@@ -555,10 +557,12 @@ def _read_definitions(
     known: dict[TableKey, str],
     hidden_before: set[TableKey],
     status_before: dict | None = None,
+    until: float | None = None,
 ) -> None:
     if getattr(session, "capped", False):  # closed: read when a poll gets this far
         return
     budget = settings.PARTDASH_DEFINITIONS_PER_POLL
+    until = math.inf if until is None else until
     wanted, unchanged = _due(collection, known, status_before)
     carried = [key for key in wanted if key in hidden_before]
     hidden, looked = _still_hidden(session, collection, carried)
@@ -567,7 +571,9 @@ def _read_definitions(
     for table_key in wanted:
         if table_key in hidden or table_key in looked:
             continue
-        if len(collection.definitions) >= budget:
+        if len(collection.definitions) >= budget or (
+            collection.definitions and time.monotonic() >= until
+        ):
             collection.deferred += 1
             if table_key in unchanged:
                 collection.recheck.add(table_key)
@@ -634,6 +640,11 @@ class CollectRequest:
       did).
     - `status_before`: the server status stored with the previous poll, which tells
       whether DDL may have changed definitions without moving a file (`ddl`).
+    - `definitions_until`: a `time.monotonic()` past which no more definitions are
+      read this poll, the rest deferred to the next polls as past
+      PARTDASH_DEFINITIONS_PER_POLL: a server answering each read in seconds then has
+      its first poll store what it read, where reading every table's would run out of
+      the poll's time and store nothing, poll after poll.
     """
 
     known: dict[TableKey, str] = field(default_factory=dict)
@@ -647,6 +658,7 @@ class CollectRequest:
     statements_since: int | None = None
     statements_consumer_off: bool = False
     explain: bool = False
+    definitions_until: float | None = None
 
 
 def collect(session: Session, request: CollectRequest, kept: "Kept | None" = None) -> Collection:
@@ -703,6 +715,7 @@ def collect(session: Session, request: CollectRequest, kept: "Kept | None" = Non
         statements_since=request.statements_since,
         statements_consumer_off=request.statements_consumer_off,
         explain=request.explain,
+        definitions_until=request.definitions_until,
     )
     reads.kept, kept = kept, None  # `assemble` releases it: a build then needs the memory
     # Not after an ALTER: whether it moved files decides which definitions are read.
@@ -747,6 +760,7 @@ class _Reads:
     statements_since: int | None = None  # None: not due this poll
     statements_consumer_off: bool = False  # the last read found the digest consumer OFF
     explain: bool = False
+    definitions_until: float | None = None  # (`CollectRequest`)
     # Read once (a collection assembled again does not read them again): the digests,
     # or None where they could not be, and the plans.
     statements_read: "tuple[list | None, dict] | None" = None
@@ -883,7 +897,14 @@ class _Reads:
             )
         _check_settings(collection)
         hidden_before = set(self.hidden_before)
-        _read_definitions(session, collection, self.known, hidden_before, self.status_before)
+        _read_definitions(
+            session,
+            collection,
+            self.known,
+            hidden_before,
+            self.status_before,
+            self.definitions_until,
+        )
         self._read_other_engines(collection)
         self._read_statements(collection)
         if self.basis is not None:

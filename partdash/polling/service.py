@@ -369,6 +369,11 @@ def _store(
 DEADLINE_MARGIN = 2.0
 
 
+# Of a poll's time (to its deadline), the share definitions may take; the tables past it
+# are read by the next polls, so a slow server's first poll still ends and stores.
+DEFINITIONS_SHARE = 0.5
+
+
 @dataclass(frozen=True)
 class PollDeadline:
     """When a poll's sessions end, whatever the server does: its soft time limit
@@ -419,6 +424,7 @@ def _poll(server: Server, poll_id: str | None, deadline: PollDeadline | None) ->
                 statements_since=statements.since(server),
                 statements_consumer_off=previous.digest_consumer_off,
                 explain=server.explain_statements,
+                definitions_until=started + (deadline.at - started) * DEFINITIONS_SHARE,
             )
             collection = collect(session, request, memory.take_kept())
             stored = None
