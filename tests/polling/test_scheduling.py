@@ -2,6 +2,7 @@
 polls never overlap."""
 
 import json
+from collections import Counter
 from datetime import timedelta
 
 import pytest
@@ -38,12 +39,20 @@ def make(name: str, **fields) -> Server:
     return Server.objects.create(name=name, host="127.0.0.1", port=1, user="u", **fields)
 
 
+def at_its_offset(server: Server) -> bool:
+    """Whether the server's next poll falls at its own offset into the interval."""
+    offset = (server.pk * 0.6180339887498949) % 1 * server.poll_interval
+    off = (server.next_poll_at.timestamp() - offset) % server.poll_interval
+    return min(off, server.poll_interval - off) < 1e-3
+
+
 def test_a_due_server_is_claimed_exactly_once():
     server = make("a", poll_interval=60)
     assert scheduling.claim(server.pk) == server
     assert scheduling.claim(server.pk) is None
     server.refresh_from_db()
-    assert 59 <= (server.next_poll_at - timezone.now()).total_seconds() <= 60
+    assert 29 <= (server.next_poll_at - timezone.now()).total_seconds() <= 90
+    assert at_its_offset(server)
 
 
 def test_the_next_poll_is_due_one_interval_after_this_one_was_due_not_after_it_was_seen():
@@ -56,11 +65,32 @@ def test_the_next_poll_is_due_one_interval_after_this_one_was_due_not_after_it_w
     assert server.next_poll_at == due + timedelta(seconds=30)
 
 
-def test_a_poll_due_long_ago_counts_its_interval_from_now():
+def test_a_poll_due_long_ago_is_next_due_at_its_offset_half_an_interval_on_or_more():
     server = make("a", poll_interval=30, next_poll_at=timezone.now() - timedelta(minutes=5))
     assert scheduling.claim(server.pk) == server
     server.refresh_from_db()
-    assert 29 <= (server.next_poll_at - timezone.now()).total_seconds() <= 30
+    assert 14 <= (server.next_poll_at - timezone.now()).total_seconds() <= 45
+    assert at_its_offset(server)
+
+
+def test_servers_added_together_are_polled_spread_over_the_interval():
+    """1,000 servers added at once are all due, and claimed, at once: their next polls
+    fall evenly over the interval rather than all together, interval after interval."""
+    Server.objects.bulk_create(
+        Server(name=f"s{n:04d}", host="127.0.0.1", port=1, user="u", poll_interval=600)
+        for n in range(1000)
+    )
+    started = timezone.now()
+    for server_id in Server.objects.values_list("pk", flat=True):
+        assert scheduling.claim(server_id) is not None
+    due = [
+        (at - started).total_seconds()
+        for at in Server.objects.values_list("next_poll_at", flat=True)
+    ]
+    assert 299 <= min(due) and max(due) <= 901
+    per_minute = Counter(int(seconds // 60) for seconds in due)
+    assert len(per_minute) >= 10  # (each of the ten minutes the interval spans, or 11)
+    assert max(per_minute.values()) <= 110, sorted(per_minute.items())
 
 
 def test_a_forced_claim_wins_even_when_not_due():
