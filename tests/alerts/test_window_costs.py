@@ -171,10 +171,13 @@ def test_listing_windows_never_expands_a_rule(viewer_api, walks, django_assert_m
     force or not, without one expansion and in a fixed number of queries."""
     db1 = builders.server("db1")
     now = timezone.now()
+    # The others daily half a day away: a bare FREQ=DAILY starts at midnight, in force
+    # when the test runs in the half hour after it.
+    later = f"FREQ=DAILY;BYHOUR={(now.hour + 12) % 24};BYMINUTE=0"
     for n in range(30):
         window = MaintenanceWindow.objects.create(
             name=f"w{n:02}",
-            rrule=f"FREQ=DAILY;BYHOUR={now.hour};BYMINUTE={now.minute}" if n == 0 else "FREQ=DAILY",
+            rrule=f"FREQ=DAILY;BYHOUR={now.hour};BYMINUTE={now.minute}" if n == 0 else later,
             duration_minutes=30,
             server=db1,
         )

@@ -83,11 +83,12 @@ def test_servers_added_together_are_polled_spread_over_the_interval():
     started = timezone.now()
     for server_id in Server.objects.values_list("pk", flat=True):
         assert scheduling.claim(server_id) is not None
+    claiming = (timezone.now() - started).total_seconds()  # (seconds, on a busy machine)
     due = [
         (at - started).total_seconds()
         for at in Server.objects.values_list("next_poll_at", flat=True)
     ]
-    assert 299 <= min(due) and max(due) <= 901
+    assert 300 <= min(due) and max(due) <= 900 + claiming
     per_minute = Counter(int(seconds // 60) for seconds in due)
     assert len(per_minute) >= 10  # (each of the ten minutes the interval spans, or 11)
     assert max(per_minute.values()) <= 110, sorted(per_minute.items())
