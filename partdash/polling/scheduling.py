@@ -56,16 +56,16 @@ class PollRequest(enum.Enum):
 
 
 def claim(server_id: int, *, force: bool = False) -> Server | None:
-    """Move the server's next poll one interval ahead if it is due (or `force`);
+    """Move the server's next poll ahead (`next_due`) if it is due (or `force`);
     return the server when this caller won the claim."""
     server = Server.objects.filter(pk=server_id, enabled=True).first()
     if server is None:
         return None
     now = timezone.now()
     due = Q(next_poll_at__isnull=True) | Q(next_poll_at__lte=now)
-    if force:
+    if force:  # (Poll now, and a new or edited server's first poll)
         due = Q()
-        following = now + timedelta(seconds=server.poll_interval)
+        following = next_due(None, now, server.poll_interval, server.pk)
     else:
         following = next_due(server.next_poll_at, now, server.poll_interval, server.pk)
     won = Server.objects.filter(due, pk=server_id, enabled=True).update(next_poll_at=following)

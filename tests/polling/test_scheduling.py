@@ -95,9 +95,14 @@ def test_servers_added_together_are_polled_spread_over_the_interval():
 
 
 def test_a_forced_claim_wins_even_when_not_due():
-    server = make("a", next_poll_at=timezone.now() + timedelta(minutes=5))
+    """As a new server's first poll is claimed (saved, it is polled at once): the next
+    falls at its offset, or servers added together would stay together."""
+    server = make("a", poll_interval=60, next_poll_at=timezone.now() + timedelta(minutes=5))
     assert scheduling.claim(server.pk) is None
     assert scheduling.claim(server.pk, force=True) == server
+    server.refresh_from_db()
+    assert 29 <= (server.next_poll_at - timezone.now()).total_seconds() <= 90
+    assert at_its_offset(server)
 
 
 def test_dispatch_queues_only_due_enabled_servers(empty_queue, redis_server):
