@@ -65,6 +65,14 @@ def test_the_next_poll_is_due_one_interval_after_this_one_was_due_not_after_it_w
     assert server.next_poll_at == due + timedelta(seconds=30)
 
 
+def test_a_poll_noticed_late_counts_its_interval_from_now():
+    """A busy worker: noticed more than two dispatch ticks late, not half an interval."""
+    server = make("a", poll_interval=60, next_poll_at=timezone.now() - timedelta(seconds=20))
+    assert scheduling.claim(server.pk) == server
+    server.refresh_from_db()
+    assert 59 <= (server.next_poll_at - timezone.now()).total_seconds() <= 60
+
+
 def test_a_poll_due_long_ago_is_next_due_at_its_offset_half_an_interval_on_or_more():
     server = make("a", poll_interval=30, next_poll_at=timezone.now() - timedelta(minutes=5))
     assert scheduling.claim(server.pk) == server
