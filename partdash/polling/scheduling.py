@@ -90,11 +90,12 @@ def next_due(due_at, now, interval: int, server_id: int = 0):
     rather than all at once, interval after interval (1,000 servers added at once were
     all due within 3 minutes of every 10)."""
     step = timedelta(seconds=interval)
-    late = None if due_at is None else now - due_at
-    if late is not None and late <= min(step / 2, _ticks(2)):
-        return due_at + step
-    if late is not None and late < step / 2:
-        return now + step
+    if due_at is not None:
+        late = now - due_at
+        if late <= min(step / 2, _ticks(2)):
+            return due_at + step
+        if late < step / 2:
+            return now + step
     earliest = now + step / 2
     offset = (server_id * _SPREAD) % 1 * interval
     return earliest + timedelta(seconds=(offset - earliest.timestamp()) % interval)

@@ -299,6 +299,10 @@ def partition_families(tables: list[dict], snapshots: dict) -> Iterator[Family]:
     families = [(gauge(name, text, PARTITION), key) for name, text, key in PARTITION_FIGURES]
     hot = gauge("partition_hot", "1 when the partition is flagged hot, else 0.", PARTITION)
     opted = {values["id"]: values for values in tables if values["export_partitions"]}
+    polled_at = {  # by table: its server's latest poll's time
+        table_id: latest.taken_at if (latest := snapshots.get(values["server_id"])) else None
+        for table_id, values in opted.items()
+    }
     partitions = (
         Partition.objects.live()
         .filter(table_id__in=list(opted))
@@ -315,8 +319,7 @@ def partition_families(tables: list[dict], snapshots: dict) -> Iterator[Family]:
     )
     for partition in partitions:
         table = opted[partition["table_id"]]
-        latest = snapshots.get(table["server_id"])
-        current_rates(partition, latest.taken_at if latest else None)
+        current_rates(partition, polled_at[partition["table_id"]])
         labels = [
             table["server__name"],
             table["schema"],
