@@ -86,18 +86,23 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 
 
 @contextlib.contextmanager
-def postgres_database(url: str):
-    """A fresh database on the PostgreSQL server at `url`, dropped afterwards: yields its URL."""
+def postgres_database(url: str, keep: bool = False):
+    """A fresh database on the PostgreSQL server at `url`, dropped afterwards unless
+    `keep` (to read the store the run left): yields its URL."""
     import psycopg
 
     name = f"partdash_fleet_{os.getpid()}"
     with psycopg.connect(url, autocommit=True) as admin:
         admin.execute(f"CREATE DATABASE {name}")
+    database = urlunsplit(urlsplit(url)._replace(path=f"/{name}"))
     try:
-        yield urlunsplit(urlsplit(url)._replace(path=f"/{name}"))
+        yield database
     finally:
-        with psycopg.connect(url, autocommit=True) as admin:
-            admin.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
+        if keep:
+            print(f"  the store is kept: DATABASE_URL={database}", flush=True)
+        else:
+            with psycopg.connect(url, autocommit=True) as admin:
+                admin.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
 
 
 def prepare_django(env: dict) -> None:
@@ -307,7 +312,8 @@ def store_env(options, stack: contextlib.ExitStack, run_dir: Path, broker: str) 
     env.pop("DATABASE_URL", None)  # SQLite in the run directory
     if options.store[0] == "sqlite":
         return env, "SQLite"
-    env["DATABASE_URL"] = stack.enter_context(postgres_database(options.store[1]))
+    keep = getattr(options, "keep_store", False)
+    env["DATABASE_URL"] = stack.enter_context(postgres_database(options.store[1], keep))
     return env, "PostgreSQL"
 
 

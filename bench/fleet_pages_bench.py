@@ -14,7 +14,11 @@ serves it, asked by 8 clients at a time for:
 Prints one JSON object and a line per figure with its target (the fleet page's p95 at
 most 1 s, /metrics's at most 500 ms); exits 1 when one is missed.
 
+Or, with `--database URL`, the pages of a store a polled fleet left (`fleet_sim.py
+--keep-store`: its servers, tables and findings as the real processes stored them).
+
 Usage: fleet_pages_bench.py [VAR_DIR] [--servers N]   (a fresh temporary one by default)
+       fleet_pages_bench.py [VAR_DIR] --database postgres://...
 """
 
 import argparse
@@ -67,12 +71,16 @@ def p95_of(read, requests: int = REQUESTS) -> dict:
         return summary(list(pool.map(lambda _: read(), range(requests))))
 
 
-def prepare(var_dir: Path, servers: int) -> tuple[str, str]:
-    """A fresh store of `servers` servers: a staff user's token and session cookie."""
+def prepare(var_dir: Path, servers: int, database: str | None) -> tuple[str, str]:
+    """A fresh store of `servers` servers, or the store at `database` as it is: a staff
+    user's token and session cookie."""
+    if database:
+        os.environ["DATABASE_URL"] = database
     fresh_store(var_dir)
-    from tests import builders
+    if not database:
+        from tests import builders
 
-    builders.fleet_of(servers)
+        builders.fleet_of(servers)
     return issue_credentials()
 
 
@@ -80,9 +88,14 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("var_dir", nargs="?", type=Path)
     parser.add_argument("--servers", type=int, default=1000)
+    parser.add_argument("--database", help="an existing store's URL (fleet_sim --keep-store)")
     options = parser.parse_args()
     var_dir = options.var_dir or Path(tempfile.mkdtemp(prefix="fleet-pages-"))
-    token, session = prepare(var_dir, options.servers)
+    token, session = prepare(var_dir, options.servers, options.database)
+    from partdash.servers.models import Server
+
+    options.servers = Server.objects.count()
+    one = Server.objects.order_by("name").values_list("name", flat=True)[options.servers // 2]
     rendered = exposition_figures(repeats=10)  # in this process, one at a time
     api = {"Authorization": f"Token {token}"}
     page = {"Cookie": f"sessionid={session}"}
@@ -97,8 +110,8 @@ def main() -> int:
             "list: GET /api/v1/findings/": "/api/v1/findings/",
             "list: GET /api/v1/findings/?limit=50&offset=0": "/api/v1/findings/?limit=50&offset=0",
             "metrics: GET /metrics": "/metrics",
-            "metrics: GET /metrics?server=db0500 (one server, federation)": (
-                "/metrics?server=db0500"
+            f"metrics: GET /metrics?server={one} (one server, federation)": (
+                f"/metrics?server={one}"
             ),
         }.items():
             figures[label] = p95_of(lambda path=path: timed_get(base + path, api))

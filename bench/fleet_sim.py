@@ -29,6 +29,7 @@ Writes var/bench/fleet-sim.json and prints each figure with its target:
 - the largest worker child's peak memory.
 
 Usage: fleet_sim.py [--minutes 30] [--scale 1.0] [--interval 60] [--postgres URL]
+                    [--keep-store]
 """
 
 import argparse
@@ -75,6 +76,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     )
     parser.add_argument("--postgres", default="postgres://postgres@127.0.0.1:5432/postgres")
     parser.add_argument("--changing", type=float, default=0.02, help="share written a minute")
+    parser.add_argument(
+        "--keep-store", action="store_true", help="leave the store's database for reading after"
+    )
     parser.add_argument("--json", type=Path, default=ROOT / "var" / "bench" / "fleet-sim.json")
     options = parser.parse_args(argv)
     options.servers = max(3, round(FULL_FLEET * options.scale))

@@ -8,6 +8,7 @@ from types import SimpleNamespace
 
 from django.conf import settings
 from django.core.exceptions import ValidationError as DjangoValidationError
+from django.db.models import QuerySet
 from django.utils import timezone
 from drf_spectacular.utils import extend_schema_field, inline_serializer
 from rest_framework import serializers
@@ -292,12 +293,15 @@ def ranked(findings: list[dict], limit: int) -> list[dict]:
     return sorted(findings, key=lambda f: -f["score"])[:limit]
 
 
-def server_findings(servers) -> list[dict]:
+def server_findings(servers: QuerySet[Server] | list[Server]) -> list[dict]:
     """Server-wide findings (partitions against the server's limits, the written working
     set against the buffer pool) as of each server's latest poll; no table."""
     found = []
-    servers = list(servers)
-    pressures = latest_pressures([server.pk for server in servers])
+    if isinstance(servers, QuerySet):  # only what a finding names, the rest unread
+        pressures = latest_pressures(servers.values("pk"))
+        servers = list(servers.only("pk", "name"))
+    else:
+        pressures = latest_pressures([server.pk for server in servers])
     for server in servers:
         pressure = stored_pressure(pressures.get(server.pk))
         for finding in pressure.get("findings", []):

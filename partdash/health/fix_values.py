@@ -23,7 +23,7 @@ by partdash; what does not parse raises `Unsafe`, and the fix is advice without 
 import re
 from typing import cast
 
-from partdash.lib.quoting import identifier, invisible, misreading_charset, visible
+from partdash.lib.quoting import holds_invisible, identifier, misreading_charset, visible
 
 MAX_NAME_LENGTH = 64
 # Functions MySQL and MariaDB allow in partitioning expressions (the manual's list, less
@@ -151,7 +151,7 @@ def name_problem(name: str) -> str | None:
         return f"the name {name!r} holds control characters"
     if any(ord(char) > 0xFFFF for char in name):
         return f"the name {name!r} holds characters the server refuses in names"
-    if any(invisible(char) for char in name):
+    if holds_invisible(name):
         return (
             f"the name {visible(name)!r} holds invisible characters (bidi controls or other "
             "format characters) that make a statement show otherwise than it runs"

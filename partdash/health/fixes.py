@@ -49,7 +49,7 @@ from partdash.health.runway_fix import (
     runway_plan,
 )
 from partdash.health.skew_fix import skew_plan
-from partdash.lib.quoting import identifier, invisible
+from partdash.lib.quoting import holds_invisible, identifier
 
 # A limit raised to clear a pressure finding leaves the partitions at this share of it,
 # so the finding stays away while the partitions grow by half again.
@@ -553,7 +553,7 @@ def statement_problem(sql: str) -> str | None:
     """Why a stored statement may not be shown as one to run, or None: it holds an
     invisible character, or a client character set would read it otherwise (a fix
     stored before partdash checked names so, or drift DDL of a member's names)."""
-    if any(invisible(char) for char in sql.replace("\n", " ")):  # lines: runway's
+    if holds_invisible(sql.replace("\n", " ")):  # lines: runway's
         return "it holds invisible characters (bidi controls or other format characters)"
     return charset_problem(sql)
 

@@ -72,6 +72,8 @@ def misreading_charset(text: str) -> str | None:
     backslash of `text` (written in utf8mb4) as part of another character, or None.
     Scanned as the client and the server scan: from the start, one character at a time."""
     raw = text.encode()
+    if raw.isascii():  # every one of these charsets' multi-byte characters leads past 0x80
+        return None
     for charset, character in MULTIBYTE_CLIENT_CHARSETS.items():
         if _swallows_delimiter(raw, character):
             return charset
@@ -97,6 +99,17 @@ def invisible(char: str) -> bool:
     isolates that reorder what an editor or page shows, zero-width joiners) and line and
     paragraph separators."""
     return unicodedata.category(char) in ("Cc", "Cf", "Zl", "Zp")
+
+
+_ASCII_CONTROLS = re.compile(r"[\x00-\x1f\x7f]")  # the only ASCII of those categories
+
+
+def holds_invisible(text: str) -> bool:
+    """Whether `invisible` holds for a character of `text` (ASCII text in one search:
+    the fixes of a fleet's findings are read through here on every page)."""
+    if text.isascii():
+        return _ASCII_CONTROLS.search(text) is not None
+    return any(invisible(char) for char in text)
 
 
 def visible(text: str) -> str:

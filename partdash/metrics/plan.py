@@ -30,7 +30,7 @@ from collections.abc import Iterable
 from datetime import datetime
 from typing import Any, TypedDict
 
-from django.db.models import OuterRef, Q, Subquery
+from django.db.models import Q
 from django.utils import timezone
 
 from partdash.health import kinds
@@ -170,12 +170,9 @@ _TABLE_FIELDS = (
 
 
 def _latest_snapshots(server_ids: list[int]) -> dict[int, ServerSnapshot]:
-    """Each server's latest poll, in two queries whatever the number of servers."""
-    latest = ServerSnapshot.objects.latest_for(OuterRef("pk")).values("pk")[:1]
-    ids = Server.objects.filter(pk__in=server_ids).annotate(latest=Subquery(latest))
-    chosen = [pk for pk in ids.values_list("latest", flat=True) if pk]
+    """Each server's latest poll, in one query whatever the number of servers."""
     fields = ("pk", "server_id", "poll_id", "taken_at", "pressure")
-    return {s.server_id: s for s in ServerSnapshot.objects.filter(pk__in=chosen).only(*fields)}
+    return {s.server_id: s for s in ServerSnapshot.objects.latest_of(server_ids).only(*fields)}
 
 
 def _tables(servers: list[Server], as_of: datetime | None):

@@ -7,7 +7,7 @@ activity and its compression. The window and its sums are the analysis's own
 from datetime import datetime
 from typing import Any
 
-from django.db.models import OuterRef, Subquery
+from django.db.models import QuerySet
 from django.utils import timezone
 
 from partdash.health.compression import api_fields, partition_compression, stored_api_fields
@@ -122,13 +122,11 @@ def latest_snapshot(server_id: int) -> ServerSnapshot | None:
     return ServerSnapshot.objects.latest_for(server_id).first()
 
 
-def latest_pressures(server_ids: list[int]) -> dict[int, Any]:
-    """Each server's stored pressure as of its latest poll, in one query whatever the
-    number of servers (servers never polled are absent)."""
-    latest = ServerSnapshot.objects.latest_for(OuterRef("server"))
-    snapshots = ServerSnapshot.objects.filter(server_id__in=server_ids).filter(
-        pk=Subquery(latest.values("pk")[:1])
-    )
+def latest_pressures(server_ids: list[int] | QuerySet | None) -> dict[int, Any]:
+    """Each server's stored pressure as of its latest poll (of `server_ids`, else of
+    every server), in one query whatever the number of servers (servers never polled
+    are absent)."""
+    snapshots = ServerSnapshot.objects.latest_of(server_ids)
     return dict(snapshots.values_list("server_id", "pressure"))
 
 

@@ -18,7 +18,7 @@ from collections import Counter
 from collections.abc import Iterator
 
 import redis
-from django.db.models import OuterRef, Q, Subquery
+from django.db.models import Q
 from django.utils import timezone
 
 from partdash.alerts.listing import alerts_as_shown
@@ -80,14 +80,11 @@ def add_findings(family: Family, labels: list[str], findings: list | None) -> No
 # -- servers ---------------------------------------------------------------------------
 
 
-def latest_snapshots(server_ids: list[int]) -> dict[int, ServerSnapshot]:
+def latest_snapshots(server_ids: list[int] | None) -> dict[int, ServerSnapshot]:
     """Each server's latest snapshot (its time, duration and stored pressure), in one
-    query."""
-    latest = ServerSnapshot.objects.latest_for(OuterRef("server"))
-    snapshots = (
-        ServerSnapshot.objects.filter(server_id__in=server_ids)
-        .filter(pk=Subquery(latest.values("pk")[:1]))
-        .only("id", "server_id", "taken_at", "seconds", "pressure")
+    query (of `server_ids`, else of every server)."""
+    snapshots = ServerSnapshot.objects.latest_of(server_ids).only(
+        "id", "server_id", "taken_at", "seconds", "pressure"
     )
     return {snapshot.server_id: snapshot for snapshot in snapshots}
 
@@ -437,7 +434,7 @@ def scrape_families(names: list[str] | None = None) -> Iterator[Family]:
     listed = list(servers)
     tables = exported_tables(None if names is None else listed)
     # (Read before the partitions, whose rates they date: `current_rates`.)
-    snapshots = latest_snapshots([server.pk for server in listed])
+    snapshots = latest_snapshots(None if names is None else [server.pk for server in listed])
     yield from server_families(listed, snapshots)
     yield from table_families(tables)
     yield from partition_families(tables, snapshots)

@@ -4,6 +4,9 @@ same rule in frontend/src/format.js and partdash/lib/shown.py."""
 import json
 import subprocess
 
+import pytest
+
+from partdash.lib.quoting import holds_invisible, invisible
 from partdash.lib.shown import shown
 from tests.conftest import ROOT
 
@@ -42,3 +45,24 @@ def test_an_escaped_name_holds_no_control_or_bidi_character_and_letters_stay():
     assert shown("orders\u202etxt.exe") == "orders\\u202etxt.exe"
     assert shown("commandes_été_東京") == "commandes_été_東京"
     assert all(ch.isprintable() for name in NAMES for ch in shown(name))
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "plain",
+        "tab\there",
+        "bell\x07",
+        "del\x7f",
+        "line\nbreak",
+        "é accent",
+        "rtl\u202eevil",
+        "zero\u200bwidth",
+        "para\u2029graph",
+        "emoji 🙂",
+        "",
+    ],
+)
+def test_holds_invisible_says_what_invisible_says_of_each_character(text):
+    """The ASCII shortcut (one search) agrees with the character-by-character test."""
+    assert holds_invisible(text) == any(invisible(char) for char in text)

@@ -228,15 +228,16 @@ def test_every_family_has_help_and_a_type(fleet, viewer_api):
 
 @pytest.mark.parametrize("tables", [10, 100])
 def test_a_scrape_runs_a_fixed_number_of_queries(tables, django_assert_max_num_queries):
-    """Servers, their latest snapshots, tables, the opted-in tables' partitions, alerts:
-    five queries whatever the number of tables (authentication is the API's)."""
+    """Servers, their latest snapshots, tables, the opted-in tables' partitions, whether
+    a silence is in force, alerts: six queries whatever the number of tables
+    (authentication is the API's)."""
     opted = 0
     for number in range(2):
         server = polled_server(f"db{number}")
         for serial in range(tables // 2):
             opted += serial % 10 == 0
             range_table(server, name=f"t{serial}", export_partitions=serial % 10 == 0)
-    with django_assert_max_num_queries(5):
+    with django_assert_max_num_queries(6):
         text = exposition().decode()
     families = {f.name: f for f in text_string_to_metric_families(text)}
     assert len(families["partdash_table_rows"].samples) == tables
