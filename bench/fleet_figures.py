@@ -2,7 +2,8 @@
 
 Polls come from bench/poll_probe.py's log (one "start" and one "end" line per poll task);
 lateness is measured between consecutive polls of one server that really polled (a task
-that found the server's poll lock held is "skipped", not a poll).
+that found the server's poll lock held is "skipped", not a poll): from the start before
+plus the interval, and from the time the poll was due (`due_lateness`).
 """
 
 import itertools
@@ -20,6 +21,7 @@ class Poll:
     started: float
     ended: float | None = None  # None: the child died or the run ended mid-poll
     result: str = ""
+    next_due: float | None = None  # when the server's next poll was due, as it started
 
     @property
     def skipped(self) -> bool:
@@ -41,7 +43,13 @@ def polls_from(records: Iterable[dict]) -> list[Poll]:
     for record in records:
         task_id = record["task_id"]
         if record["event"] == "start":
-            polls[task_id] = Poll(task_id, record["server_id"], record["worker"], record["at"])
+            polls[task_id] = Poll(
+                task_id,
+                record["server_id"],
+                record["worker"],
+                record["at"],
+                next_due=record.get("next_due"),
+            )
         elif task_id in polls:
             polls[task_id].ended = record["at"]
             polls[task_id].result = record.get("result", "")
@@ -60,6 +68,18 @@ def percentile(values: list[float], share: float) -> float | None:
 def lateness(starts: list[float], interval: float) -> list[float]:
     """Poll k's lateness: its start - (poll k-1's start + interval); the first poll has none."""
     return [later - (earlier + interval) for earlier, later in itertools.pairwise(starts)]
+
+
+def due_lateness(polls: list[Poll]) -> list[float]:
+    """Poll k's lateness against the time it was due: its start - the next due time
+    poll k-1 saw as it started (the scheduler's, so a first poll, a forced one or one
+    moved to the server's offset is measured from where it was put, not from one
+    interval after the poll before). Polls of a probe that did not record it: none."""
+    return [
+        later.started - earlier.next_due
+        for earlier, later in itertools.pairwise(polls)
+        if earlier.next_due is not None
+    ]
 
 
 def overlaps(polls: list[Poll]) -> int:
@@ -94,6 +114,7 @@ def server_figures(polls: list[Poll], interval: float) -> dict:
         "failed": sum(1 for poll in ran if poll.failed),
         "skipped_lock_held": len(polls) - len(ran),
         "lateness": spread(late),
+        "due_lateness": spread(due_lateness(ran)),
         "duration": spread([poll.ended - poll.started for poll in ran if poll.ended is not None]),
         "lateness_samples": [round(value, 3) for value in late],
         "by_worker": by_worker,

@@ -16,8 +16,10 @@ seconds rather than 60: every server and partition, the work per minute scaled b
 60 / S; the output and the JSON say the scale, the interval and the minutes.
 
 Writes var/bench/fleet-sim.json and prints each figure with its target:
-- poll lateness p95 per server (poll k's start - poll k-1's start - interval, bench/
-  poll_probe.py's record): the median and the worst of the healthy servers' p95;
+- poll lateness p95 per server (poll k's start - the time it was due, as poll k-1's
+  claim set it, bench/poll_probe.py's record; and poll k's start - poll k-1's start -
+  interval, which counts a move to the server's offset too): the median and the worst
+  of the healthy servers' p95;
 - worker CPU seconds per million partition-polls (both workers' process trees, from
   the first poll to the end; a partition-poll is one partition of one successful poll);
 - store bytes per day per million partitions (PostgreSQL's database size, its growth
@@ -275,6 +277,9 @@ def poll_memory_bytes(redis_url: str) -> tuple[int, int]:
 
 
 def lateness_figures(fleet: list[dict], ids: dict[str, int], polls: list, interval: int) -> dict:
+    """Per server, its polls' lateness against the time each was due (the headline),
+    and against the poll before plus the interval (which also counts the scheduler's
+    moves of a server to its offset): the healthy servers' p95s, median and worst."""
     per_server = {}
     for member in fleet:
         mine = [poll for poll in polls if poll.server_id == ids[member["name"]]]
@@ -284,21 +289,22 @@ def lateness_figures(fleet: list[dict], ids: dict[str, int], polls: list, interv
             "partitions": member["partitions"],
             "polls": figures["polls"],
             "failed": figures["failed"],
-            "lateness": figures["lateness"],
+            "lateness": figures["due_lateness"],
+            "lateness_from_the_poll_before": figures["lateness"],
             "by_worker": figures["by_worker"],
             "overlaps": figures["overlaps"],
         }
-    healthy = [
-        f["lateness"]["p95"]
-        for f in per_server.values()
-        if f["kind"] == "healthy" and f["lateness"]["p95"] is not None
-    ]
-    return {
-        "per_server": per_server,
-        "healthy_servers_with_lateness": len(healthy),
-        "lateness_p95_median_s": percentile(healthy, 0.5),
-        "lateness_p95_worst_s": max(healthy) if healthy else None,
-    }
+    figures = {}
+    for name, key in (("", "lateness"), ("from_the_poll_before_", "lateness_from_the_poll_before")):
+        healthy = [
+            f[key]["p95"]
+            for f in per_server.values()
+            if f["kind"] == "healthy" and f[key]["p95"] is not None
+        ]
+        figures[f"{name}healthy_servers_with_lateness"] = len(healthy)
+        figures[f"lateness_p95_{name}median_s"] = percentile(healthy, 0.5)
+        figures[f"lateness_p95_{name}worst_s"] = max(healthy) if healthy else None
+    return {"per_server": per_server, **figures}
 
 
 def partition_polls(fleet: list[dict], ids: dict[str, int], polls: list) -> int:
@@ -434,9 +440,15 @@ def report(result: dict) -> bool:
         line(label, value, unit, f"target <= {limit:g}{unit}: {'met' if ok else 'MISSED'}")
 
     late = result["lateness"]
-    line("poll lateness p95, median of the healthy servers", late["lateness_p95_median_s"], " s")
+    line(
+        "poll lateness p95 from the poll before + interval, median / worst healthy",
+        f"{late['lateness_p95_from_the_poll_before_median_s']} / "
+        f"{late['lateness_p95_from_the_poll_before_worst_s']}",
+        " s",
+    )
+    line("poll lateness p95 from its due time, median healthy", late["lateness_p95_median_s"], " s")
     checked(
-        "poll lateness p95, worst healthy server",
+        "poll lateness p95 from its due time, worst healthy server",
         late["lateness_p95_worst_s"],
         "lateness_p95_worst_s",
         " s",

@@ -3,11 +3,12 @@
 `celery -A poll_probe worker` (with bench/ on PYTHONPATH) runs exactly what `make up`'s
 `celery -A partdash worker` runs; this module only adds two signal receivers that append
 one JSON line per poll start and end to $PARTDASH_BENCH_POLL_LOG, so the benchmark knows
-when each poll began (its lateness), which worker ran it, and whether it overlapped
-another poll of the same server, and how long each of the poll's stages took (each
-`set_stage` of `partdash.polling.service` ends the one before). A poll's start is the
-moment its worker child began the task (`task_prerun`): failed polls store no snapshot,
-and `last_poll_at` is overwritten, so neither could give a failing server's history.
+when each poll began and when the next was due (their lateness), which worker ran it,
+and whether it overlapped another poll of the same server, and how long each of the
+poll's stages took (each `set_stage` of `partdash.polling.service` ends the one before).
+A poll's start is the moment its worker child began the task (`task_prerun`): failed
+polls store no snapshot, and `last_poll_at` is overwritten, so neither could give a
+failing server's history.
 """
 
 import gc
@@ -133,6 +134,17 @@ def _append(record: dict) -> None:
         os.close(fd)
 
 
+def _next_due(server_id) -> float | None:
+    """When the server's next poll is due, as this poll's claim set it (read as the
+    poll starts, before its end can back a failing server off): the next poll's
+    lateness is measured from it, so a poll the scheduler moved to the server's offset
+    is not counted late for the move."""
+    from partdash.servers.models import Server
+
+    due = Server.objects.filter(pk=server_id).values_list("next_poll_at", flat=True).first()
+    return due.timestamp() if due else None
+
+
 def _poll_fields(task, task_id: str, args) -> dict:
     return {
         "task_id": task_id,
@@ -150,7 +162,8 @@ def poll_started(sender=None, task_id=None, task=None, args=None, **kwargs) -> N
         _stages.clear()
         _peaks.clear()
         _cpu.clear()
-        _append({"event": "start", **_poll_fields(task, task_id, args)})
+        fields = _poll_fields(task, task_id, args)
+        _append({"event": "start", "next_due": _next_due(fields["server_id"]), **fields})
 
 
 @task_postrun.connect
