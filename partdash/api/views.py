@@ -33,6 +33,7 @@ from partdash.api.serializers import (
     ranked,
     server_findings,
     table_rows,
+    with_fixes,
     worst_findings,
 )
 from partdash.health.compression import failure_rate
@@ -468,12 +469,14 @@ class FindingsView(generics.GenericAPIView):
         narrowed = set(query.validated_data) - {"limit", "server", "offset"}
         if "offset" in query.validated_data:  # a page: every finding ranked, to count them
             return self._page(request, tables, servers, query)
-        # Narrowed by what only the findings say: rank them all, then keep `limit`.
-        found = worst_findings(tables, None if narrowed else limit) + server_findings(servers)
-        return Response(ranked([f for f in found if query.matches(f)], limit))
+        # Narrowed by what only the findings say: rank them all, then keep `limit`. The
+        # fixes are built for those kept only.
+        found = worst_findings(tables, None if narrowed else limit, fixed=False)
+        found += server_findings(servers, fixed=False)
+        return Response(with_fixes(ranked([f for f in found if query.matches(f)], limit)))
 
     def _page(self, request, tables, servers, query: FindingsQuery) -> Response:
-        found = worst_findings(tables, None) + server_findings(servers)
+        found = worst_findings(tables, None, fixed=False) + server_findings(servers, fixed=False)
         matching = [f for f in found if query.matches(f)]
         page = self.paginate_queryset(ranked(matching, len(matching)))
-        return self.get_paginated_response(page)
+        return self.get_paginated_response(with_fixes(page))

@@ -54,3 +54,37 @@ def test_an_api_answer_has_an_etag_that_a_client_can_revalidate(viewer_api, flee
     assert first["ETag"]
     assert viewer_api.get("/api/v1/findings/", HTTP_IF_NONE_MATCH=first["ETag"]).status_code == 304
     assert viewer_api.get("/api/v1/alerts/")["ETag"]
+
+
+@pytest.mark.parametrize(
+    "params", [{}, {"kind": "skew"}, {"limit": 2, "offset": 0}, {"limit": 1, "offset": 1}]
+)
+def test_every_finding_listed_carries_its_fix_as_every_reader_shows_it(viewer_api, params):
+    """The fixes are built for the findings kept, after ranking: each in the contract's
+    shape, a stored statement a client would misread withheld with the reason."""
+    db1 = builders.server("db1")
+    hostile = "ALTER TABLE `shop`.`t\x1b[2K` ANALYZE PARTITION ALL"
+    for name, score, sql in (("a", 90, hostile), ("b", 60, "ALTER TABLE `shop`.`b` REBUILD")):
+        fix = {"advice": "Rebuild.", "sql": sql, "safety": "instant", "rows": 1, "bytes": 2}
+        builders.table(
+            db1,
+            "shop",
+            name,
+            score=score,
+            health={"findings": [{**finding("skew", "warning", score), "fix": fix}]},
+        )
+    answer = viewer_api.get("/api/v1/findings/", params).json()
+    listed = answer["results"] if "offset" in params else answer
+    fixes = {f["table"]: f["fix"] for f in listed}
+    assert len(fixes) == (1 if params.get("limit") == 1 else 2)
+    if "a" in fixes:
+        assert fixes["a"]["sql"] is None and fixes["a"]["safety"] is None
+        assert "partdash withholds its statement: it holds invisible" in fixes["a"]["advice"]
+    if "b" in fixes:
+        assert fixes["b"] == {
+            "advice": "Rebuild.",
+            "sql": "ALTER TABLE `shop`.`b` REBUILD",
+            "safety": "instant",
+            "rows": 1,
+            "bytes": 2,
+        }

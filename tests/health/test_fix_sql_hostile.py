@@ -304,6 +304,7 @@ def test_a_stored_statement_a_client_would_misread_is_withheld():
     for sql in (
         "ALTER TABLE `s`.`t` DROP PARTITION `\u5f0c``;DROP DATABASE s;#`",
         "ALTER TABLE `s`.`t\u202e` ANALYZE PARTITION ALL",
+        "ALTER TABLE `s`.`t\x1b[2K` ANALYZE PARTITION ALL",  # ASCII: a terminal's escape
     ):
         stored = stored_fix({"advice": "Drop.", "sql": sql, "safety": "destroys"})
         assert stored is not None and stored["sql"] is None and stored["safety"] is None
