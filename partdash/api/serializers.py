@@ -2,13 +2,14 @@
 
 import ipaddress
 import re
+from bisect import bisect_right, insort
 from copy import copy
 from datetime import datetime, timedelta
 from types import SimpleNamespace
 
 from django.conf import settings
 from django.core.exceptions import ValidationError as DjangoValidationError
-from django.db.models import QuerySet
+from django.db.models import QuerySet, Sum
 from django.db.models.fields.json import KeyTransform
 from django.utils import timezone
 from drf_spectacular.utils import extend_schema_field, inline_serializer
@@ -23,6 +24,7 @@ from partdash.lib.times import iso
 from partdash.metrics.analysis import coverage_of
 from partdash.metrics.history import METRICS
 from partdash.metrics.models import (
+    FindingCount,
     Partition,
     PartitionedTable,
     StatementDigest,
@@ -240,9 +242,15 @@ class ServerSerializer(serializers.ModelSerializer):
 
 
 def worst_findings(tables, limit: int | None, fixed: bool = True) -> list[dict]:
-    """The worst findings among `tables` (a queryset), each with its table and server;
-    without their fixes in the contract's shape unless `fixed` (`with_fixes` gives them
-    to those kept: a page of the findings ranks every one)."""
+    """The worst `limit` findings (None: all) among `tables` (a queryset), each with its
+    table and server; without their fixes in the contract's shape unless `fixed`
+    (`with_fixes` gives them to those kept: a page of the findings ranks many).
+
+    A table's score is the sum of its findings' (each at least 10), so no finding
+    outscores its table: tables are read worst first, and only until `limit` findings
+    outscore the next table (its findings, and every later table's, rank below them).
+    Reading the worst `limit` tables instead missed a table's one finding that
+    outscored another's two, when their sum ranked that table higher."""
     worst = (
         tables.live()
         .filter(score__gt=0)
@@ -254,8 +262,12 @@ def worst_findings(tables, limit: int | None, fixed: bool = True) -> list[dict]:
         .order_by("-score", "schema", "name")
     )
     found: list[dict] = []
-    for table in worst[:limit]:
+    scores: list[float] = []  # the findings' scores so far, in order
+    for table in worst.iterator(chunk_size=500):
+        if limit is not None and len(scores) - bisect_right(scores, table.score) >= limit:
+            break
         for finding in table.stored_findings or []:
+            insort(scores, finding.get("score") or 0)
             found.append(
                 {
                     **finding,
@@ -266,8 +278,14 @@ def worst_findings(tables, limit: int | None, fixed: bool = True) -> list[dict]:
                     "table": table.name,
                 }
             )
-    kept = ranked(found, limit)
+    kept = ranked(found, len(found) if limit is None else limit)
     return with_fixes(kept) if fixed else kept
+
+
+def finding_count(tables) -> int:
+    """How many findings `tables` (a queryset) hold, counted by the database."""
+    counted = tables.live().filter(score__gt=0).aggregate(n=Sum(FindingCount("health")))
+    return counted["n"] or 0
 
 
 def with_fixes(findings: list[dict]) -> list[dict]:

@@ -27,6 +27,7 @@ from partdash.api.serializers import (
     TableDetailSerializer,
     TableExportSerializer,
     TableSerializer,
+    finding_count,
     fleet_findings,
     fleet_working_sets,
     partition_rows,
@@ -467,7 +468,7 @@ class FindingsView(generics.GenericAPIView):
             tables = tables.filter(server_id=query.validated_data["server"])
             servers = servers.filter(pk=query.validated_data["server"])
         narrowed = set(query.validated_data) - {"limit", "server", "offset"}
-        if "offset" in query.validated_data:  # a page: every finding ranked, to count them
+        if "offset" in query.validated_data:  # a page, and how many findings there are
             return self._page(request, tables, servers, query)
         # Narrowed by what only the findings say: rank them all, then keep `limit`. The
         # fixes are built for those kept only.
@@ -476,7 +477,18 @@ class FindingsView(generics.GenericAPIView):
         return Response(with_fixes(ranked([f for f in found if query.matches(f)], limit)))
 
     def _page(self, request, tables, servers, query: FindingsQuery) -> Response:
-        found = worst_findings(tables, None, fixed=False) + server_findings(servers, fixed=False)
-        matching = [f for f in found if query.matches(f)]
-        page = self.paginate_queryset(ranked(matching, len(matching)))
+        own = server_findings(servers, fixed=False)
+        if set(query.validated_data) - {"limit", "server", "offset"}:
+            # Narrowed by what only the findings say: every one ranked, to count them.
+            found = worst_findings(tables, None, fixed=False) + own
+            matching = [f for f in found if query.matches(f)]
+            page = self.paginate_queryset(ranked(matching, len(matching)))
+            return self.get_paginated_response(with_fixes(page))
+        # Counted by the database; the tables read only as far as the page reaches.
+        paginator = self.paginator
+        limit, offset = paginator.get_limit(request), paginator.get_offset(request)
+        reach = offset + limit
+        page = ranked(worst_findings(tables, reach, fixed=False) + own, reach)[offset:]
+        paginator.request, paginator.limit, paginator.offset = request, limit, offset
+        paginator.count = finding_count(tables) + len(own)
         return self.get_paginated_response(with_fixes(page))

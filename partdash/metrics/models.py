@@ -62,6 +62,30 @@ class LiveQuerySet(models.QuerySet):
         return self.filter(dropped_at=None)
 
 
+class FindingCount(models.Func):
+    """How many findings a table's stored health holds (0 for none), counted by the
+    database: a page of the fleet's findings counts them all and reads only the tables
+    it shows."""
+
+    output_field = models.IntegerField()
+    arity = 1
+    template = (  # MySQL, MariaDB
+        "CASE WHEN JSON_TYPE(JSON_EXTRACT(%(expressions)s, '$.findings')) = 'ARRAY' "
+        "THEN JSON_LENGTH(%(expressions)s, '$.findings') ELSE 0 END"
+    )
+
+    def as_sqlite(self, compiler, connection, **extra):  # 0 for a non-array, NULL if absent
+        template = "COALESCE(json_array_length(%(expressions)s, '$.findings'), 0)"
+        return self.as_sql(compiler, connection, template=template, **extra)
+
+    def as_postgresql(self, compiler, connection, **extra):
+        template = (
+            "CASE WHEN jsonb_typeof(%(expressions)s -> 'findings') = 'array' "
+            "THEN jsonb_array_length(%(expressions)s -> 'findings') ELSE 0 END"
+        )
+        return self.as_sql(compiler, connection, template=template, **extra)
+
+
 class SnapshotQuerySet(models.QuerySet):
     def latest_for(self, server) -> "SnapshotQuerySet":
         """A server's polls, newest first (`server`: a Server, an id or an OuterRef):

@@ -88,3 +88,29 @@ def test_every_finding_listed_carries_its_fix_as_every_reader_shows_it(viewer_ap
             "rows": 1,
             "bytes": 2,
         }
+
+
+def test_the_worst_findings_are_the_worst_whatever_their_tables_sum_to(viewer_api):
+    """A table's score is the sum of its findings': 30 tables of two findings of 30
+    (60 each) outrank one of a single finding of 55, which is still the worst finding.
+    Every shape of the list, and every page, agrees with ranking all of them."""
+    db1, db2 = builders.server("db1"), builders.server("db2")
+    for n in range(30):
+        twice = [finding("skew", "warning", 30), finding("hotspot", "warning", 30)]
+        builders.table(db1, "shop", f"t{n:02}", score=60, health={"findings": twice})
+    builders.table(
+        db2, "shop", "one", score=55, health={"findings": [finding("runway", "warning", 55)]}
+    )
+    builders.table(db2, "shop", "none", score=0, health={})
+    assert found(viewer_api, limit=1) == [("one", "runway")]
+    every = found(viewer_api, limit=500)
+    assert len(every) == 61 and every[0] == ("one", "runway")
+    pages, offset = [], 0
+    while offset is not None:
+        answer = viewer_api.get("/api/v1/findings/", {"limit": 7, "offset": offset}).json()
+        assert answer["count"] == 61
+        pages += [(f["table"], f["kind"]) for f in answer["results"]]
+        offset = offset + 7 if answer["next"] else None
+    assert pages == every
+    narrowed = viewer_api.get("/api/v1/findings/", {"limit": 5, "offset": 0, "kind": "skew"})
+    assert narrowed.json()["count"] == 30
