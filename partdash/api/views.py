@@ -469,16 +469,16 @@ class FindingsView(generics.GenericAPIView):
             servers = servers.filter(pk=query.validated_data["server"])
         narrowed = set(query.validated_data) - {"limit", "server", "offset"}
         if "offset" in query.validated_data:  # a page, and how many findings there are
-            return self._page(request, tables, servers, query)
+            return self._page(request, tables, servers, query, narrowed)
         # Narrowed by what only the findings say: rank them all, then keep `limit`. The
         # fixes are built for those kept only.
         found = worst_findings(tables, None if narrowed else limit, fixed=False)
         found += server_findings(servers, fixed=False)
         return Response(with_fixes(ranked([f for f in found if query.matches(f)], limit)))
 
-    def _page(self, request, tables, servers, query: FindingsQuery) -> Response:
+    def _page(self, request, tables, servers, query: FindingsQuery, narrowed: set) -> Response:
         own = server_findings(servers, fixed=False)
-        if set(query.validated_data) - {"limit", "server", "offset"}:
+        if narrowed:
             # Narrowed by what only the findings say: every one ranked, to count them.
             found = worst_findings(tables, None, fixed=False) + own
             matching = [f for f in found if query.matches(f)]
