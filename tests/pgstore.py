@@ -70,6 +70,37 @@ SQLITE_ONLY = (
     # tests/accounts/test_audit.py's, on both); a slapd and a provider fewer.
     "tests/accounts/test_directory_sign_on.py",
     "tests/accounts/test_oidc_sign_on.py",
+    # What is read from MariaDB and kept in Redis between polls (the tablespace list and
+    # file I/O read where they changed, the shared poll memory, TLS to the server): the
+    # polls they feed store through the PollStore the ground-truth tests prove on
+    # PostgreSQL. 120 s of a PostgreSQL pass's worker time, 22 s of CPU.
+    "tests/mysql/test_incremental.py",
+    "tests/polling/test_pollmemory.py",
+    "tests/mysql/test_tls.py",
+    # Deadlines and limits held by processes and Redis (a poll's deadline, Test
+    # connection's and test alerts' slots, request bodies, response headers), and the
+    # garbage a poll leaves: the same few rows on either store. 55 s of worker time.
+    "tests/polling/test_poll_deadline.py",
+    "tests/polling/test_poll_garbage.py",
+    "tests/servers/test_test_connection_limits.py",
+    "tests/alerts/test_test_alert_limits.py",
+    "tests/accounts/test_request_limits.py",
+    "tests/operations/test_headers.py",
+    # A real worker and beat polling a server registered in the admin, on a real Redis:
+    # the same processes on a PostgreSQL store are tests/operations/test_scale_out.py's
+    # and test_store_faults.py's. A real Alertmanager and a real Prometheus read what the
+    # API gives, the same on either store (as test_a_real_prometheus above).
+    "tests/polling/test_celery_end_to_end.py",
+    "tests/alerts/test_alertmanager.py",
+    "tests/prometheus/test_scraped_by_prometheus.py",
+    # The outbox's email through a real worker and SMTP server: one email per recipients,
+    # a storm as one, an outage then delivery, beat's reminder digest. The claim protocol
+    # under a worker killed at each step stays on PostgreSQL (test_a_worker_killed_at_
+    # each_step_loses_nothing). 75 s of worker time, 14 s of CPU.
+    "tests/alerts/test_delivery_worker.py::test_one_evaluation_is_one_email_per_set",
+    "tests/alerts/test_delivery_worker.py::test_a_storm_of_500_tables",
+    "tests/alerts/test_delivery_worker.py::test_an_smtp_outage_is_recorded",
+    "tests/alerts/test_delivery_worker.py::test_beat_sends_one_reminder_digest",
 )
 """Modules (or tests) whose subject is not the store, and whose run time would double on
 it. tests/api/test_fuzz.py stays: PostgreSQL raises on an integer overflow SQLite stores."""
