@@ -163,7 +163,10 @@ def test_eight_black_holes_do_not_delay_a_healthy_server(
     print(f"healthy gaps (s): {[round(g, 1) for g in gaps]}; busiest failing slots: {busiest}")
     assert len(steady) >= 4, processes.logs()
     assert statistics.median(steady) < 12
-    assert max(steady) < 14, processes.logs()  # was 35-38 s
+    # Was 35-38 s. A gap of 15.4 s was seen with both passes of `make test` keeping the
+    # two cores busy (the healthy server's poll waited for a core, not for a slot): the
+    # bound tells the fault from a busy machine, with room for the latter.
+    assert max(steady) < 18, processes.logs()
     assert busiest <= 2  # half of the 4 slots at most
 
     holes = Server.objects.exclude(pk=healthy.pk)
