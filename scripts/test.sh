@@ -78,7 +78,10 @@ stores=${PARTDASH_TEST_STORES:-sqlite postgres}
 # 629 s on one machine, but on one twice as slow (pytest --collect-only 4.5-5.2 s of CPU
 # against 2.2 s) the tests that time a worker, a scrape or a restart were starved (load
 # average 20) and ten failed in a run, different ones each time. 6 and 3 leave each test about the
-# share of a core it had at 10 and 4 on the faster machine.
+# share of a core it had at 10 and 4 on the faster machine. With the PostgreSQL pass
+# narrowed to the store's tests (it ends about half way), 7 and 2 were tried: 629 s in a
+# fresh clone against 581 s with 6 and 3 (its pass took 513 s on two workers, 271 s on
+# three).
 declare -A workers=([sqlite]=${PARTDASH_TEST_WORKERS:-6} [postgres]=${PARTDASH_TEST_WORKERS:-3})
 # A test that fails is run once more, after 2 s (pytest-rerunfailures); one that passes
 # then is listed as RERUN at the end of the run (and in test-artifacts/output-STORE.log):
