@@ -77,6 +77,7 @@ register(
                 "table_skew_ratio",
                 "The largest partition's rows over the mean (1 is perfectly even).",
                 lambda health: (health.get("skew") or {}).get("max_mean_ratio"),
+                paths=(("skew", "max_mean_ratio"),),
             ),
         ),
     )
@@ -114,6 +115,7 @@ register(
                 "table_hot_partitions",
                 "Partitions flagged hot in the latest window.",
                 lambda health: len(health.get("hotspots") or []),
+                paths=(("hotspots",),),
             ),
         ),
     )
@@ -163,11 +165,13 @@ register(
                 "Seconds before rows land in the catch-all partition (RANGE; absent where "
                 "unknown).",
                 lambda health: _times((health.get("runway") or {}).get("days_left"), 86400),
+                paths=(("runway", "days_left"),),
             ),
             Figure(
                 "table_catchall_rows",
                 "Rows in the MAXVALUE partition (RANGE).",
                 lambda health: (health.get("runway") or {}).get("catchall_rows"),
+                paths=(("runway", "catchall_rows"),),
             ),
         ),
         within=_runway_urgency,
@@ -209,6 +213,7 @@ register(
                 "table_compression_failure_ratio",
                 "Failed compressions over compressions in the window (compressed tables).",
                 lambda health: (health.get("compression") or {}).get("failure_rate"),
+                paths=(("compression", "failure_rate"),),
             ),
         ),
     )
@@ -315,6 +320,7 @@ register(
                 "Differences from the table's layout on its server group (absent: in line or "
                 "no group).",
                 _drift_differences,
+                paths=(("drift",),),  # whole: present without differences is 0, not absent
             ),
         ),
     )
@@ -375,11 +381,13 @@ register(
                 "table_retention_overdue_partitions",
                 "Partitions past the retention policy matching the table (absent: no policy).",
                 _retention_partitions,
+                paths=(("retention", "overdue_partitions"), ("retention", "policy_id")),
             ),
             Figure(
                 "table_retention_overdue_seconds",
                 "How long the oldest partition has been past its retention policy.",
                 lambda health: _times((health.get("retention") or {}).get("overdue_days"), 86400),
+                paths=(("retention", "overdue_days"),),
             ),
         ),
         within=_retention_urgency,

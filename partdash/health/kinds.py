@@ -106,11 +106,17 @@ class AlertSpec:
 @dataclass(frozen=True, slots=True)
 class Figure:
     """One /metrics family per table (`partdash_<name>{server, schema, table}`): its help
-    text and its value from the table's stored health (None: no sample)."""
+    text and its value from the table's stored health (None: no sample).
+
+    `paths`: the places in the stored health `value` reads, each a path of keys (a key
+    absent or null on the way reads as absent). A scrape then asks the store for those
+    values alone rather than each table's whole health, most of which is its findings'
+    fixes (`partdash.prometheus.exposition`). None: `value` is given the whole health."""
 
     name: str
     help: str
     value: Callable[[Mapping[str, Any]], float | None]
+    paths: tuple[tuple[str, ...], ...] | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -218,6 +218,7 @@ register(
                 "Statement digests that read every partition of the table (absent: its "
                 "statements were never read).",
                 _unpruned_count,
+                paths=(("pruning", "unpruned"),),
             ),
         ),
         within=_urgency,

@@ -6,10 +6,11 @@ tables get a row only when a partition's figures changed since its last sample.
 Counters (I/O, compression) are stored raw, so rates can be derived across resets.
 """
 
+import re
 from datetime import UTC
 
 from django.core.exceptions import ValidationError
-from django.db import models
+from django.db import NotSupportedError, models
 from django.db.models import OuterRef, Subquery
 
 from partdash.lib.fields import ClippedCharField
@@ -84,6 +85,48 @@ class FindingCount(models.Func):
             "THEN jsonb_array_length(%(expressions)s -> 'findings') ELSE 0 END"
         )
         return self.as_sql(compiler, connection, template=template, **extra)
+
+
+_KEY = re.compile(r"[a-z_]+")
+
+
+class HealthValues(models.Func):
+    """On PostgreSQL, the values at `paths` in a table's stored health (each a path of
+    keys; null where absent) and its findings' (kind, severity), as one small JSON array:
+    `[value, ..., [[kind, severity], ...]]`. What /metrics needs of a table, read without
+    sending and decoding its whole health (1-2 KB, most of it the findings' fixes): at
+    9,000 tables with findings, most of a whole scrape's time."""
+
+    output_field = models.JSONField()
+    arity = 1
+
+    def __init__(self, expression, paths: list[tuple[str, ...]], **extra) -> None:
+        for path in paths:  # written into the statement: the code's own key names only
+            if not path or not all(_KEY.fullmatch(key) for key in path):
+                raise ValueError(f"not a path of health keys: {path!r}")
+        self.paths = paths
+        super().__init__(expression, **extra)
+
+    def as_sql(self, compiler, connection, **extra):
+        raise NotSupportedError("HealthValues is PostgreSQL's alone")
+
+    def as_postgresql(self, compiler, connection, **extra):
+        values = [f"h #> '{{{','.join(path)}}}'" for path in self.paths]
+        findings = (
+            "(SELECT COALESCE(jsonb_agg(jsonb_build_array(f -> 'kind', f -> 'severity')), "
+            "'[]'::jsonb) FROM jsonb_array_elements(CASE WHEN jsonb_typeof(h -> 'findings') "
+            "= 'array' THEN h -> 'findings' ELSE '[]'::jsonb END) AS f)"
+        )
+        # A health over 2 KB is stored compressed, and each operator on the column would
+        # decompress it again: `|| '{}'` decompresses it once, behind OFFSET 0 (which
+        # keeps the planner from putting the expression back in each place). 8,135
+        # tables: 210-280 ms of the server's time, against 600-970 ms naming the column
+        # in each place and 280 ms to send the whole health as text.
+        template = (
+            f"(SELECT jsonb_build_array({', '.join([*values, findings])}) "
+            "FROM (SELECT %(expressions)s || '{}'::jsonb AS h OFFSET 0) AS health)"
+        )
+        return super().as_sql(compiler, connection, template=template, **extra)
 
 
 class SnapshotQuerySet(models.QuerySet):

@@ -8,12 +8,11 @@ The Celery task and `manage.py poll` both call `poll_server`, so a poll behaves 
 same whichever way it was started.
 """
 
-import gc
 import logging
 import threading
 import time
 import uuid
-from contextlib import contextmanager, suppress
+from contextlib import suppress
 from dataclasses import dataclass, field
 from functools import partial
 from typing import Any, NamedTuple, cast
@@ -33,6 +32,7 @@ from partdash.collector.collect import (
     table_key,
 )
 from partdash.lib.commands import store_unavailable
+from partdash.lib.cyclic_gc import cyclic_gc_paused
 from partdash.lib.secrets import SecretError
 from partdash.metrics import statements
 from partdash.metrics.analysis import analyse_server
@@ -169,21 +169,6 @@ def _record_success(server: Server, collection: Collection, snapshot_at) -> None
         partitions=len(collection.partitions) + (other["partitions"] or 0),
         unmonitored_tables=other["tables"],
     )
-
-
-@contextmanager
-def cyclic_gc_paused():
-    """A poll builds about ten objects per partition and frees them all at its end. The
-    cyclic collector would rescan that growing heap many times meanwhile (a fifth of a
-    64,000-partition poll, measured); reference counting frees them anyway, and any
-    cycles wait for the collector to resume."""
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if enabled:
-            gc.enable()
 
 
 # What this process holds of each server's poll memory (a worker child's, for its life).

@@ -18,6 +18,7 @@ from collections import Counter
 from collections.abc import Iterator
 
 import redis
+from django.db import connection
 from django.db.models import Q
 from django.utils import timezone
 
@@ -26,14 +27,16 @@ from partdash.alerts.models import Alert, Severity, rule_names
 from partdash.health.kinds import Figure, registered
 from partdash.health.shapes import stored_health, stored_pressure
 from partdash.lib import liveness
+from partdash.lib.cyclic_gc import cyclic_gc_paused
 from partdash.lib.shared_redis import redis_client
 from partdash.metrics.models import (
+    HealthValues,
     Partition,
     PartitionedTable,
     ServerSnapshot,
     current_rates,
 )
-from partdash.prometheus.text import Family, render
+from partdash.prometheus.text import Family, label_text, render
 from partdash.servers.choices import ServerStatus
 from partdash.servers.models import Server
 
@@ -225,9 +228,10 @@ TABLE_COLUMNS = (
 )
 
 
-def table_figures(values: dict) -> dict:
-    """A stored table's figures: its totals, each finding kind's figures from its
-    stored health, its score and its hot partitions (for the partitions' `hot`)."""
+def table_figures(values: dict, figures: list[Figure] | None = None) -> dict:
+    """A stored table's figures: its totals, each finding kind's figures (`figures`, by
+    default `kind_figures()`) from its stored health, its score and its hot partitions
+    (for the partitions' `hot`)."""
     stored = stored_health(values["health"])
     return {
         "partition_count": values["partition_count"],
@@ -235,7 +239,7 @@ def table_figures(values: dict) -> dict:
         "data_bytes": values["total_data_bytes"],
         "index_bytes": values["total_index_bytes"],
         "file_bytes": values["total_file_bytes"],
-        **{figure.name: figure.value(stored) for figure in kind_figures()},
+        **{figure.name: figure.value(stored) for figure in figures or kind_figures()},
         "score": values["score"],
         # As `health_fields` gives them, without building every finding's fix (at 2,400
         # tables of a simulated fleet, 60% of a scrape's time went there).
@@ -254,9 +258,11 @@ def table_families(tables: list[dict]) -> Iterator[Family]:
     )
     for values in tables:
         labels = [values["server__name"], values["schema"], values["name"]]
+        text = label_text(TABLE, labels)  # the same for each family: written once
         figures = values["figures"]
         for family, key in families:
-            add(family, labels, figures[key])
+            if (value := figures[key]) is not None:
+                family.add_labelled(text, float(value))
         add_findings(findings, labels, figures["findings"])
     yield from (family for family, _ in families)
     yield findings
@@ -414,15 +420,52 @@ def fleet_families(servers: list[Server], exported: int) -> Iterator[Family]:
 EXPORTED = Q(score__gt=0) | Q(export_partitions=True) | Q(server__export_tables=True)
 
 
+def health_paths() -> list[tuple[str, ...]] | None:
+    """The places in a table's stored health a scrape reads: the finding kinds' figures'
+    (`Figure.paths`) and the hot partitions; None where a figure reads the whole health."""
+    paths = {("hotspots",)}
+    for figure in kind_figures():
+        if figure.paths is None:
+            return None
+        paths.update(figure.paths)
+    # A path within one read whole comes with it.
+    return sorted(p for p in paths if not any(p[: len(q)] == q != p for q in paths))
+
+
+def health_read(values: list, paths: list[tuple[str, ...]]) -> dict:
+    """A table's health holding what `HealthValues` read of it (`values`): the values at
+    `paths` (an absent or null one left out) and its findings' kinds and severities."""
+    *found, findings = values
+    health: dict = {"findings": [{"kind": kind, "severity": level} for kind, level in findings]}
+    for path, value in zip(paths, found, strict=True):
+        if value is None:
+            continue
+        place = health
+        for key in path[:-1]:
+            place = place.setdefault(key, {})
+        place[path[-1]] = value
+    return health
+
+
 def exported_tables(servers: list[Server] | None) -> list[dict]:
     """The tables within the budget (with a finding, or opted in), with their figures;
-    of `servers` only, when given."""
+    of `servers` only, when given. On PostgreSQL only what the figures read of each
+    table's health is read (`HealthValues`); elsewhere its whole health."""
     tables = PartitionedTable.objects.live().filter(EXPORTED)
     if servers is not None:
         tables = tables.filter(server__in=servers)
-    rows = list(tables.order_by("server__name", "schema", "name").values(*TABLE_COLUMNS))
+    tables = tables.order_by("server__name", "schema", "name")
+    paths = health_paths() if connection.vendor == "postgresql" else None
+    if paths is None:
+        rows = list(tables.values(*TABLE_COLUMNS))
+    else:
+        columns = [column for column in TABLE_COLUMNS if column != "health"]
+        rows = list(tables.annotate(read=HealthValues("health", paths)).values(*columns, "read"))
+    figures = kind_figures()
     for values in rows:
-        values["figures"] = table_figures(values)
+        if paths is not None:
+            values["health"] = health_read(values.pop("read"), paths)
+        values["figures"] = table_figures(values, figures)
     return rows
 
 
@@ -446,4 +489,5 @@ def scrape_families(names: list[str] | None = None) -> Iterator[Family]:
 
 def exposition(names: list[str] | None = None) -> bytes:
     """The scrape in text format 0.0.4: the whole fleet, or the servers named."""
-    return render(scrape_families(names))
+    with cyclic_gc_paused():
+        return render(scrape_families(names))

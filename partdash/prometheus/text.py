@@ -22,6 +22,13 @@ def _escaped(value: str) -> str:
     return value
 
 
+def label_text(names: list[str], values: list[str]) -> str:
+    """The labels' text as a family with these label names writes it (sorted by name),
+    for `Family.add_labelled`: a table's 17 families share one."""
+    pairs = sorted(zip(names, values, strict=True))
+    return ",".join(f'{name}="{_escaped(value)}"' for name, value in pairs)
+
+
 class Family:
     """One gauge family: its name, help text and label names, and a line per sample
     (label values in the order of `labels`)."""
@@ -60,6 +67,12 @@ class Family:
                 for position, (index, _) in enumerate(self._order)
             ]
         )
+        self.lines.append(f"{self.name}{{{labels}}} {number}\n")
+
+    def add_labelled(self, labels: str, value: float) -> None:
+        """A sample whose labels' text is written already (`label_text` of this family's
+        label names)."""
+        number = self._numbers.get(value) or self._number(value)
         self.lines.append(f"{self.name}{{{labels}}} {number}\n")
 
     def add_metrics(self, values: list[str], label: str, samples: list[tuple[str, float]]) -> None:

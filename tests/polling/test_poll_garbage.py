@@ -1,5 +1,5 @@
 """A poll frees what it built when it returns. Polls run with the cyclic collector paused
-(`polling.service.cyclic_gc_paused`), so anything a poll leaves in a reference cycle
+(`partdash.lib.cyclic_gc.cyclic_gc_paused`), so anything a poll leaves in a reference cycle
 stays in memory until the collector runs again after the poll, and costs that run the
 time to traverse it: a first poll of 64,000 partitions left 230,000 objects so (the
 FieldError Django keeps while resolving "health__stale" held the poll's frames), and
