@@ -9,6 +9,7 @@ from types import SimpleNamespace
 
 from django.conf import settings
 from django.core.exceptions import ValidationError as DjangoValidationError
+from django.db import transaction
 from django.db.models import QuerySet, Sum
 from django.db.models.fields.json import KeyTransform
 from django.utils import timezone
@@ -109,8 +110,8 @@ def working_set_of(pressure) -> dict | None:
 
 def fleet_working_sets(servers: list[Server]) -> dict[int, dict | None]:
     """`working_set_of` for each server's latest poll, in one query."""
-    pressures = latest_pressures([s.pk for s in servers])
-    return {server_id: working_set_of(pressure) for server_id, pressure in pressures.items()}
+    written = latest_pressures([s.pk for s in servers], "working_set")
+    return {pk: working_set_of({"working_set": working}) for pk, working in written.items()}
 
 
 class ServerSerializer(serializers.ModelSerializer):
@@ -263,21 +264,24 @@ def worst_findings(tables, limit: int | None, fixed: bool = True) -> list[dict]:
     )
     found: list[dict] = []
     scores: list[float] = []  # the findings' scores so far, in order
-    for table in worst.iterator(chunk_size=500):
-        if limit is not None and len(scores) - bisect_right(scores, table.score) >= limit:
-            break
-        for finding in table.stored_findings or []:
-            insort(scores, finding.get("score") or 0)
-            found.append(
-                {
-                    **finding,
-                    "server_id": table.server_id,
-                    "server": table.server.name,
-                    "table_id": table.pk,
-                    "schema": table.schema,
-                    "table": table.name,
-                }
-            )
+    # In a transaction: outside one, PostgreSQL's server-side cursor is declared WITH
+    # HOLD, which computes every row (9,315 tables' findings) before the first is read.
+    with transaction.atomic(using=worst.db):
+        for table in worst.iterator(chunk_size=500):
+            if limit is not None and len(scores) - bisect_right(scores, table.score) >= limit:
+                break
+            for finding in table.stored_findings or []:
+                insort(scores, finding.get("score") or 0)
+                found.append(
+                    {
+                        **finding,
+                        "server_id": table.server_id,
+                        "server": table.server.name,
+                        "table_id": table.pk,
+                        "schema": table.schema,
+                        "table": table.name,
+                    }
+                )
     kept = ranked(found, len(found) if limit is None else limit)
     return with_fixes(kept) if fixed else kept
 
@@ -328,18 +332,18 @@ def server_findings(servers: QuerySet[Server] | list[Server], fixed: bool = True
     as `worst_findings` gives them."""
     found = []
     if isinstance(servers, QuerySet):  # only what a finding names, the rest unread
-        pressures = latest_pressures(servers.values("pk"))
-        servers = list(servers.only("pk", "name"))
+        findings = latest_pressures(servers.values("pk"), "findings")
+        named = list(servers.values_list("pk", "name"))
     else:
-        pressures = latest_pressures([server.pk for server in servers])
-    for server in servers:
-        pressure = stored_pressure(pressures.get(server.pk))
-        for finding in pressure.get("findings", []):
+        findings = latest_pressures([server.pk for server in servers], "findings")
+        named = [(server.pk, server.name) for server in servers]
+    for pk, name in named:
+        for finding in findings.get(pk) or []:
             found.append(
                 {
                     **(with_fix(finding) if fixed else finding),
-                    "server_id": server.pk,
-                    "server": server.name,
+                    "server_id": pk,
+                    "server": name,
                     "table_id": None,
                     "schema": None,
                     "table": None,

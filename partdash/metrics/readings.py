@@ -8,6 +8,7 @@ from datetime import datetime
 from typing import Any
 
 from django.db.models import QuerySet
+from django.db.models.fields.json import KeyTransform
 from django.utils import timezone
 
 from partdash.health.compression import api_fields, partition_compression, stored_api_fields
@@ -122,12 +123,17 @@ def latest_snapshot(server_id: int) -> ServerSnapshot | None:
     return ServerSnapshot.objects.latest_for(server_id).first()
 
 
-def latest_pressures(server_ids: list[int] | QuerySet | None) -> dict[int, Any]:
+def latest_pressures(server_ids: list[int] | QuerySet | None, part: str | None = None) -> dict:
     """Each server's stored pressure as of its latest poll (of `server_ids`, else of
     every server), in one query whatever the number of servers (servers never polled
-    are absent)."""
+    are absent); only its `part` (`findings`, `working_set`: null where absent) when
+    given, which is all the fleet's lists read of it (a pressure is 1-2 KB; its
+    findings alone, at 1,000 servers, a third of that)."""
     snapshots = ServerSnapshot.objects.latest_of(server_ids)
-    return dict(snapshots.values_list("server_id", "pressure"))
+    if part is None:
+        return dict(snapshots.values_list("server_id", "pressure"))
+    read = snapshots.annotate(part=KeyTransform(part, "pressure"))
+    return dict(read.values_list("server_id", "part"))
 
 
 def health_fields(stored: Any) -> dict[str, Any]:
