@@ -278,11 +278,13 @@ class AlertViewSet(QueryFilteredMixin, viewsets.ReadOnlyModelViewSet):
         """Open alerts per server (only servers that have some), for badges."""
         counts = open_counts(alerts_as_shown())
         names = dict(Server.objects.filter(pk__in=counts).values_list("pk", "name"))
+        # Already in OpenCountsSerializer's shape (ints and names): a row per server with
+        # open alerts, 1,000 of them at 1,000 servers, not passed through it again.
         rows = [
             {"server_id": pk, "server": names.get(pk, ""), **vars(count)}
             for pk, count in sorted(counts.items())
         ]
-        return Response(OpenCountsSerializer(rows, many=True).data)
+        return Response(rows)
 
     @extend_schema(responses=AlertHistorySerializer)
     @action(detail=True, methods=["get"])

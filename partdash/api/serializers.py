@@ -242,6 +242,11 @@ class ServerSerializer(serializers.ModelSerializer):
         return self._save(instance, validated_data)
 
 
+# Where a table's finding is, as the findings list names it, and the columns it is read from.
+FINDING_WHERE = ("server_id", "server", "table_id", "schema", "table")
+FINDING_COLUMNS = ("server_id", "server__name", "pk", "schema", "name")
+
+
 def worst_findings(tables, limit: int | None, fixed: bool = True) -> list[dict]:
     """The worst `limit` findings (None: all) among `tables` (a queryset), each with its
     table and server; without their fixes in the contract's shape unless `fixed`
@@ -255,33 +260,24 @@ def worst_findings(tables, limit: int | None, fixed: bool = True) -> list[dict]:
     worst = (
         tables.live()
         .filter(score__gt=0)
-        .select_related("server")
         # What a finding names, no more: only the health's findings are read (a page of
         # the findings reads every table's: 9,315 tables' whole health took 0.45 s).
-        .only("server__name", "schema", "name", "score")
         .annotate(stored_findings=KeyTransform("findings", "health"))
         .order_by("-score", "schema", "name")
+        .values_list("score", "stored_findings", *FINDING_COLUMNS)
     )
     found: list[dict] = []
     scores: list[float] = []  # the findings' scores so far, in order
     # In a transaction: outside one, PostgreSQL's server-side cursor is declared WITH
     # HOLD, which computes every row (9,315 tables' findings) before the first is read.
     with transaction.atomic(using=worst.db):
-        for table in worst.iterator(chunk_size=500):
-            if limit is not None and len(scores) - bisect_right(scores, table.score) >= limit:
+        for score, findings, *where in worst.iterator(chunk_size=500):
+            if limit is not None and len(scores) - bisect_right(scores, score) >= limit:
                 break
-            for finding in table.stored_findings or []:
+            named = dict(zip(FINDING_WHERE, where, strict=True))
+            for finding in findings or []:
                 insort(scores, finding.get("score") or 0)
-                found.append(
-                    {
-                        **finding,
-                        "server_id": table.server_id,
-                        "server": table.server.name,
-                        "table_id": table.pk,
-                        "schema": table.schema,
-                        "table": table.name,
-                    }
-                )
+                found.append({**finding, **named})
     kept = ranked(found, len(found) if limit is None else limit)
     return with_fixes(kept) if fixed else kept
 
