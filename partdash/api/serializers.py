@@ -10,8 +10,9 @@ from types import SimpleNamespace
 from django.conf import settings
 from django.core.exceptions import ValidationError as DjangoValidationError
 from django.db import transaction
-from django.db.models import QuerySet, Sum
+from django.db.models import F, QuerySet, Sum, Window
 from django.db.models.fields.json import KeyTransform
+from django.db.models.functions import RowNumber
 from django.utils import timezone
 from drf_spectacular.utils import extend_schema_field, inline_serializer
 from rest_framework import serializers
@@ -245,6 +246,7 @@ class ServerSerializer(serializers.ModelSerializer):
 # Where a table's finding is, as the findings list names it, and the columns it is read from.
 FINDING_WHERE = ("server_id", "server", "table_id", "schema", "table")
 FINDING_COLUMNS = ("server_id", "server__name", "pk", "schema", "name")
+WORST_TABLES = (F("score").desc(), F("schema"), F("name"))  # a finding's table's rank
 
 
 def worst_findings(tables, limit: int | None, fixed: bool = True) -> list[dict]:
@@ -263,7 +265,7 @@ def worst_findings(tables, limit: int | None, fixed: bool = True) -> list[dict]:
         # What a finding names, no more: only the health's findings are read (a page of
         # the findings reads every table's: 9,315 tables' whole health took 0.45 s).
         .annotate(stored_findings=KeyTransform("findings", "health"))
-        .order_by("-score", "schema", "name")
+        .order_by(*WORST_TABLES)
         .values_list("score", "stored_findings", *FINDING_COLUMNS)
     )
     found: list[dict] = []
@@ -298,23 +300,23 @@ def fleet_findings(servers: list[Server], limit: int = 3) -> dict[int, list[dict
     server at a time, read with a few queries for the whole list: 2,000 servers cost
     two queries each before."""
     ids = [server.pk for server in servers]
-    scored = (
+    # Each server's worst `limit` tables, picked by the database (50 servers of a
+    # simulated fleet: 2,818 tables with a finding, 150 read).
+    place = Window(RowNumber(), partition_by=F("server_id"), order_by=WORST_TABLES)
+    chosen = list(
         PartitionedTable.objects.live()
         .filter(server_id__in=ids, score__gt=0)
-        .order_by("-score", "schema", "name")
-        .values_list("pk", "server_id")
+        .annotate(place=place)
+        .filter(place__lte=limit)
+        .values_list("pk", flat=True)
     )
-    worst: dict[int, list[int]] = {}
-    for table_id, server_id in scored:
-        if len(worst.setdefault(server_id, [])) < limit:
-            worst[server_id].append(table_id)
-    chosen = [table_id for tables in worst.values() for table_id in tables]
     found: dict[int, list[dict]] = {}
-    for finding in worst_findings(PartitionedTable.objects.filter(pk__in=chosen), len(chosen) * 50):
+    tables = PartitionedTable.objects.filter(pk__in=chosen)
+    for finding in worst_findings(tables, len(chosen) * 50, fixed=False):
         found.setdefault(finding["server_id"], []).append(finding)
-    for finding in server_findings(servers):
+    for finding in server_findings(servers, fixed=False):
         found.setdefault(finding["server_id"], []).append(finding)
-    return {server_id: ranked(findings, limit) for server_id, findings in found.items()}
+    return {pk: with_fixes(ranked(findings, limit)) for pk, findings in found.items()}
 
 
 def ranked(findings: list[dict], limit: int) -> list[dict]:
