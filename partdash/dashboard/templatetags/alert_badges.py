@@ -5,6 +5,7 @@ from django import template
 from django.urls import reverse
 
 from partdash.alerts.listing import OpenCounts, alerts_as_shown, open_counts
+from partdash.alerts.models import Alert
 from partdash.metrics.models import PartitionedTable
 from partdash.servers.models import Server
 
@@ -36,5 +37,8 @@ def alert_badge(server: Server | None = None, table: PartitionedTable | None = N
 
 @register.simple_tag
 def firing_total() -> int:
-    """Firing alerts fleet-wide that no silence holds."""
-    return sum(counts.firing for counts in open_counts(alerts_as_shown()).values())
+    """Firing alerts fleet-wide that no silence holds (on every page: one count, not a
+    count per server summed)."""
+    return (
+        alerts_as_shown().filter(state=Alert.State.FIRING, is_silenced=False).order_by().count()
+    )
