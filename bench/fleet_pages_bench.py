@@ -6,6 +6,7 @@ serves it, asked by 8 clients at a time for:
 - the fleet page as a browser loads it: the HTML, then the three API reads its script
   makes (a page of 50 servers worst first, the worst findings, the alert counts), timed
   one after the other (the browser makes the three at once: this is an upper bound);
+  and the same with 1 and 4 clients at a time;
 - the server list's first page (`?limit=50&ordering=worst`), the whole server list as
   unpaged clients read it, `/api/v1/findings/` (its default and its first page), and
   `/metrics` (the whole fleet, and one server's `?server=NAME` as a federating
@@ -65,9 +66,9 @@ def fleet_page(base: str, page: dict) -> float:
     return (time.monotonic() - started) * 1000
 
 
-def p95_of(read, requests: int = REQUESTS) -> dict:
+def p95_of(read, requests: int = REQUESTS, clients: int = CLIENTS) -> dict:
     read()  # warm: the first request loads code and fills caches
-    with ThreadPoolExecutor(CLIENTS) as pool:
+    with ThreadPoolExecutor(clients) as pool:
         return summary(list(pool.map(lambda _: read(), range(requests))))
 
 
@@ -104,6 +105,10 @@ def main() -> int:
         figures = {
             "page: GET / (fleet) and its three API reads": p95_of(lambda: fleet_page(base, page)),
         }
+        for fewer in (1, 4):  # the same page with fewer browsers loading it at once
+            figures[f"page: the same, {fewer} client{'s' * (fewer > 1)} at a time"] = p95_of(
+                lambda: fleet_page(base, page), REQUESTS // 2, fewer
+            )
         for label, path in {
             "list: GET /api/v1/servers/?limit=50&ordering=worst": FLEET_PAGE_READS[0],
             "list: GET /api/v1/servers/ (unpaged, every server)": "/api/v1/servers/",

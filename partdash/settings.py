@@ -129,6 +129,14 @@ TEMPLATES = [
 DATABASES = {
     "default": env.db_url("DATABASE_URL", default=f"sqlite:///{VAR_DIR / 'partdash.sqlite3'}")
 }
+# Each request opened its own connection to the store and closed it: on PostgreSQL a
+# server process started, and partdash's session set up, for each of the fleet page's
+# four requests. A connection is now kept this many seconds and checked before it is
+# reused (a store restarted meanwhile costs a reconnect, not an error); 0: one per
+# request, as behind a pooler that wants them short. `?conn_max_age=` in DATABASE_URL
+# wins.
+DATABASES["default"].setdefault("CONN_MAX_AGE", env.int("PARTDASH_DB_CONN_MAX_AGE", default=60))
+DATABASES["default"]["CONN_HEALTH_CHECKS"] = True
 if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     # A database file from before the umask above; SQLite gives -wal and -shm its mode.
     sqlite_file = str(DATABASES["default"]["NAME"])
