@@ -39,6 +39,4 @@ def alert_badge(server: Server | None = None, table: PartitionedTable | None = N
 def firing_total() -> int:
     """Firing alerts fleet-wide that no silence holds (on every page: one count, not a
     count per server summed)."""
-    return (
-        alerts_as_shown().filter(state=Alert.State.FIRING, is_silenced=False).order_by().count()
-    )
+    return alerts_as_shown().filter(state=Alert.State.FIRING, is_silenced=False).order_by().count()
