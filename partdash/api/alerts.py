@@ -277,7 +277,8 @@ class AlertViewSet(QueryFilteredMixin, viewsets.ReadOnlyModelViewSet):
     def counts(self, request) -> Response:
         """Open alerts per server (only servers that have some), for badges."""
         counts = open_counts(alerts_as_shown())
-        names = dict(Server.objects.filter(pk__in=counts).values_list("pk", "name"))
+        # Every server's name, not those of an IN list of up to 1,000 ids (5 ms to plan).
+        names = dict(Server.objects.values_list("pk", "name"))
         # Already in OpenCountsSerializer's shape (ints and names): a row per server with
         # open alerts, 1,000 of them at 1,000 servers, not passed through it again.
         rows = [
