@@ -376,7 +376,7 @@ CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": 3600}
 CELERY_TASK_PUBLISH_RETRY_POLICY = {"max_retries": 2, "interval_start": 0.2}
 # A worker child whose peak memory went over this (MB; Celery reads the child's peak RSS
 # after each task) is replaced by a fresh one once its task is done: what a child keeps
-# between polls is bounded (PARTDASH_REMEMBERED_PARTITIONS, 260-480 MB at its bound: 32 MB
+# between polls is bounded (PARTDASH_REMEMBERED_PARTITIONS, 130-240 MB at its bound: 32 MB
 # per 32,000 partitions read back, up to 60 MB once polls compared and analysed them; a
 # 64,000-partition poll peaking about 290 MB above it), anything beyond is given back.
 # 0: never.
@@ -427,7 +427,10 @@ PARTDASH_SECOND_SESSION = env.bool("PARTDASH_SECOND_SESSION", default=True)
 PARTDASH_STORE_WHILE_READING = env.bool("PARTDASH_STORE_WHILE_READING", default=True)
 # What one polling process (a worker child) remembers between polls, in partitions over
 # every server it polled; past it, the least recently polled servers are forgotten.
-PARTDASH_REMEMBERED_PARTITIONS = env.int("PARTDASH_REMEMBERED_PARTITIONS", default=256_000)
+# 128,000 holds a 64,000-partition server twice over, or three of 32,000, whole; at
+# 1,000 servers a child peaked at 262 MB with it, at 374-378 MB with 256,000 (docs/
+# benchmarks.md, stop 58).
+PARTDASH_REMEMBERED_PARTITIONS = env.int("PARTDASH_REMEMBERED_PARTITIONS", default=128_000)
 # Tables whose definitions one poll may read (each read opens the table once); the rest
 # follow in the next polls.
 PARTDASH_DEFINITIONS_PER_POLL = env.int("PARTDASH_DEFINITIONS_PER_POLL", default=1000)
