@@ -56,8 +56,8 @@ class Family:
         return text
 
     def add_metric(self, values: list[str], value: float) -> None:
-        number = self._numbers.get(value) or self._number(value)
         if not self._order:
+            number = self._numbers.get(value) or self._number(value)
             self.lines.append(f"{self.name} {number}\n")
             return
         pairs = self._pairs
@@ -67,7 +67,7 @@ class Family:
                 for position, (index, _) in enumerate(self._order)
             ]
         )
-        self.lines.append(f"{self.name}{{{labels}}} {number}\n")
+        self.add_labelled(labels, value)
 
     def add_labelled(self, labels: str, value: float) -> None:
         """A sample whose labels' text is written already (`label_text` of this family's
