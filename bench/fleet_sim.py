@@ -366,7 +366,11 @@ def run(options: argparse.Namespace, stack: contextlib.ExitStack) -> dict:
     bytes_after_first_round, first_round_at = store_bytes(), time.monotonic()
     steady_from, cpu_at_first_round = time.time(), cpu_seconds(workers)
     tables_after_first_round = store_tables()
-    print(f"  first round over in {first_round_at - began:.0f} s", flush=True)
+    print(
+        f"  first round {'over' if first_round else 'NOT over (half the run passed)'}"
+        f" at {first_round_at - began:.0f} s",
+        flush=True,
+    )
     store_timeline = watch_the_store(
         processes, began + options.minutes * 60, first_round_at, interval
     )
