@@ -385,8 +385,9 @@ CELERY_WORKER_MAX_MEMORY_PER_CHILD = PARTDASH_WORKER_MAX_MEMORY_MB * 1024 or Non
 # Redis for the per-server poll lock (defaults to the broker's Redis).
 PARTDASH_REDIS_URL = env.str("PARTDASH_REDIS_URL", default=CELERY_BROKER_URL)
 # How often beat queues the dispatch of due polls: a poll starts up to this late, plus
-# its wait for a free slot. One a second costs about 1 ms of a worker child's CPU at
-# 1,000 servers (one indexed read when none is due).
+# its wait for a free slot. Its query is about 1 ms at 1,000 servers with none due; run
+# as a Celery task, a dispatch costs a worker about 20 ms of CPU (2% of a core at one a
+# second; measured side by side in docs/benchmarks.md).
 PARTDASH_DISPATCH_SECONDS = env.float("PARTDASH_DISPATCH_SECONDS", default=1.0)
 # A worker that answers no ping, or consumes nothing while tasks wait (a free slot in its
 # pool), for this long is restarted by its watcher: `make up`'s supervisor, or
